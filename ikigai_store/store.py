@@ -1,0 +1,386 @@
+"""The Store: sessions, the append-only event stream, replay and search over one database.
+
+Owns connection handling (a psycopg pool of autocommit connections) and the public write and read
+operations; every statement it runs is a named query from ``queries/``. Invariants:
+- every public write is atomic: one statement, or one transaction; inside ``store.transaction()``
+  each write runs in a savepoint, so a rejected write leaves the caller's transaction usable;
+- bad input raises ``InvalidArgument`` before anything is written; no psycopg exception escapes
+  (``db.translate_errors``); a dropped connection raises ``ConnectionLost`` and the pool replaces
+  it, so the next call reconnects;
+- events are ordered by ``id`` only; ``messages`` rows are never updated or deleted here.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from psycopg.pq import TransactionStatus
+from psycopg.rows import dict_row
+
+from . import migrate as _migrate
+from .db import connect, redact, resolve_url, translate_errors
+from .errors import ConnectionLost, InvalidArgument, NotFound
+from .models import VALID_KINDS, Message, ReplayContext, SearchHit, Session, is_valid_kind
+from .replay import fold, rewind_target
+from .sql import queries
+
+__all__ = ["MAX_SEARCH_LIMIT", "Store", "open"]
+
+#: Largest ``limit`` ``Store.search`` honours; larger values are capped to it.
+MAX_SEARCH_LIMIT = 1000
+_MAX_ID = 2**63 - 1
+
+Conn = psycopg.Connection[dict[str, Any]]
+
+
+def open(url: str | None = None, *, migrate: bool = True, pool_size: int = 4) -> Store:  # noqa: A001
+    """Open a store on ``url``, ``IKIGAI_DATABASE_URL``, ``DATABASE_URL`` or the embedded server.
+
+    With ``migrate=True`` (default) pending migrations are applied first. Raises ``ConnectError``
+    when the database cannot be reached and ``MigrationError`` when a migration fails.
+    """
+    resolved = resolve_url(url)
+    if resolved is None:
+        from .db import embedded_url
+
+        resolved = embedded_url()
+    store = Store(resolved, pool_size=pool_size)
+    if migrate:
+        try:
+            store.migrate()
+        except BaseException:
+            store.close()
+            raise
+    return store
+
+
+class Store:
+    """A connection pool to one ikigai database and the operations on it (thread-safe)."""
+
+    def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 10.0) -> None:
+        if not isinstance(pool_size, int) or pool_size < 1:
+            raise InvalidArgument("pool_size must be a positive integer")
+        self.url = url
+        # One direct connection first: a clear ConnectError beats a pool timeout.
+        connect(url, connect_timeout=max(1, int(timeout))).close()
+        self._timeout = timeout
+        self._pool: psycopg_pool.ConnectionPool[Conn] = psycopg_pool.ConnectionPool(
+            url,
+            min_size=1,
+            max_size=pool_size,
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            timeout=timeout,
+            open=False,
+            name="ikigai_store",
+        )
+        with translate_errors():
+            self._pool.open(wait=True, timeout=timeout)
+        self._local = threading.local()
+
+    def __repr__(self) -> str:
+        return f"<Store {redact(self.url)}>"
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every connection of the store. Idempotent."""
+        self._pool.close()
+
+    # ---------------------------------------------------------------- connections, transactions
+
+    @contextmanager
+    def _connection(self) -> Iterator[Conn]:
+        """The connection pinned by ``transaction()`` on this thread, else one from the pool."""
+        pinned: Conn | None = getattr(self._local, "conn", None)
+        if pinned is not None:
+            with translate_errors(pinned):
+                yield pinned
+            return
+        try:
+            with translate_errors(), self._pool.connection() as conn, translate_errors(conn):
+                yield conn
+        except ConnectionLost:
+            self._pool.check()  # drop the other idle connections the outage killed
+            raise
+
+    @contextmanager
+    def _write(self) -> Iterator[Conn]:
+        """A connection for one single-statement write (a savepoint inside a transaction)."""
+        with self._connection() as conn:
+            if conn.info.transaction_status == TransactionStatus.IDLE:
+                yield conn
+            else:
+                with conn.transaction():
+                    yield conn
+
+    @contextmanager
+    def _atomic(self) -> Iterator[Conn]:
+        """A connection inside a transaction (or savepoint) for multi-statement work."""
+        with self._connection() as conn, conn.transaction():
+            yield conn
+
+    @contextmanager
+    def transaction(self, *, force_rollback: bool = False) -> Iterator[Store]:
+        """Group the store calls made inside the block (on this thread) into one transaction.
+
+        Leaving the block normally commits; an exception rolls every write of the block back and
+        propagates. Nested blocks are savepoints. ``force_rollback=True`` always rolls back
+        (the pytest plugin isolates tests with it).
+        """
+        pinned: Conn | None = getattr(self._local, "conn", None)
+        if pinned is not None:
+            with translate_errors(pinned), pinned.transaction(force_rollback=force_rollback):
+                yield self
+            return
+        with self._connection() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction(force_rollback=force_rollback):
+                    yield self
+            finally:
+                self._local.conn = None
+
+    # ---------------------------------------------------------------- schema
+
+    def migrate(self) -> list[str]:
+        """Apply pending migrations; return the ids applied now (``[]`` when up to date)."""
+        return _migrate.apply(self.url)
+
+    def pending_migrations(self) -> list[str]:
+        """Ids of the migrations not applied yet."""
+        return _migrate.pending(self.url)
+
+    def schema_version(self) -> int:
+        """The version in ``schema_metadata`` (0 on a database without the schema)."""
+        with self._connection() as conn:
+            if not queries.schema_metadata_exists(conn):
+                return 0
+            return int(queries.schema_version(conn) or 0)
+
+    # ---------------------------------------------------------------- sessions
+
+    def create_session(self, title: str | None = None) -> int:
+        """Start a session and return its id; it stays active until ``end_session``."""
+        _check_text(title, "title")
+        with self._write() as conn:
+            row = queries.create_session(conn, title=title)
+        return int(row["id"])
+
+    def get_active_session(self) -> int | None:
+        """The most recently started session that has not ended, or None."""
+        with self._connection() as conn:
+            row = queries.get_active_session(conn)
+        return None if row is None else int(row["id"])
+
+    def end_session(self, session_id: int) -> None:
+        """End a session (``ended_at = NOW()``; ending it again keeps the first time)."""
+        _check_id(session_id, "session_id")
+        with self._write() as conn:
+            row = queries.end_session(conn, session_id=session_id)
+        if row is None:
+            raise NotFound(f"session {session_id} does not exist")
+
+    def get_session(self, session_id: int) -> Session:
+        """One session; ``NotFound`` if it does not exist."""
+        _check_id(session_id, "session_id")
+        with self._connection() as conn:
+            row = queries.get_session(conn, session_id=session_id)
+        if row is None:
+            raise NotFound(f"session {session_id} does not exist")
+        return Session.from_row(row)
+
+    def list_sessions(self, limit: int = 50) -> list[Session]:
+        """Up to ``limit`` sessions, newest first."""
+        _check_limit(limit)
+        with self._connection() as conn:
+            return [Session.from_row(r) for r in queries.list_sessions(conn, limit=limit)]
+
+    def set_session_title(self, session_id: int, title: str | None) -> None:
+        """Set (or clear, with None) a session's title."""
+        _check_id(session_id, "session_id")
+        _check_text(title, "title")
+        with self._write() as conn:
+            row = queries.set_session_title(conn, session_id=session_id, title=title)
+        if row is None:
+            raise NotFound(f"session {session_id} does not exist")
+
+    # ---------------------------------------------------------------- events
+
+    def append(
+        self,
+        session_id: int,
+        kind: str,
+        content: str | None = None,
+        data: Any = None,
+        *,
+        agent_uuid: str | None = None,
+    ) -> Message:
+        """Append one event to a session and return it as stored.
+
+        Raises ``InvalidArgument`` (and writes nothing) for an unknown kind, a bad or missing
+        session, NUL characters, data that is not JSON, a mark whose ``data.label`` is not a
+        string or null, or a rewind whose ``data.target_message_id`` is not the id of a mark
+        event of the same session.
+        """
+        _check_id(session_id, "session_id")
+        if not is_valid_kind(kind):
+            raise InvalidArgument(
+                f"invalid event kind {kind!r}; valid kinds: {', '.join(sorted(VALID_KINDS))}"
+            )
+        if agent_uuid is not None:
+            raise InvalidArgument("agent_uuid is not supported by this schema version")
+        _check_text(content, "content")
+        data_json = _dump_json(data)
+        if kind == "mark" and isinstance(data, dict) and "label" in data:
+            if data["label"] is not None and not isinstance(data["label"], str):
+                raise InvalidArgument("a mark's data.label must be a string or null")
+        if kind == "rewind":
+            return self._append_rewind(session_id, content, data, data_json)
+        with self._write() as conn:
+            try:
+                row = queries.append_message(
+                    conn, session_id=session_id, kind=kind, content=content, data=data_json
+                )
+            except psycopg.errors.ForeignKeyViolation as exc:
+                raise InvalidArgument(f"session {session_id} does not exist") from exc
+        return Message.from_row(row)
+
+    def _append_rewind(
+        self, session_id: int, content: str | None, data: Any, data_json: str | None
+    ) -> Message:
+        target = rewind_target(data)
+        if target is None:
+            raise InvalidArgument("a rewind needs an integer data.target_message_id")
+        with self._write() as conn:
+            row = queries.append_rewind(
+                conn,
+                session_id=session_id,
+                content=content,
+                data=data_json,
+                target_message_id=target,
+            )
+            if row is None:
+                if not queries.session_exists(conn, session_id=session_id):
+                    raise InvalidArgument(f"session {session_id} does not exist")
+                raise InvalidArgument(
+                    f"rewind target {target} is not a mark event of session {session_id}"
+                )
+        return Message.from_row(row)
+
+    def messages(self, session_id: int) -> list[Message]:
+        """Every event of a session (the full audit trail), in id order."""
+        _check_id(session_id, "session_id")
+        with self._connection() as conn:
+            rows = list(queries.session_messages(conn, session_id=session_id))
+            if not rows:
+                self._require_session(conn, session_id)
+        return [Message.from_row(r) for r in rows]
+
+    def replay_session(self, session_id: int) -> ReplayContext:
+        """Rebuild the session's current context, honouring clear, mark and rewind.
+
+        Reads only the events after the session's newest clear (one index probe finds it).
+        """
+        _check_id(session_id, "session_id")
+        with self._connection() as conn:
+            rows = list(queries.session_live_events(conn, session_id=session_id))
+            if not rows:
+                self._require_session(conn, session_id)
+        return fold(Message.from_row(r) for r in rows)
+
+    @staticmethod
+    def _require_session(conn: Conn, session_id: int) -> None:
+        if not queries.session_exists(conn, session_id=session_id):
+            raise NotFound(f"session {session_id} does not exist")
+
+    # ---------------------------------------------------------------- search
+
+    def search(
+        self, query: str, *, session_id: int | None = None, limit: int = 50
+    ) -> list[SearchHit]:
+        """Full-text search (web-search syntax: quotes, ``or``, ``-term``), best match first.
+
+        Any text is accepted; an empty or stop-word-only query finds nothing. ``limit`` is
+        capped at ``MAX_SEARCH_LIMIT``.
+        """
+        if not isinstance(query, str):
+            raise InvalidArgument("search query must be a string")
+        _check_text(query, "query")
+        if session_id is not None:
+            _check_id(session_id, "session_id")
+        _check_limit(limit)
+        if not query.strip():
+            return []
+        with self._connection() as conn:
+            rows = queries.search_messages(
+                conn, query=query, session_id=session_id, limit=min(limit, MAX_SEARCH_LIMIT)
+            )
+            return [SearchHit.from_row(r) for r in rows]
+
+    # ---------------------------------------------------------------- tests
+
+    def truncate_all(self) -> None:
+        """Delete every session and event and restart the ids (for tests)."""
+        with self._write() as conn:
+            queries.truncate_all(conn)
+
+
+# -------------------------------------------------------------------- validation
+
+
+def _check_id(value: object, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= _MAX_ID:
+        raise InvalidArgument(f"{name} must be a positive integer, got {value!r}")
+
+
+def _check_limit(limit: object) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidArgument(f"limit must be a positive integer, got {limit!r}")
+
+
+def _check_text(value: object, name: str) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{name} must be a string or None, got {type(value).__name__}")
+    if "\x00" in value:
+        raise InvalidArgument(f"{name} contains a NUL character, which PostgreSQL cannot store")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgument(f"{name} is not valid Unicode text: {exc.reason}") from exc
+
+
+def _check_json_strings(value: Any, path: str = "data") -> None:
+    if isinstance(value, str):
+        _check_text(value, path)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str):
+                _check_text(key, f"{path} key")
+            _check_json_strings(item, f"{path}[{key!r}]")
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_json_strings(item, f"{path}[{i}]")
+
+
+def _dump_json(data: Any) -> str | None:
+    """Serialise ``data`` once, rejecting what JSON or PostgreSQL's jsonb cannot hold."""
+    if data is None:
+        return None
+    try:
+        text = json.dumps(data, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(f"data is not JSON-serialisable: {exc}") from exc
+    _check_json_strings(data)
+    return text

@@ -1,0 +1,28 @@
+-- name: append_message(session_id, kind, content, data)^
+-- Append one event; returns the stored row. Rows are never updated: id is the order.
+-- data is JSON text (validated and serialised once by the caller).
+INSERT INTO messages (session_id, kind, content, data)
+VALUES (:session_id, :kind, :content, CAST(:data AS jsonb))
+RETURNING id, session_id, kind, content, data, created_at;
+
+-- name: append_rewind(session_id, content, data, target_message_id)^
+-- Append a rewind only if its target is a mark event of the same session; nothing is
+-- returned (and nothing written) otherwise. One statement, so the check cannot race the insert.
+INSERT INTO messages (session_id, kind, content, data)
+SELECT :session_id, 'rewind', :content, CAST(:data AS jsonb)
+WHERE EXISTS (
+    SELECT 1 FROM messages
+    WHERE id = :target_message_id AND session_id = :session_id AND kind = 'mark'
+)
+RETURNING id, session_id, kind, content, data, created_at;
+
+-- name: session_messages(session_id)
+-- The full audit trail of a session, in id order.
+SELECT id, session_id, kind, content, data, created_at
+FROM messages
+WHERE session_id = :session_id
+ORDER BY id;
+
+-- name: session_exists(session_id)$
+-- True when the session exists.
+SELECT EXISTS (SELECT 1 FROM sessions WHERE id = :session_id);
