@@ -115,7 +115,7 @@ def admin_url(url: str, dbname: str) -> str:
     """Same server and credentials as ``url``, another database."""
     params = psycopg.conninfo.conninfo_to_dict(url)
     params["dbname"] = dbname
-    return psycopg.conninfo.make_conninfo(**params)
+    return psycopg.conninfo.make_conninfo("", **params)
 
 
 @contextmanager
@@ -228,7 +228,7 @@ class _Handles:
 
         try:
             proc = psutil.Process(int(entry["pid"]))
-            return abs(proc.create_time() - float(entry["started"])) < 0.01
+            return bool(abs(proc.create_time() - float(entry["started"])) < 0.01)
         except (psutil.Error, KeyError, ValueError, TypeError):
             return False
 
@@ -268,8 +268,7 @@ class _Embedded:
                 self._server = pgserver.get_server(data_dir, cleanup_mode=None)
             except Exception as exc:
                 raise ConnectError(
-                    f"cannot start the embedded PostgreSQL in {data_dir}: {exc}"
-                    f"{self._log_tail()}"
+                    f"cannot start the embedded PostgreSQL in {data_dir}: {exc}{self._log_tail()}"
                 ) from exc
             data_dir.chmod(0o700)
             self._handles.add_me()

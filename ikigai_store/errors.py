@@ -38,7 +38,10 @@ class ConnectError(IkigaiStoreError):
 
 
 class MigrationError(IkigaiStoreError):
-    """A migration failed and was rolled back, or a migration file was unreadable (ERR_DB_MIGRATE)."""
+    """A migration failed and was rolled back, or a migration file was unreadable.
+
+    Seed codes ERR_DB_MIGRATE and ERR_IO.
+    """
 
 
 class ConnectionLost(IkigaiStoreError):

@@ -120,7 +120,9 @@ def pending(url: str, extra_sources: Sequence[Path | str] = ()) -> list[str]:
         return [m.id for m in backend.to_apply(migrations)]
 
 
-def rollback(url: str, count: int | None = None, extra_sources: Sequence[Path | str] = ()) -> list[str]:
+def rollback(
+    url: str, count: int | None = None, extra_sources: Sequence[Path | str] = ()
+) -> list[str]:
     """Roll back the newest ``count`` applied migrations (all when None); return their ids."""
     rolled: list[str] = []
     with _backend(url, extra_sources) as (backend, migrations):

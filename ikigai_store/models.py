@@ -96,7 +96,7 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class UnsavedMessage:
-    """An event built in memory, not yet appended: ``store.append(s, m.kind, m.content, m.data)``."""
+    """An event built in memory, not yet stored: ``store.append(s, m.kind, m.content, m.data)``."""
 
     kind: str
     content: str | None
@@ -139,7 +139,7 @@ class ReplayContext:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """A full-text search result: the message, its ``ts_rank_cd`` rank and a highlighted snippet."""
+    """A full-text search hit: the message, its ``ts_rank_cd`` rank and a highlighted snippet."""
 
     message: Message
     rank: float

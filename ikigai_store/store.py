@@ -39,7 +39,7 @@ _MAX_ID = 2**63 - 1
 Conn = psycopg.Connection[dict[str, Any]]
 
 
-def open(url: str | None = None, *, migrate: bool = True, pool_size: int = 4) -> Store:  # noqa: A001
+def open(url: str | None = None, *, migrate: bool = True, pool_size: int = 4) -> Store:
     """Open a store on ``url``, ``IKIGAI_DATABASE_URL``, ``DATABASE_URL`` or the embedded server.
 
     With ``migrate=True`` (default) pending migrations are applied first. Raises ``ConnectError``
@@ -241,9 +241,9 @@ class Store:
             raise InvalidArgument("agent_uuid is not supported by this schema version")
         _check_text(content, "content")
         data_json = _dump_json(data)
-        if kind == "mark" and isinstance(data, dict) and "label" in data:
-            if data["label"] is not None and not isinstance(data["label"], str):
-                raise InvalidArgument("a mark's data.label must be a string or null")
+        label = data.get("label") if kind == "mark" and isinstance(data, dict) else None
+        if label is not None and not isinstance(label, str):
+            raise InvalidArgument("a mark's data.label must be a string or null")
         if kind == "rewind":
             return self._append_rewind(session_id, content, data, data_json)
         with self._write() as conn:

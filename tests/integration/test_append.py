@@ -1,0 +1,160 @@
+"""Appending events: validation rejects bad input and writes nothing; good input round-trips."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+import ikigai_store as ik
+
+pytestmark = pytest.mark.db
+
+
+@pytest.fixture
+def sid(ikigai_store: ik.Store) -> int:
+    return ikigai_store.create_session()
+
+
+def test_append_round_trip(ikigai_store: ik.Store, sid: int) -> None:
+    """An appended event comes back with its fields, parsed data and increasing ids."""
+    a = ikigai_store.append(sid, "user", "hello", {"model": "gpt-4", "temperature": 1.0})
+    b = ikigai_store.append(sid, "clear")
+    c = ikigai_store.append(sid, "assistant", "")
+    assert a.session_id == sid and a.kind == "user" and a.content == "hello"
+    assert a.data == {"model": "gpt-4", "temperature": 1.0}
+    assert a.agent_uuid is None
+    assert b.content is None and b.data is None
+    assert c.content == ""
+    assert a.id < b.id < c.id
+    assert ikigai_store.messages(sid) == [a, b, c]
+
+
+def test_every_valid_kind_is_accepted(ikigai_store: ik.Store, sid: int) -> None:
+    """All valid kinds except rewind (which needs a mark) append without data."""
+    for kind in sorted(ik.VALID_KINDS - {"rewind"}):
+        assert ikigai_store.append(sid, kind, kind).kind == kind
+
+
+def test_tool_result_helper(ikigai_store: ik.Store, sid: int) -> None:
+    """ik.tool_result builds the canonical tool_result event, which appends as is."""
+    m = ik.tool_result("call_abc123", "glob", "a.c\nb.c", True, "2 files found")
+    assert m.kind == "tool_result" and m.content == "2 files found"
+    assert m.data == {
+        "tool_call_id": "call_abc123",
+        "name": "glob",
+        "output": "a.c\nb.c",
+        "success": True,
+    }
+    stored = ikigai_store.append(sid, m.kind, m.content, m.data)
+    assert stored.data == m.data
+
+
+def test_is_valid_kind() -> None:
+    """is_valid_kind accepts exactly the listed kinds."""
+    assert ik.is_valid_kind("user")
+    assert ik.is_valid_kind("agent_killed")
+    for bad in (None, "", "User", "user ", " user", "rewind\n", 1, "unknown"):
+        assert not ik.is_valid_kind(bad)
+
+
+BAD_APPENDS: list[tuple[str, tuple[Any, ...]]] = [
+    ("kind None", (None,)),
+    ("kind empty", ("",)),
+    ("kind case", ("User",)),
+    ("kind trailing space", ("user ",)),
+    ("kind unknown", ("banana",)),
+    ("content NUL", ("user", "a\x00b")),
+    ("content not str", ("user", 42)),
+    ("content lone surrogate", ("user", "\ud800")),
+    ("data NUL value", ("user", "x", {"k": "a\x00"})),
+    ("data NUL key", ("user", "x", {"a\x00": 1})),
+    ("data nested NUL", ("user", "x", {"k": ["ok", {"deep": "\x00"}]})),
+    ("data not JSON", ("user", "x", {"k": object()})),
+    ("data set", ("user", "x", {1, 2})),
+    ("data NaN", ("user", "x", {"k": math.nan})),
+    ("data inf", ("user", "x", [math.inf])),
+    ("mark label int", ("mark", "m", {"label": 3})),
+    ("mark label list", ("mark", "m", {"label": ["a"]})),
+    ("rewind no data", ("rewind",)),
+    ("rewind no target", ("rewind", None, {"target_label": "x"})),
+    ("rewind target str", ("rewind", None, {"target_message_id": "1"})),
+    ("rewind target bool", ("rewind", None, {"target_message_id": True})),
+    ("rewind target float", ("rewind", None, {"target_message_id": 1.0})),
+    ("rewind target missing", ("rewind", None, {"target_message_id": 10**12})),
+]
+
+
+@pytest.mark.parametrize("args", [a for _, a in BAD_APPENDS], ids=[n for n, _ in BAD_APPENDS])
+def test_bad_append_raises_and_writes_nothing(
+    ikigai_store: ik.Store, sid: int, args: tuple[Any, ...]
+) -> None:
+    """Each kind of bad input raises InvalidArgument (a ValueError) and stores nothing."""
+    ikigai_store.append(sid, "user", "before")
+    before = ikigai_store.messages(sid)
+    with pytest.raises(ik.InvalidArgument):
+        ikigai_store.append(sid, *args)
+    with pytest.raises(ValueError):
+        ikigai_store.append(sid, *args)
+    assert ikigai_store.messages(sid) == before
+
+
+def test_append_to_missing_session(ikigai_store: ik.Store) -> None:
+    """Appending to a session that does not exist raises InvalidArgument."""
+    with pytest.raises(ik.InvalidArgument, match="does not exist"):
+        ikigai_store.append(123_456, "user", "x")
+    with pytest.raises(ik.InvalidArgument):
+        ikigai_store.append(0, "user", "x")
+
+
+def test_rewind_target_must_be_mark_of_same_session(ikigai_store: ik.Store, sid: int) -> None:
+    """A rewind may only name a mark event of its own session."""
+    user = ikigai_store.append(sid, "user", "not a mark")
+    other = ikigai_store.create_session()
+    foreign_mark = ikigai_store.append(other, "mark", "m", {"label": "m"})
+    for target in (user.id, foreign_mark.id):
+        with pytest.raises(ik.InvalidArgument, match="not a mark"):
+            ikigai_store.append(sid, "rewind", None, {"target_message_id": target})
+    own_mark = ikigai_store.append(sid, "mark", None, {"label": None})
+    rw = ikigai_store.append(sid, "rewind", None, {"target_message_id": own_mark.id})
+    assert rw.kind == "rewind"
+
+
+def test_mark_labels_accepted(ikigai_store: ik.Store, sid: int) -> None:
+    """Marks accept a string label, a null label, no label and no data."""
+    for data in ({"label": "a"}, {"label": None}, {"number": 1}, None):
+        assert ikigai_store.append(sid, "mark", None, data).kind == "mark"
+
+
+def test_unicode_and_json_values_round_trip(ikigai_store: ik.Store, sid: int) -> None:
+    """Non-ASCII text, quotes and every JSON value type survive storage unchanged."""
+    content = "héllo 'quoted' \"double\" \\ 🚀 \t\n"
+    data = {"s": "ü", "n": 1, "f": 1.5, "b": False, "z": None, "l": [1, "2"], "o": {"k": []}}
+    m = ikigai_store.append(sid, "assistant", content, data)
+    assert ikigai_store.messages(sid)[-1].content == content
+    assert m.data == data
+    for value in ([1, 2], "text", 7, True):
+        assert ikigai_store.append(sid, "usage", None, value).data == value
+
+
+def test_failed_append_inside_transaction_keeps_transaction_usable(ikigai_store: ik.Store) -> None:
+    """A rejected write inside store.transaction() does not poison the transaction."""
+    with ikigai_store.transaction():
+        sid = ikigai_store.create_session()
+        with pytest.raises(ik.InvalidArgument):
+            ikigai_store.append(sid, "rewind", None, {"target_message_id": 10**12})
+        with pytest.raises(ik.InvalidArgument):
+            ikigai_store.append(10**12, "user", "x")  # foreign-key violation path
+        ikigai_store.append(sid, "user", "still fine")
+    assert [m.content for m in ikigai_store.messages(sid)] == ["still fine"]
+
+
+def test_transaction_rolls_back_on_exception(ikigai_store: ik.Store) -> None:
+    """An exception inside store.transaction() rolls back every write of the block."""
+    sid = ikigai_store.create_session()
+    with pytest.raises(RuntimeError), ikigai_store.transaction():
+        ikigai_store.append(sid, "user", "one")
+        ikigai_store.append(sid, "assistant", "two")
+        raise RuntimeError("boom")
+    assert ikigai_store.messages(sid) == []

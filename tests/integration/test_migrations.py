@@ -1,0 +1,277 @@
+"""Migrations: schema, idempotence, yoyo CLI agreement, C-era adoption, failures, concurrency."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+import ikigai_store as ik
+from ikigai_store import migrate
+from ikigai_store._resources import migrations_dir
+from ikigai_store.db import to_yoyo_url
+
+pytestmark = pytest.mark.db
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "migrations"
+ALL = ["0001-initial-schema", "0002-session-replay-indexes"]
+
+
+def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(sql, params)
+        return cur.fetchall() if cur.description else []
+
+
+def _tables(url: str) -> set[str]:
+    rows = _q(url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+    return {r[0] for r in rows}
+
+
+def _indexes(url: str) -> dict[str, str]:
+    rows = _q(url, "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'")
+    return {r[0]: r[1] for r in rows}
+
+
+def _version(url: str) -> int:
+    return int(_q(url, "SELECT max(schema_version) FROM schema_metadata")[0][0])
+
+
+def test_fresh_database_gets_seed_schema(ikigai_empty_db_url: str) -> None:
+    """Applying to an empty database creates the seed tables, indexes and version 2."""
+    url = ikigai_empty_db_url
+    assert migrate.apply(url) == ALL
+    assert {"schema_metadata", "sessions", "messages"} <= _tables(url)
+    cols = _q(
+        url,
+        "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+        "WHERE table_name = 'messages' ORDER BY ordinal_position",
+    )
+    assert cols == [
+        ("id", "bigint", "NO"),
+        ("session_id", "bigint", "NO"),
+        ("kind", "text", "NO"),
+        ("content", "text", "YES"),
+        ("data", "jsonb", "YES"),
+        ("created_at", "timestamp with time zone", "NO"),
+    ]
+    idx = _indexes(url)
+    assert "to_tsvector('english'::regconfig, content)" in idx["idx_messages_search"]
+    assert idx["idx_messages_session"].endswith("(session_id, id)")
+    assert "started_at DESC" in idx["idx_sessions_started"]
+    assert "WHERE (kind = 'clear'::text)" in idx["idx_messages_session_clear"]
+    assert _version(url) == 2
+
+
+def test_second_apply_is_noop(ikigai_empty_db_url: str) -> None:
+    """A second apply applies nothing and pending() is empty."""
+    migrate.apply(ikigai_empty_db_url)
+    assert migrate.apply(ikigai_empty_db_url) == []
+    assert migrate.pending(ikigai_empty_db_url) == []
+
+
+def test_store_migrate_and_schema_version(ikigai_empty_db_url: str) -> None:
+    """Store.migrate() reports what it applied; schema_version() follows."""
+    with ik.open(ikigai_empty_db_url, migrate=False) as store:
+        assert store.schema_version() == 0
+        assert store.pending_migrations() == ALL
+        assert store.migrate() == ALL
+        assert store.migrate() == []
+        assert store.schema_version() == 2
+
+
+def _yoyo(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "yoyo", *args, "--batch", "--no-config-file"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_plain_yoyo_apply_agrees(ikigai_empty_db_url: str) -> None:
+    """Plain `yoyo apply` applies the same migrations and ours then finds nothing pending."""
+    url = ikigai_empty_db_url
+    done = _yoyo("apply", "-d", to_yoyo_url(url), str(migrations_dir()))
+    assert done.returncode == 0, done.stderr
+    assert migrate.pending(url) == []
+    assert _version(url) == 2
+    listed = _yoyo("list", "-d", to_yoyo_url(url), str(migrations_dir()))
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.count("| A |") == len(ALL) or all(m in listed.stdout for m in ALL)
+
+
+def test_yoyo_after_ours_has_nothing_to_do(ikigai_empty_db_url: str) -> None:
+    """After our migrate, `yoyo apply` applies nothing (same bookkeeping table)."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    before = _q(url, "SELECT count(*) FROM _yoyo_migration")[0][0]
+    done = _yoyo("apply", "-d", to_yoyo_url(url), str(migrations_dir()))
+    assert done.returncode == 0, done.stderr
+    assert _q(url, "SELECT count(*) FROM _yoyo_migration")[0][0] == before == len(ALL)
+
+
+def test_rollback_really_undoes(ikigai_empty_db_url: str) -> None:
+    """Rolling back every migration removes our schema; applying again restores it."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    assert migrate.rollback(url, count=1) == ["0002-session-replay-indexes"]
+    assert "idx_messages_session_clear" not in _indexes(url)
+    assert _version(url) == 1
+    assert migrate.rollback(url) == ["0001-initial-schema"]
+    assert not {"schema_metadata", "sessions", "messages"} & _tables(url)
+    assert migrate.apply(url) == ALL
+
+
+C_ERA_SCHEMA = """
+CREATE TABLE schema_metadata (schema_version INTEGER PRIMARY KEY);
+INSERT INTO schema_metadata VALUES (1);
+CREATE TABLE sessions (id BIGSERIAL PRIMARY KEY, started_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
+    ended_at TIMESTAMPTZ, title TEXT);
+CREATE INDEX idx_sessions_started ON sessions(started_at DESC);
+CREATE TABLE messages (id BIGSERIAL PRIMARY KEY,
+    session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, kind TEXT NOT NULL,
+    content TEXT, data JSONB, created_at TIMESTAMPTZ NOT NULL DEFAULT NOW());
+CREATE INDEX idx_messages_session ON messages(session_id, created_at);
+CREATE INDEX idx_messages_search ON messages USING gin(to_tsvector('english', content));
+INSERT INTO sessions (title) VALUES ('from C');
+INSERT INTO messages (session_id, kind, content, data) VALUES
+    (1, 'clear', NULL, '{}'), (1, 'user', 'hello from C', '{"model": "gpt-4"}'),
+    (1, 'mark', 'cp', '{"label": "cp"}'), (1, 'user', 'gone', NULL),
+    (1, 'rewind', 'cp', '{"target_message_id": 3}');
+"""
+
+
+def test_adopts_c_era_database(ikigai_empty_db_url: str) -> None:
+    """A C-created database at version 1 gets 0001 recorded, 0002 applied, data untouched."""
+    url = ikigai_empty_db_url
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(C_ERA_SCHEMA)
+    search_index = _indexes(url)["idx_messages_search"]
+    before = _q(url, "SELECT * FROM messages ORDER BY id")
+    assert migrate.apply(url) == ["0002-session-replay-indexes"]
+    assert _q(url, "SELECT * FROM messages ORDER BY id") == before
+    idx = _indexes(url)
+    assert idx["idx_messages_search"] == search_index
+    assert idx["idx_messages_session"].endswith("(session_id, id)")
+    assert idx["idx_messages_session_created"].endswith("(session_id, created_at)")
+    assert _version(url) == 2
+    with ik.open(url) as store:
+        ctx = store.replay_session(1)
+        assert [m.content for m in ctx.messages] == ["hello from C", "cp", "cp"]
+        assert store.search("hello")[0].message.content == "hello from C"
+    # and its rollback restores the C index under its original name
+    migrate.rollback(url, count=1)
+    assert _indexes(url)["idx_messages_session"].endswith("(session_id, created_at)")
+
+
+def test_auto_test_fixture_migration(ikigai_empty_db_url: str) -> None:
+    """Seed 001's 999-auto-test (a test fixture) applies after ours and sets version 999."""
+    url = ikigai_empty_db_url
+    applied = migrate.apply(url, extra_sources=[FIXTURES])
+    assert applied == [*ALL, "0999-auto-test"]
+    assert "auto_test" in _tables(url)
+    assert _version(url) == 999
+    assert "0999-auto-test" not in [p.stem for p in migrations_dir().glob("*.sql")]
+
+
+def test_failing_migration_rolls_back_and_names_file(
+    ikigai_empty_db_url: str, tmp_path: Path
+) -> None:
+    """A failing migration leaves nothing behind and MigrationError names file and PG error."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    (tmp_path / "0998-broken.sql").write_text(
+        "-- depends: 0002-session-replay-indexes\n"
+        "CREATE TABLE half_done (id int);\n"
+        "UPDATE schema_metadata SET schema_version = 998;\n"
+        "SELECT no_such_column FROM sessions;\n"
+    )
+    with pytest.raises(ik.MigrationError) as info:
+        migrate.apply(url, extra_sources=[tmp_path])
+    message = str(info.value)
+    assert "0998-broken.sql" in message
+    assert "no_such_column" in message
+    assert "half_done" not in _tables(url)
+    assert _version(url) == 2
+    assert migrate.pending(url, extra_sources=[tmp_path]) == ["0998-broken"]
+
+
+def test_unreadable_migrations_raise_migration_error(
+    ikigai_empty_db_url: str, tmp_path: Path
+) -> None:
+    """A missing directory or a non-UTF-8 file raises MigrationError (seed ERR_IO)."""
+    with pytest.raises(ik.MigrationError, match="cannot read"):
+        migrate.apply(ikigai_empty_db_url, extra_sources=[tmp_path / "missing"])
+    (tmp_path / "0997-binary.sql").write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ik.MigrationError, match=r"0997-binary\.sql"):
+        migrate.apply(ikigai_empty_db_url, extra_sources=[tmp_path])
+    assert "sessions" not in _tables(ikigai_empty_db_url)
+
+
+MIGRATE_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    from ikigai_store import migrate
+    print(json.dumps(migrate.apply(sys.argv[1], extra_sources=sys.argv[2:])))
+    """
+)
+
+
+@pytest.mark.slow
+def test_concurrent_migrators(ikigai_empty_db_url: str) -> None:
+    """Four processes migrating one fresh database: all succeed, each migration runs once."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", MIGRATE_SCRIPT, ikigai_empty_db_url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], [o[1] for o in outputs]
+    applied = sorted(o[0].strip() for o in outputs)
+    assert applied == sorted(
+        ["[]", "[]", "[]", '["0001-initial-schema", "0002-session-replay-indexes"]']
+    )
+    assert _q(ikigai_empty_db_url, "SELECT count(*) FROM _yoyo_migration")[0][0] == len(ALL)
+
+
+@pytest.mark.slow
+def test_killed_migrator_leaves_no_lock(ikigai_empty_db_url: str, tmp_path: Path) -> None:
+    """SIGKILL during a migration: the advisory lock is released and the next run proceeds."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    (tmp_path / "0996-slow.sql").write_text(
+        "-- depends: 0002-session-replay-indexes\nCREATE TABLE slow_one (id int);\n"
+        "SELECT pg_sleep(3);\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", MIGRATE_SCRIPT, url, str(tmp_path)])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        waiting = _q(
+            url,
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%%pg_sleep(3)%%' "
+            "AND pid <> pg_backend_pid()",
+        )[0][0]
+        if waiting:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the migrator never reached its slow migration")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    # The next migrator must get the lock (not hang) and apply the slow migration itself.
+    assert migrate.apply(url, extra_sources=[tmp_path]) == ["0996-slow"]
+    assert "slow_one" in _tables(url)
+    assert _q(url, "SELECT count(*) FROM yoyo_lock")[0][0] == 0
