@@ -23,6 +23,6 @@ SELECT to_regclass('_yoyo_migration') IS NOT NULL;
 -- True when a database of that name exists on the server.
 SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = :name);
 
--- name: truncate_all#
+-- name: truncate_all()#
 -- Empty every application table and restart the id sequences (tests only).
 TRUNCATE TABLE messages, sessions RESTART IDENTITY CASCADE;

@@ -1,0 +1,87 @@
+"""Conventions of queries/ and migrations/ that the code relies on (no database)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import ikigai_store as ik
+from ikigai_store import sql as sqlmod
+from ikigai_store._resources import migrations_dir, queries_dir
+from ikigai_store.migrate import migration_number
+
+PACKAGE = Path(ik.__file__).resolve().parent
+
+
+def test_query_names_are_unique(tmp_path: Path) -> None:
+    """No query name is defined twice, and load_queries refuses a duplicate."""
+    assert all(len(files) == 1 for files in sqlmod.query_names(queries_dir()).values())
+    (tmp_path / "a.sql").write_text("-- name: same()\nSELECT 1;\n")
+    (tmp_path / "b.sql").write_text("-- name: same()\nSELECT 2;\n")
+    try:
+        sqlmod.load_queries(directory=tmp_path)
+    except RuntimeError as exc:
+        assert "same" in str(exc)
+    else:
+        raise AssertionError("duplicate query names were accepted")
+
+
+def test_every_query_declares_parameters_and_docstring() -> None:
+    """Each named query declares its parameters (aiosql 15) and has a comment docstring."""
+    for path in queries_dir().glob("*.sql"):
+        blocks = re.split(r"(?m)^-- name: ", path.read_text())[1:]
+        for block in blocks:
+            header, *rest = block.splitlines()
+            assert re.match(r"^\w+\([\w, ]*\)[$^#!*<]*$", header), f"{path.name}: {header}"
+            assert rest and rest[0].startswith("-- "), f"{path.name}: {header} has no docstring"
+            declared = set(re.findall(r"\w+", header.split("(", 1)[1]))
+            used = set(re.findall(r"(?<![:\w]):(\w+)", "\n".join(rest)))
+            assert used <= declared, f"{path.name}: {header} uses undeclared {used - declared}"
+
+
+def test_loaded_queries_are_public() -> None:
+    """ik.queries exposes every named query of queries/."""
+    for name in sqlmod.query_names(queries_dir()):
+        assert callable(getattr(ik.queries, name))
+
+
+SQL_WORDS = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|TRUNCATE|WITH)\s", re.M)
+
+
+def test_no_sql_strings_in_python_modules() -> None:
+    """Package modules hold no SQL string (identifier DDL in db.py is the one exception)."""
+    offenders = []
+    for path in PACKAGE.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if SQL_WORDS.match(node.value) and not (
+                    path.name == "db.py" and node.value.endswith("DATABASE {}")
+                    or "DATABASE IF EXISTS {}" in node.value
+                ):
+                    offenders.append(f"{path.name}: {node.value[:40]!r}")
+    assert offenders == []
+
+
+def test_migration_files_follow_the_rules() -> None:
+    """Zero-padded names, a -- depends: line, a rollback file, and the version they set."""
+    files = sorted(p for p in migrations_dir().glob("*.sql") if not p.name.endswith(".rollback.sql"))
+    assert files, "no migrations found"
+    for path in files:
+        assert re.fullmatch(r"\d{4}-[a-z0-9-]+\.sql", path.name), path.name
+        text = path.read_text()
+        assert re.search(r"(?m)^-- depends:", text), f"{path.name} lacks -- depends:"
+        assert path.with_name(path.stem + ".rollback.sql").exists(), f"{path.name} has no rollback"
+        number = migration_number(path.stem)
+        assert re.search(rf"schema_version = {number}\b", text) or (
+            number == 1 and "SELECT 1 WHERE NOT EXISTS" in text
+        ), f"{path.name} does not record version {number}"
+
+
+def test_packaged_directories_match_checkout() -> None:
+    """The SQL directories the package loads hold the same files as the top-level ones."""
+    checkout = Path(__file__).resolve().parents[2]
+    for name, found in (("queries", queries_dir()), ("migrations", migrations_dir())):
+        top = checkout / name
+        if top.is_dir():
+            assert sorted(p.name for p in found.iterdir()) == sorted(p.name for p in top.iterdir())
