@@ -1,0 +1,52 @@
+"""The pytest plugin's own guarantees: naming, isolation, truncate_all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+import ikigai_store as ik
+from ikigai_store.testing import test_database_name, truncate_all
+
+pytestmark = pytest.mark.db
+
+
+def test_database_name_from_file() -> None:
+    """Seed naming: tests/unit/db/session_test.py -> ikigai_test_session_test, <= 63 chars."""
+    assert test_database_name("tests/unit/db/session_test.py").startswith("ikigai_test_session_test")
+    assert len(test_database_name("x" * 200 + ".py")) <= 63
+
+
+def test_store_fixture_sees_migrated_empty_schema(ikigai_store: ik.Store) -> None:
+    """The per-test store starts on a migrated database with no sessions."""
+    assert ikigai_store.schema_version() >= 2
+    assert ikigai_store.list_sessions() == []
+    ikigai_store.create_session("rolled back after this test")
+
+
+def test_previous_test_was_rolled_back(ikigai_store: ik.Store) -> None:
+    """Writes of the previous test are gone (transaction rollback isolation)."""
+    assert ikigai_store.list_sessions() == []
+
+
+@pytest.fixture
+def committing_store(ikigai_db_url: str) -> Iterator[ik.Store]:
+    with ik.Store(ikigai_db_url) as store:
+        yield store
+        truncate_all(store)
+
+
+def test_truncate_all_empties_and_restarts_ids(committing_store: ik.Store) -> None:
+    """truncate_all deletes committed rows and restarts the id sequences."""
+    sid = committing_store.create_session()
+    committing_store.append(sid, "user", "x")
+    truncate_all(committing_store)
+    assert committing_store.list_sessions() == []
+    assert committing_store.create_session() == 1
+
+
+def test_empty_database_fixture(ikigai_empty_db_url: str) -> None:
+    """ikigai_empty_db_url is a database without any schema."""
+    with ik.open(ikigai_empty_db_url, migrate=False) as store:
+        assert store.schema_version() == 0
