@@ -15,7 +15,7 @@ Owns applying, listing and rolling back the ``migrations/NNNN-description.sql`` 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -96,11 +96,21 @@ def _adopt(conn: psycopg.Connection[Any], backend: Any, migrations: Any) -> None
         backend.mark_migrations(adopted)
 
 
-def apply(url: str, extra_sources: Sequence[Path | str] = ()) -> list[str]:
-    """Apply pending migrations (packaged ones plus ``extra_sources``); return the ids applied."""
+def apply(
+    url: str,
+    extra_sources: Sequence[Path | str] = (),
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> list[str]:
+    """Apply pending migrations (packaged ones plus ``extra_sources``); return the ids applied.
+
+    ``progress(migration_id)`` is called before each migration is applied.
+    """
     applied: list[str] = []
     with _backend(url, extra_sources) as (backend, migrations):
         for migration in backend.to_apply(migrations):
+            if progress is not None:
+                progress(migration.id)
             try:
                 backend.apply_one(migration)
             except IkigaiStoreError:

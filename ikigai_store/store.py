@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -46,11 +47,14 @@ def open(url: str | None = None, *, migrate: bool = True, pool_size: int = 4) ->
     when the database cannot be reached and ``MigrationError`` when a migration fails.
     """
     resolved = resolve_url(url)
+    data_dir = None
     if resolved is None:
-        from .db import embedded_url
+        from .db import default_data_dir, embedded_url
 
-        resolved = embedded_url()
+        data_dir = default_data_dir()
+        resolved = embedded_url(data_dir)
     store = Store(resolved, pool_size=pool_size)
+    store.embedded_data_dir = data_dir
     if migrate:
         try:
             store.migrate()
@@ -67,6 +71,8 @@ class Store:
         if not isinstance(pool_size, int) or pool_size < 1:
             raise InvalidArgument("pool_size must be a positive integer")
         self.url = url
+        #: Data directory of the embedded server this store runs on (None for other servers).
+        self.embedded_data_dir: Path | None = None
         # One direct connection first: a clear ConnectError beats a pool timeout.
         connect(url, connect_timeout=max(1, int(timeout))).close()
         self._timeout = timeout
@@ -152,9 +158,12 @@ class Store:
 
     # ---------------------------------------------------------------- schema
 
-    def migrate(self) -> list[str]:
-        """Apply pending migrations; return the ids applied now (``[]`` when up to date)."""
-        return _migrate.apply(self.url)
+    def migrate(self, progress: Callable[[str], None] | None = None) -> list[str]:
+        """Apply pending migrations; return the ids applied now (``[]`` when up to date).
+
+        ``progress(migration_id)`` is called before each migration is applied.
+        """
+        return _migrate.apply(self.url, progress=progress)
 
     def pending_migrations(self) -> list[str]:
         """Ids of the migrations not applied yet."""
@@ -285,6 +294,15 @@ class Store:
             if not rows:
                 self._require_session(conn, session_id)
         return [Message.from_row(r) for r in rows]
+
+    def count_messages(self, session_id: int) -> int:
+        """How many events the session has (its whole history)."""
+        _check_id(session_id, "session_id")
+        with self._connection() as conn:
+            count = int(queries.count_session_messages(conn, session_id=session_id))
+            if count == 0:
+                self._require_session(conn, session_id)
+        return count
 
     def replay_session(self, session_id: int) -> ReplayContext:
         """Rebuild the session's current context, honouring clear, mark and rewind.

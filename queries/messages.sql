@@ -23,6 +23,10 @@ FROM messages
 WHERE session_id = :session_id
 ORDER BY id;
 
+-- name: count_session_messages(session_id)$
+-- How many events a session has.
+SELECT count(*) FROM messages WHERE session_id = :session_id;
+
 -- name: session_exists(session_id)$
 -- True when the session exists.
 SELECT EXISTS (SELECT 1 FROM sessions WHERE id = :session_id);

@@ -1,4 +1,4 @@
-"""Connection loss: the failing call raises ConnectionLost, nothing is half-written, next call works."""
+"""Connection loss: the failing call raises ConnectionLost, writes nothing; the next call works."""
 
 from __future__ import annotations
 

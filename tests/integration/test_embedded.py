@@ -69,7 +69,7 @@ def _start(data_dir: Path, text: str) -> tuple[subprocess.Popen[str], dict[str, 
 
 
 def _finish(proc: subprocess.Popen[str]) -> None:
-    out, err = proc.communicate("\n", timeout=60)
+    _, err = proc.communicate("\n", timeout=60)
     assert proc.returncode == 0, err
     assert err == "", err  # no warnings, no tracebacks
 

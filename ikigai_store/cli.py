@@ -1,0 +1,448 @@
+"""The ``ikigai-store`` command line: inspect and drive a store from a terminal or a script.
+
+Owns argument parsing, the rendering of sessions, replayed contexts and search hits, and the
+``demo`` walkthrough. Invariants:
+- no SQL here: every operation is a call on ``Store`` (or ``ikigai_store.db`` helpers for URL
+  resolution and redaction);
+- a database URL is only ever printed through ``db.redact``; error messages are redacted too;
+- user errors (every ``IkigaiStoreError``, bad JSON, no active session) print one ``Error: ...``
+  line on stderr and exit with status 1, never a traceback;
+- commands that print an id for scripts (``session new``, ``append``) print that id alone;
+- ``demo`` writes only to the session it creates, and ends that session before it returns, so the
+  user's active session is the same before and after.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import click
+
+from . import __version__
+from .db import redact
+from .errors import IkigaiStoreError
+from .models import VALID_KINDS, Message, ReplayContext, SearchHit, Session
+from .store import Store
+from .store import open as open_store
+
+__all__ = ["cli", "main"]
+
+#: Width a message's content is cut to in one-line listings.
+CONTENT_WIDTH = 100
+
+
+class _Cli(click.Group):
+    """The root group: turns library errors raised by any subcommand into ``Error: ...``."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except IkigaiStoreError as exc:
+            raise click.ClickException(redact(str(exc)) or type(exc).__name__) from exc
+
+
+@contextmanager
+def _store(*, migrate: bool = True) -> Iterator[Store]:
+    """Open the store named by the global ``--database`` option (or the configured default)."""
+    ctx = click.get_current_context()
+    url: str | None = ctx.find_root().params.get("database")
+    with open_store(url, migrate=migrate) as store:
+        yield store
+
+
+def _active_or(store: Store, session_id: int | None) -> int:
+    """``session_id`` if given, else the active session; a clear error when there is none."""
+    if session_id is not None:
+        return session_id
+    active = store.get_active_session()
+    if active is None:
+        raise click.ClickException(
+            "no active session; start one with `ikigai-store session new` or pass --session ID"
+        )
+    return active
+
+
+# ------------------------------------------------------------------------------------ rendering
+
+
+def _one_line(text: str, width: int = CONTENT_WIDTH) -> str:
+    """Collapse whitespace to single spaces and cut to ``width`` characters."""
+    flat = re.sub(r"\s+", " ", text).strip()
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def _when(ts: datetime | None) -> str:
+    return "-" if ts is None else ts.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _describe(msg: Message) -> str:
+    """One line for a message: its content, or its data when it has no content."""
+    if msg.kind == "rewind" and isinstance(msg.data, dict) and "target_message_id" in msg.data:
+        target = f"-> mark #{msg.data['target_message_id']}"
+        return _one_line(f"{target} {msg.content}" if msg.content else target)
+    if msg.content is not None:
+        return _one_line(msg.content)
+    if msg.data is not None:
+        return _one_line(json.dumps(msg.data, ensure_ascii=False))
+    return ""
+
+
+def _echo_context(ctx: ReplayContext, indent: str = "") -> None:
+    """Print a replayed context: the messages, the mark stack, the skipped rewinds."""
+    if not ctx.messages:
+        click.echo(f"{indent}(empty context)")
+    else:
+        click.echo(f"{indent}{'pos':>4} {'id':>8}  {'kind':<12} content")
+        for pos, msg in enumerate(ctx.messages, start=1):
+            click.echo(f"{indent}{pos:>4} {msg.id:>8}  {msg.kind:<12} {_describe(msg)}")
+    if ctx.marks:
+        marks = ", ".join(
+            f"{m.label or '(unlabelled)'} (message #{m.message_id}, position {m.context_idx + 1})"
+            for m in ctx.marks
+        )
+        click.echo(f"{indent}Marks: {marks}")
+    else:
+        click.echo(f"{indent}Marks: none")
+    if ctx.skipped:
+        ids = ", ".join(f"#{i}" for i in ctx.skipped)
+        click.echo(f"{indent}Skipped rewinds (target mark no longer on the stack): {ids}")
+
+
+def _message_json(msg: Message) -> dict[str, Any]:
+    return {
+        "id": msg.id,
+        "session_id": msg.session_id,
+        "kind": msg.kind,
+        "content": msg.content,
+        "data": msg.data,
+        "created_at": msg.created_at.isoformat(),
+    }
+
+
+def _context_json(session_id: int, ctx: ReplayContext) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "messages": [_message_json(m) for m in ctx.messages],
+        "marks": [
+            {"message_id": m.message_id, "label": m.label, "context_idx": m.context_idx}
+            for m in ctx.marks
+        ],
+        "skipped": list(ctx.skipped),
+    }
+
+
+def _echo_hits(hits: Sequence[SearchHit], indent: str = "") -> None:
+    if not hits:
+        click.echo(f"{indent}no matches")
+        return
+    click.echo(f"{indent}{'rank':>6} {'id':>8} {'session':>8}  {'kind':<12} snippet")
+    for hit in hits:
+        m = hit.message
+        click.echo(
+            f"{indent}{hit.rank:>6.3f} {m.id:>8} {m.session_id:>8}  {m.kind:<12} "
+            f"{_one_line(hit.snippet)}"
+        )
+
+
+def _session_title(session: Session) -> str:
+    return session.title if session.title is not None else "-"
+
+
+# ------------------------------------------------------------------------------------ commands
+
+
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--database",
+    metavar="URL",
+    default=None,
+    help="PostgreSQL URL (postgresql://... or key=value). Default: $IKIGAI_DATABASE_URL, "
+    "else $DATABASE_URL, else the embedded PostgreSQL started on demand.",
+)
+@click.version_option(__version__, prog_name="ikigai-store")
+def cli(database: str | None) -> None:
+    """ikigai-store: sessions, events, replay and search for LLM coding agents.
+
+    Every command works on one database, chosen by --database. Commands other than `status` and
+    `migrate` apply pending migrations first.
+
+    For a guided tour of mark, rewind, clear and search, run: ikigai-store demo
+    """
+
+
+@cli.command()
+def migrate() -> None:
+    """Apply pending schema migrations and print each one applied."""
+    with _store(migrate=False) as store:
+        pending = store.pending_migrations()
+        if not pending:
+            click.echo("up to date")
+            return
+        click.echo(f"applying {len(pending)} migration(s) to {redact(store.url)}...")
+        store.migrate(progress=lambda migration_id: click.echo(f"  applying {migration_id}"))
+        click.echo(f"schema version {store.schema_version()}")
+
+
+@cli.command(short_help="Show database, schema version and active session.")
+def status() -> None:
+    """Show the database, schema version, pending migrations and the active session."""
+    with _store(migrate=False) as store:
+        where = redact(store.url)
+        if store.embedded_data_dir is not None:
+            where += f"\n{'':17}(embedded PostgreSQL, data dir {store.embedded_data_dir})"
+        click.echo(f"{'database:':<17}{where}")
+        version = store.schema_version()
+        click.echo(f"{'schema version:':<17}{version}")
+        pending = store.pending_migrations()
+        click.echo(f"{'pending:':<17}{', '.join(pending) if pending else 'none'}")
+        if version == 0:
+            click.echo(f"{'active session:':<17}- (no schema: run `ikigai-store migrate`)")
+            return
+        active = store.get_active_session()
+        if active is None:
+            click.echo(f"{'active session:':<17}none")
+        else:
+            title = store.get_session(active).title
+            click.echo(f"{'active session:':<17}{active}" + (f"  {title}" if title else ""))
+
+
+# ---------------------------------------------------------------- session
+
+
+@cli.group()
+def session() -> None:
+    """Create, list, inspect, end and title sessions."""
+
+
+@session.command("new")
+@click.option("--title", "-t", default=None, help="A title for the session.")
+def session_new(title: str | None) -> None:
+    """Start a session (it becomes the active one) and print its id."""
+    with _store() as store:
+        click.echo(store.create_session(title))
+
+
+@session.command("list")
+@click.option("--limit", "-n", type=int, default=20, show_default=True, help="How many to list.")
+def session_list(limit: int) -> None:
+    """List sessions, newest first; `*` marks the active one."""
+    with _store() as store:
+        sessions = store.list_sessions(limit)
+        active = store.get_active_session()
+    if not sessions:
+        click.echo("no sessions")
+        return
+    click.echo(f"  {'id':>8}  {'started':<19}  {'ended':<19}  title")
+    for s in sessions:
+        flag = "*" if s.id == active else " "
+        click.echo(
+            f"{flag} {s.id:>8}  {_when(s.started_at):<19}  {_when(s.ended_at):<19}  "
+            f"{_session_title(s)}"
+        )
+
+
+@session.command("show")
+@click.argument("session_id", metavar="ID", type=int)
+def session_show(session_id: int) -> None:
+    """Show one session: its fields, message count and context size."""
+    with _store() as store:
+        s = store.get_session(session_id)
+        total = store.count_messages(session_id)
+        ctx = store.replay_session(session_id)
+        active = store.get_active_session()
+    state = "active" if s.id == active else ("ended" if s.ended_at else "open")
+    click.echo(f"{'id:':<18}{s.id} ({state})")
+    click.echo(f"{'title:':<18}{_session_title(s)}")
+    click.echo(f"{'started:':<18}{_when(s.started_at)}")
+    click.echo(f"{'ended:':<18}{_when(s.ended_at)}")
+    click.echo(f"{'messages:':<18}{total}")
+    click.echo(f"{'in context:':<18}{len(ctx.messages)}")
+    click.echo(f"{'marks:':<18}{', '.join(m.label or '-' for m in ctx.marks) or 'none'}")
+
+
+@session.command("end")
+@click.argument("session_id", metavar="[ID]", type=int, required=False)
+def session_end(session_id: int | None) -> None:
+    """End a session (default: the active one). Ending it again is harmless."""
+    with _store() as store:
+        sid = _active_or(store, session_id)
+        store.end_session(sid)
+    click.echo(f"ended session {sid}")
+
+
+@session.command("title")
+@click.argument("session_id", metavar="ID", type=int)
+@click.argument("title", required=False)
+@click.option("--clear", is_flag=True, help="Remove the title instead of setting one.")
+def session_title(session_id: int, title: str | None, clear: bool) -> None:
+    """Set a session's TITLE, or remove it with --clear."""
+    if clear == (title is not None):
+        raise click.ClickException("give either a TITLE or --clear")
+    with _store() as store:
+        store.set_session_title(session_id, None if clear else title)
+    click.echo(f"session {session_id}: " + ("title cleared" if clear else f"title set to {title}"))
+
+
+# ---------------------------------------------------------------- events
+
+
+def _parse_data(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"--data is not valid JSON: {exc}") from exc
+
+
+_SESSION_OPTION = click.option(
+    "--session",
+    "-s",
+    "session_id",
+    type=int,
+    default=None,
+    metavar="ID",
+    help="Session id (default: the active session).",
+)
+
+
+@cli.command(
+    short_help="Append one event to a session and print its id.",
+    epilog="Kinds: " + ", ".join(sorted(VALID_KINDS)) + ". Examples:\n\n"
+    "\b\n"
+    "  ikigai-store append user 'Add a --verbose flag'\n"
+    '  ikigai-store append mark approach-a --data \'{"label": "approach-a"}\'\n'
+    "  ikigai-store append rewind --data '{\"target_message_id\": 42}'\n"
+    "  ikigai-store append clear",
+)
+@_SESSION_OPTION
+@click.argument("kind")
+@click.argument("content", required=False)
+@click.option("--data", metavar="JSON", default=None, help="Structured data, as JSON text.")
+def append(session_id: int | None, kind: str, content: str | None, data: str | None) -> None:
+    """Append one event of KIND (with optional CONTENT) and print its id.
+
+    A mark's label is data.label; a rewind names its mark with data.target_message_id.
+    """
+    parsed = _parse_data(data)
+    with _store() as store:
+        sid = _active_or(store, session_id)
+        click.echo(store.append(sid, kind, content, parsed).id)
+
+
+@cli.command(short_help="Print the context a session replays to.")
+@_SESSION_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def replay(session_id: int | None, as_json: bool) -> None:
+    """Print the context a session replays to (honouring clear, mark and rewind).
+
+    One line per message in context (position, id, kind, content cut to one line), then the mark
+    stack and any rewinds that were skipped because their mark was gone.
+    """
+    with _store() as store:
+        sid = _active_or(store, session_id)
+        ctx = store.replay_session(sid)
+    if as_json:
+        click.echo(json.dumps(_context_json(sid, ctx), ensure_ascii=False, indent=2))
+        return
+    click.echo(f"session {sid}: {len(ctx.messages)} message(s) in context")
+    _echo_context(ctx)
+
+
+@cli.command()
+@click.argument("query")
+@click.option(
+    "--session",
+    "-s",
+    "session_id",
+    type=int,
+    default=None,
+    metavar="ID",
+    help="Only search this session (default: every session).",
+)
+@click.option("--limit", "-n", type=int, default=20, show_default=True, help="Most hits to show.")
+def search(query: str, session_id: int | None, limit: int) -> None:
+    """Full-text search over every message, best match first.
+
+    QUERY uses web-search syntax: "quoted phrase", `or`, -excluded. Matches in the snippet are
+    shown in [brackets]. Rewound and cleared messages are still found: history is never lost.
+    """
+    with _store() as store:
+        hits = store.search(query, session_id=session_id, limit=limit)
+    _echo_hits(hits)
+
+
+# ---------------------------------------------------------------- demo
+
+
+@cli.command(short_help="Record a demo conversation (mark, rewind, clear, search).")
+def demo() -> None:
+    """Record a short conversation that shows mark, rewind, clear and search.
+
+    Writes to a new session titled "demo <time>" in the chosen database, then ends it; your own
+    active session is left untouched. Safe to run any number of times.
+    """
+    with _store() as store:
+        title = f"demo {datetime.now().astimezone():%Y-%m-%d %H:%M:%S}"
+        sid = store.create_session(title)
+        try:
+            _run_demo(store, sid, title)
+        finally:
+            store.end_session(sid)
+    click.echo(f"\nThe demo session {sid} is ended; inspect it again with:")
+    click.echo(f"  ikigai-store replay --session {sid}")
+    click.echo(f"  ikigai-store session show {sid}")
+
+
+def _heading(text: str) -> None:
+    click.echo()
+    click.secho(text, bold=True)
+
+
+def _run_demo(store: Store, sid: int, title: str) -> None:
+    def add(kind: str, content: str | None = None, data: Any = None) -> Message:
+        msg = store.append(sid, kind, content, data)
+        extra = f"  data={json.dumps(data)}" if data is not None else ""
+        click.echo(f"   + #{msg.id:<6} {kind:<10} {content or ''}{extra}".rstrip())
+        return msg
+
+    click.echo(f"Database: {redact(store.url)}")
+    click.echo(f"Created session {sid} ({title}).")
+
+    _heading("1. A conversation with a checkpoint, a detour and a rewind")
+    click.echo("   A mark saves a point in the conversation; a rewind returns to it and drops")
+    click.echo("   everything recorded after the mark from the context (but not from history).")
+    add("user", "Feature X")
+    add("assistant", "Approach A...")
+    mark = add("mark", "approach-a", {"label": "approach-a"})
+    add("user", "Try B")
+    add("assistant", "Approach B...")
+    add("rewind", "approach-a", {"target_message_id": mark.id, "target_label": "approach-a"})
+    add("user", "Improve A")
+    add("assistant", "Improved A...")
+
+    _heading("2. Replay: the context the model sees now")
+    click.echo("   8 events were stored; the 2 turns about approach B were rewound away, so 6")
+    click.echo("   remain, and the mark stays on the stack for later rewinds.")
+    _echo_context(store.replay_session(sid), indent="   ")
+
+    _heading("3. /clear, then a fresh start")
+    click.echo("   A clear empties the context and the mark stack; later events start anew.")
+    add("clear")
+    add("user", "New topic: Feature Y")
+    add("assistant", "Plan for Y...")
+    _echo_context(store.replay_session(sid), indent="   ")
+
+    _heading('4. Search for "approach" in this session')
+    click.echo("   Search covers the whole history: rewound and cleared messages are found too.")
+    _echo_hits(store.search("approach", session_id=sid, limit=10), indent="   ")
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    """Console-script entry point (``ikigai-store``, ``python -m ikigai_store``)."""
+    cli.main(args=args, prog_name="ikigai-store")
