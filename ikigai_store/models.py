@@ -125,7 +125,8 @@ class Mark:
 
 @dataclass(slots=True)
 class ReplayContext:
-    """The context an LLM sees after replay, the live mark stack, and rewinds that were skipped."""
+    """The context an LLM sees after replay, the live mark stack, and the rewinds skipped since the
+    newest clear (their target was no longer on the stack)."""
 
     messages: list[Message] = field(default_factory=list)
     marks: list[Mark] = field(default_factory=list)

@@ -2,12 +2,13 @@
 
 Owns ``fold``, a pure function (no I/O) shared by session replay. Invariants, for events taken in
 ``id`` order:
-- ``clear`` empties the context and the mark stack and is not kept;
+- ``clear`` empties the context, the mark stack and ``skipped`` and is not kept (what came before
+  the newest clear cannot affect the context, so replay never reads it);
 - ``mark`` is appended and pushed as ``Mark(id, label, index in context)``;
 - ``rewind`` whose ``data.target_message_id`` is a mark still on the stack cuts the context to end
   just after that mark, pops the marks above it (the target stays), and is appended; any other
   rewind (target rewound past, cleared away, unknown or malformed) is skipped and its id recorded
-  in ``ReplayContext.skipped`` — replay never fails on old data;
+  in ``ReplayContext.skipped`` (since the newest clear) — replay never fails on old data;
 - every other kind is appended.
 """
 
@@ -48,6 +49,7 @@ def fold(events: Iterable[Message], into: ReplayContext | None = None) -> Replay
         if kind == "clear":
             context.clear()
             marks.clear()
+            ctx.skipped.clear()
         elif kind == "mark":
             marks.append(Mark(event.id, mark_label(event.data), len(context)))
             context.append(event)

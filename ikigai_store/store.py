@@ -1,12 +1,12 @@
 """The Store: sessions, the append-only event stream, replay and search over one database.
 
-Owns connection handling (a psycopg pool of autocommit connections) and the public write and read
+Owns connection handling (``db.Pool``: autocommit connections) and the public write and read
 operations; every statement it runs is a named query from ``queries/``. Invariants:
 - every public write is atomic: one statement, or one transaction; inside ``store.transaction()``
   each write runs in a savepoint, so a rejected write leaves the caller's transaction usable;
 - bad input raises ``InvalidArgument`` before anything is written; no psycopg exception escapes
-  (``db.translate_errors``); a dropped connection raises ``ConnectionLost`` and the pool replaces
-  it, so the next call reconnects;
+  (``db.translate``); a dropped connection raises ``ConnectionLost`` and the pool drops it, so
+  the next call reconnects;
 - events are ordered by ``id`` only; ``messages`` rows are never updated or deleted here.
 """
 
@@ -20,12 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-import psycopg_pool
-from psycopg.pq import TransactionStatus
-from psycopg.rows import dict_row
 
 from . import migrate as _migrate
-from .db import connect, redact, resolve_url, translate_errors
+from .db import Conn, Pool, redact, resolve_url, translate, translate_errors
 from .errors import ConnectionLost, InvalidArgument, NotFound
 from .models import VALID_KINDS, Message, ReplayContext, SearchHit, Session, is_valid_kind
 from .replay import fold, rewind_target
@@ -36,8 +33,6 @@ __all__ = ["MAX_SEARCH_LIMIT", "Store", "open"]
 #: Largest ``limit`` ``Store.search`` honours; larger values are capped to it.
 MAX_SEARCH_LIMIT = 1000
 _MAX_ID = 2**63 - 1
-
-Conn = psycopg.Connection[dict[str, Any]]
 
 
 def open(url: str | None = None, *, migrate: bool = True, pool_size: int = 4) -> Store:
@@ -65,28 +60,16 @@ def open(url: str | None = None, *, migrate: bool = True, pool_size: int = 4) ->
 
 
 class Store:
-    """A connection pool to one ikigai database and the operations on it (thread-safe)."""
+    """A pool of connections to one ikigai database and the operations on it (thread-safe)."""
 
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 10.0) -> None:
-        if not isinstance(pool_size, int) or pool_size < 1:
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
             raise InvalidArgument("pool_size must be a positive integer")
         self.url = url
         #: Data directory of the embedded server this store runs on (None for other servers).
         self.embedded_data_dir: Path | None = None
-        # One direct connection first: a clear ConnectError beats a pool timeout.
-        connect(url, connect_timeout=max(1, int(timeout))).close()
-        self._timeout = timeout
-        self._pool: psycopg_pool.ConnectionPool[Conn] = psycopg_pool.ConnectionPool(
-            url,
-            min_size=1,
-            max_size=pool_size,
-            kwargs={"autocommit": True, "row_factory": dict_row},
-            timeout=timeout,
-            open=False,
-            name="ikigai_store",
-        )
-        with translate_errors():
-            self._pool.open(wait=True, timeout=timeout)
+        self._pool = Pool(url, max_size=pool_size, timeout=timeout)
+        self._pool.put(self._pool.get())  # connect now: a bad URL fails here, not on first use
         self._local = threading.local()
 
     def __repr__(self) -> str:
@@ -105,35 +88,30 @@ class Store:
     # ---------------------------------------------------------------- connections, transactions
 
     @contextmanager
-    def _connection(self) -> Iterator[Conn]:
-        """The connection pinned by ``transaction()`` on this thread, else one from the pool."""
-        pinned: Conn | None = getattr(self._local, "conn", None)
-        if pinned is not None:
-            with translate_errors(pinned):
-                yield pinned
-            return
-        try:
-            with translate_errors(), self._pool.connection() as conn, translate_errors(conn):
-                yield conn
-        except ConnectionLost:
-            self._pool.check()  # drop the other idle connections the outage killed
-            raise
+    def _connection(self, *, atomic: bool = False) -> Iterator[Conn]:
+        """A connection for one operation, translating psycopg errors.
 
-    @contextmanager
-    def _write(self) -> Iterator[Conn]:
-        """A connection for one single-statement write (a savepoint inside a transaction)."""
-        with self._connection() as conn:
-            if conn.info.transaction_status == TransactionStatus.IDLE:
-                yield conn
-            else:
+        Inside ``transaction()`` it is the transaction's connection and the operation runs in a
+        savepoint (so a rejected write leaves the caller's transaction usable); otherwise it comes
+        from the pool, in autocommit mode. ``atomic=True`` wraps the operation in a transaction
+        even outside ``transaction()`` (for multi-statement writes).
+        """
+        pinned: Conn | None = getattr(self._local, "conn", None)
+        conn = pinned if pinned is not None else self._pool.get()
+        try:
+            if atomic or pinned is not None:
                 with conn.transaction():
                     yield conn
-
-    @contextmanager
-    def _atomic(self) -> Iterator[Conn]:
-        """A connection inside a transaction (or savepoint) for multi-statement work."""
-        with self._connection() as conn, conn.transaction():
-            yield conn
+            else:
+                yield conn
+        except psycopg.Error as exc:
+            error = translate(exc, conn)
+            if isinstance(error, ConnectionLost):
+                self._pool.discard_idle()  # the outage probably killed them too
+            raise error from exc
+        finally:
+            if pinned is None:
+                self._pool.put(conn)
 
     @contextmanager
     def transaction(self, *, force_rollback: bool = False) -> Iterator[Store]:
@@ -148,13 +126,19 @@ class Store:
             with translate_errors(pinned), pinned.transaction(force_rollback=force_rollback):
                 yield self
             return
-        with self._connection() as conn:
-            self._local.conn = conn
-            try:
-                with conn.transaction(force_rollback=force_rollback):
-                    yield self
-            finally:
-                self._local.conn = None
+        conn = self._pool.get()
+        self._local.conn = conn
+        try:
+            with conn.transaction(force_rollback=force_rollback):
+                yield self
+        except psycopg.Error as exc:
+            error = translate(exc, conn)
+            if isinstance(error, ConnectionLost):
+                self._pool.discard_idle()
+            raise error from exc
+        finally:
+            self._local.conn = None
+            self._pool.put(conn)
 
     # ---------------------------------------------------------------- schema
 
@@ -181,7 +165,7 @@ class Store:
     def create_session(self, title: str | None = None) -> int:
         """Start a session and return its id; it stays active until ``end_session``."""
         _check_text(title, "title")
-        with self._write() as conn:
+        with self._connection() as conn:
             row = queries.create_session(conn, title=title)
         return int(row["id"])
 
@@ -194,7 +178,7 @@ class Store:
     def end_session(self, session_id: int) -> None:
         """End a session (``ended_at = NOW()``; ending it again keeps the first time)."""
         _check_id(session_id, "session_id")
-        with self._write() as conn:
+        with self._connection() as conn:
             row = queries.end_session(conn, session_id=session_id)
         if row is None:
             raise NotFound(f"session {session_id} does not exist")
@@ -218,7 +202,7 @@ class Store:
         """Set (or clear, with None) a session's title."""
         _check_id(session_id, "session_id")
         _check_text(title, "title")
-        with self._write() as conn:
+        with self._connection() as conn:
             row = queries.set_session_title(conn, session_id=session_id, title=title)
         if row is None:
             raise NotFound(f"session {session_id} does not exist")
@@ -255,7 +239,7 @@ class Store:
             raise InvalidArgument("a mark's data.label must be a string or null")
         if kind == "rewind":
             return self._append_rewind(session_id, content, data, data_json)
-        with self._write() as conn:
+        with self._connection() as conn:
             try:
                 row = queries.append_message(
                     conn, session_id=session_id, kind=kind, content=content, data=data_json
@@ -270,7 +254,7 @@ class Store:
         target = rewind_target(data)
         if target is None:
             raise InvalidArgument("a rewind needs an integer data.target_message_id")
-        with self._write() as conn:
+        with self._connection() as conn:
             row = queries.append_rewind(
                 conn,
                 session_id=session_id,
@@ -349,7 +333,7 @@ class Store:
 
     def truncate_all(self) -> None:
         """Delete every session and event and restart the ids (for tests)."""
-        with self._write() as conn:
+        with self._connection() as conn:
             queries.truncate_all(conn)
 
 
@@ -379,17 +363,14 @@ def _check_text(value: object, name: str) -> None:
         raise InvalidArgument(f"{name} is not valid Unicode text: {exc.reason}") from exc
 
 
-def _check_json_strings(value: Any, path: str = "data") -> None:
+def _has_nul(value: Any) -> bool:
     if isinstance(value, str):
-        _check_text(value, path)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, str):
-                _check_text(key, f"{path} key")
-            _check_json_strings(item, f"{path}[{key!r}]")
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            _check_json_strings(item, f"{path}[{i}]")
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def _dump_json(data: Any) -> str | None:
@@ -398,7 +379,10 @@ def _dump_json(data: Any) -> str | None:
         return None
     try:
         text = json.dumps(data, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
+        text.encode("utf-8")  # lone surrogates
+    except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
         raise InvalidArgument(f"data is not JSON-serialisable: {exc}") from exc
-    _check_json_strings(data)
+    # json escapes NUL as \u0000; only then is the (slower) exact walk needed.
+    if "\\u0000" in text and _has_nul(data):
+        raise InvalidArgument("data contains a NUL character, which PostgreSQL cannot store")
     return text

@@ -6,7 +6,8 @@ most direct way, every time ``replay()`` is called. It is written from the spec,
 
 Spec (events processed in ``id`` order):
 
-- ``clear``: empty the context and the mark stack; the clear itself is not kept.
+- ``clear``: empty the context, the mark stack and ``skipped`` (it reports the live part only);
+  the clear itself is not kept.
 - ``mark``: append it; push ``(message_id, label, index of the mark in the context)``. The label is
   ``data["label"]`` when ``data`` is a dict and that value is a str, else None.
 - ``rewind``: if ``data["target_message_id"]`` is an int (not a bool) naming a mark still on the
@@ -64,6 +65,7 @@ def replay_events(events: list[RefEvent]) -> tuple[list[int], list[RefMark], lis
         if event.kind == "clear":
             context = []
             marks = []
+            skipped = []
         elif event.kind == "mark":
             context.append(event.id)
             marks.append((event.id, _label(event.data), len(context) - 1))

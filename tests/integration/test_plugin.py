@@ -14,7 +14,9 @@ pytestmark = pytest.mark.db
 
 def test_database_name_from_file() -> None:
     """Seed naming: tests/unit/db/session_test.py -> ikigai_test_session_test, <= 63 chars."""
-    assert test_database_name("tests/unit/db/session_test.py").startswith("ikigai_test_session_test")
+    assert test_database_name("tests/unit/db/session_test.py").startswith(
+        "ikigai_test_session_test"
+    )
     assert len(test_database_name("x" * 200 + ".py")) <= 63
 
 

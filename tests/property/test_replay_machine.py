@@ -188,9 +188,13 @@ class ReplayMachine(RuleBasedStateMachine):
 
 def test_replay_machine(ikigai_store: ik.Store) -> None:
     """Store replay equals the reference model after every step of random append sequences."""
+
+    class OnThisStore(ReplayMachine):
+        def __init__(self) -> None:
+            super().__init__(ikigai_store)
+
     run_state_machine_as_test(
-        lambda: ReplayMachine(ikigai_store),
-        settings=settings(suppress_health_check=[HealthCheck.too_slow]),
+        OnThisStore, settings=settings(suppress_health_check=[HealthCheck.too_slow])
     )
 
 

@@ -29,7 +29,7 @@ SESSION_ID = 7
 CREATED_AT = datetime(2025, 1, 1, tzinfo=UTC)
 
 # The fold is pure and cheap: run ten times the active profile's examples.
-cheap = settings(max_examples=10 * settings.default.max_examples)
+cheap = settings(max_examples=10 * settings().max_examples)
 
 texts = st.text(max_size=12)
 json_scalars = st.none() | st.booleans() | st.integers(-5, 5) | texts
