@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
+import psycopg
 import pytest
 
 import ikigai_store as ik
@@ -52,3 +57,42 @@ def test_empty_database_fixture(ikigai_empty_db_url: str) -> None:
     """ikigai_empty_db_url is a database without any schema."""
     with ik.open(ikigai_empty_db_url, migrate=False) as store:
         assert store.schema_version() == 0
+
+
+def test_skip_live_db_tests(tmp_path: Path) -> None:
+    """SKIP_LIVE_DB_TESTS=1 skips tests using the database fixtures or the db marker."""
+    (tmp_path / "test_user.py").write_text(
+        "import pytest\n"
+        "def test_uses_store(ikigai_store):\n    raise AssertionError('ran')\n"
+        "@pytest.mark.db\ndef test_marked():\n    raise AssertionError('ran')\n"
+        "def test_plain():\n    pass\n"
+    )
+    env = {**os.environ, "SKIP_LIVE_DB_TESTS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed, 2 skipped" in done.stdout
+
+
+def test_pghost_is_honoured_without_host_in_url(
+    ikigai_db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A URL without a host connects through PGHOST (seed 001)."""
+    params = psycopg.conninfo.conninfo_to_dict(ikigai_db_url)
+    if "host" not in params:
+        pytest.skip("the test server URL has no explicit host to move into PGHOST")
+    monkeypatch.setenv("PGHOST", str(params["host"]))
+    if "port" in params:
+        monkeypatch.setenv("PGPORT", str(params["port"]))
+    user = f"{params['user']}@" if "user" in params else ""
+    password = params.get("password")
+    if password:
+        monkeypatch.setenv("PGPASSWORD", str(password))
+    with ik.open(f"postgresql://{user}/{params['dbname']}", migrate=False) as store:
+        assert store.schema_version() >= 2
