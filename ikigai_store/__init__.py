@@ -23,10 +23,13 @@ from .errors import (
     NotFound,
 )
 from .models import (
+    AGENT_STATUSES,
     VALID_KINDS,
+    Agent,
     Mark,
     Message,
     ReplayContext,
+    ReplayRange,
     SearchHit,
     Session,
     UnsavedMessage,
@@ -34,13 +37,16 @@ from .models import (
     tool_result,
 )
 from .sql import queries
-from .store import MAX_SEARCH_LIMIT, Store, open
+from .store import MAX_SEARCH_LIMIT, UNSET, Store, new_agent_uuid, open
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AGENT_STATUSES",
     "MAX_SEARCH_LIMIT",
+    "UNSET",
     "VALID_KINDS",
+    "Agent",
     "ConnectError",
     "ConnectionLost",
     "DatabaseError",
@@ -51,12 +57,14 @@ __all__ = [
     "MigrationError",
     "NotFound",
     "ReplayContext",
+    "ReplayRange",
     "SearchHit",
     "Session",
     "Store",
     "UnsavedMessage",
     "__version__",
     "is_valid_kind",
+    "new_agent_uuid",
     "open",
     "queries",
     "tool_result",

@@ -7,7 +7,9 @@ Owns applying, listing and rolling back the ``migrations/NNNN-description.sql`` 
   and a killed one releases it with its connection (yoyo's own lock row would survive a SIGKILL,
   so it is not taken here — run plain ``yoyo apply`` only when no other migrator is running);
 - a database created by the ikigai C program (``schema_metadata`` says N, no yoyo bookkeeping) has
-  the migrations numbered <= N recorded as applied, untouched, before the rest are applied;
+  the migrations numbered <= N recorded as applied, untouched, before the rest are applied —
+  except migrations whose header says ``-- ikigai-adopt: run``: those are idempotent converters
+  of C-era tables (the C program numbered its own migrations differently), so they always run;
 - each migration runs in one transaction: a failure rolls it back completely and raises
   ``MigrationError`` naming the file and PostgreSQL's message.
 """
@@ -15,6 +17,7 @@ Owns applying, listing and rolling back the ``migrations/NNNN-description.sql`` 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -91,9 +94,20 @@ def _adopt(conn: psycopg.Connection[Any], backend: Any, migrations: Any) -> None
     if not queries.schema_metadata_exists(conn):
         return
     version = queries.schema_version(conn) or 0
-    adopted = [m for m in migrations if migration_number(m.id) <= version]
+    adopted = [
+        m for m in migrations if migration_number(m.id) <= version and not _runs_on_adoption(m.path)
+    ]
     if adopted:
         backend.mark_migrations(adopted)
+
+
+_ADOPT_RUN = re.compile(r"^--\s*ikigai-adopt:\s*run\s*$", re.MULTILINE)
+
+
+def _runs_on_adoption(path: str) -> bool:
+    """True when the migration converts C-era tables and must run even when adopting."""
+    with open(path, encoding="utf-8") as f:
+        return bool(_ADOPT_RUN.search(f.read()))
 
 
 def apply(

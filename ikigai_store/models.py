@@ -14,10 +14,13 @@ from datetime import datetime
 from typing import Any
 
 __all__ = [
+    "AGENT_STATUSES",
     "VALID_KINDS",
+    "Agent",
     "Mark",
     "Message",
     "ReplayContext",
+    "ReplayRange",
     "SearchHit",
     "Session",
     "UnsavedMessage",
@@ -149,3 +152,60 @@ class SearchHit:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SearchHit:
         return cls(message=Message.from_row(row), rank=float(row["rank"]), snippet=row["snippet"])
+
+
+AGENT_STATUSES: frozenset[str] = frozenset({"running", "dead", "reaped"})
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """One agent of a session. A fork points at its parent and inherits the parent's history up
+    to ``fork_message_id`` (0: none of the parent's own events) without copying rows."""
+
+    uuid: str
+    session_id: int
+    name: str | None
+    parent_uuid: str | None
+    fork_message_id: int
+    status: str
+    created_at: datetime
+    ended_at: datetime | None
+    provider: str | None
+    model: str | None
+    thinking_level: str | None
+    idle: bool
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Agent:
+        return cls(
+            uuid=row["uuid"],
+            session_id=int(row["session_id"]),
+            name=row["name"],
+            parent_uuid=row["parent_uuid"],
+            fork_message_id=int(row["fork_message_id"]),
+            status=row["status"],
+            created_at=row["created_at"],
+            ended_at=row["ended_at"],
+            provider=row["provider"],
+            model=row["model"],
+            thinking_level=row["thinking_level"],
+            idle=bool(row["idle"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayRange:
+    """A slice of one agent's own events: ``start_id < id <= end_id`` (no upper bound if None)."""
+
+    agent_uuid: str
+    start_id: int
+    end_id: int | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> ReplayRange:
+        end = row["end_id"]
+        return cls(
+            agent_uuid=row["agent_uuid"],
+            start_id=int(row["start_id"]),
+            end_id=None if end is None else int(end),
+        )

@@ -12,7 +12,10 @@ operations; every statement it runs is a named query from ``queries/``. Invarian
 
 from __future__ import annotations
 
+import base64
+import enum
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,15 +27,37 @@ import psycopg
 from . import migrate as _migrate
 from .db import Conn, Pool, redact, resolve_url, translate, translate_errors
 from .errors import ConnectionLost, InvalidArgument, NotFound
-from .models import VALID_KINDS, Message, ReplayContext, SearchHit, Session, is_valid_kind
+from .models import (
+    VALID_KINDS,
+    Agent,
+    Message,
+    ReplayContext,
+    ReplayRange,
+    SearchHit,
+    Session,
+    is_valid_kind,
+)
 from .replay import fold, rewind_target
 from .sql import queries
 
-__all__ = ["MAX_SEARCH_LIMIT", "Store", "open"]
+__all__ = ["MAX_SEARCH_LIMIT", "UNSET", "Store", "new_agent_uuid", "open"]
 
 #: Largest ``limit`` ``Store.search`` honours; larger values are capped to it.
 MAX_SEARCH_LIMIT = 1000
 _MAX_ID = 2**63 - 1
+
+
+class _Unset(enum.Enum):
+    UNSET = "UNSET"
+
+
+#: Default of optional update arguments: "leave this field as it is" (None clears it).
+UNSET = _Unset.UNSET
+
+
+def new_agent_uuid() -> str:
+    """A new agent id as ikigai makes them: 16 random bytes, base64url, no padding (22 chars)."""
+    return base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode("ascii")
 
 
 def open(url: str | None = None, *, migrate: bool = True, pool_size: int = 4) -> Store:
@@ -218,12 +243,12 @@ class Store:
         *,
         agent_uuid: str | None = None,
     ) -> Message:
-        """Append one event to a session and return it as stored.
+        """Append one event to a session (and to one of its agents) and return it as stored.
 
         Raises ``InvalidArgument`` (and writes nothing) for an unknown kind, a bad or missing
-        session, NUL characters, data that is not JSON, a mark whose ``data.label`` is not a
-        string or null, or a rewind whose ``data.target_message_id`` is not the id of a mark
-        event of the same session.
+        session, an ``agent_uuid`` that is not an agent of that session, NUL characters, data
+        that is not JSON, a mark whose ``data.label`` is not a string or null, or a rewind whose
+        ``data.target_message_id`` is not the id of a mark event of the same session.
         """
         _check_id(session_id, "session_id")
         if not is_valid_kind(kind):
@@ -231,44 +256,50 @@ class Store:
                 f"invalid event kind {kind!r}; valid kinds: {', '.join(sorted(VALID_KINDS))}"
             )
         if agent_uuid is not None:
-            raise InvalidArgument("agent_uuid is not supported by this schema version")
+            _check_uuid(agent_uuid)
         _check_text(content, "content")
         data_json = _dump_json(data)
         label = data.get("label") if kind == "mark" and isinstance(data, dict) else None
         if label is not None and not isinstance(label, str):
             raise InvalidArgument("a mark's data.label must be a string or null")
+        target = None
         if kind == "rewind":
-            return self._append_rewind(session_id, content, data, data_json)
+            target = rewind_target(data)
+            if target is None:
+                raise InvalidArgument("a rewind needs an integer data.target_message_id")
         with self._connection() as conn:
             try:
                 row = queries.append_message(
-                    conn, session_id=session_id, kind=kind, content=content, data=data_json
+                    conn,
+                    session_id=session_id,
+                    agent_uuid=agent_uuid,
+                    kind=kind,
+                    content=content,
+                    data=data_json,
+                    target_message_id=target,
                 )
             except psycopg.errors.ForeignKeyViolation as exc:
                 raise InvalidArgument(f"session {session_id} does not exist") from exc
+            if row is None:
+                raise self._rejected_append(conn, session_id, agent_uuid, target)
         return Message.from_row(row)
 
-    def _append_rewind(
-        self, session_id: int, content: str | None, data: Any, data_json: str | None
-    ) -> Message:
-        target = rewind_target(data)
-        if target is None:
-            raise InvalidArgument("a rewind needs an integer data.target_message_id")
-        with self._connection() as conn:
-            row = queries.append_rewind(
-                conn,
-                session_id=session_id,
-                content=content,
-                data=data_json,
-                target_message_id=target,
-            )
-            if row is None:
-                if not queries.session_exists(conn, session_id=session_id):
-                    raise InvalidArgument(f"session {session_id} does not exist")
-                raise InvalidArgument(
-                    f"rewind target {target} is not a mark event of session {session_id}"
+    @staticmethod
+    def _rejected_append(
+        conn: Conn, session_id: int, agent_uuid: str | None, target: int | None
+    ) -> InvalidArgument:
+        """Why append_message wrote nothing (only computed on that rare path)."""
+        if not queries.session_exists(conn, session_id=session_id):
+            return InvalidArgument(f"session {session_id} does not exist")
+        if agent_uuid is not None:
+            agent = queries.get_agent(conn, uuid=agent_uuid)
+            if agent is None or int(agent["session_id"]) != session_id:
+                return InvalidArgument(
+                    f"agent {agent_uuid} is not an agent of session {session_id}"
                 )
-        return Message.from_row(row)
+        return InvalidArgument(
+            f"rewind target {target} is not a mark event of session {session_id}"
+        )
 
     def messages(self, session_id: int) -> list[Message]:
         """Every event of a session (the full audit trail), in id order."""
@@ -304,6 +335,274 @@ class Store:
     def _require_session(conn: Conn, session_id: int) -> None:
         if not queries.session_exists(conn, session_id=session_id):
             raise NotFound(f"session {session_id} does not exist")
+
+    # ---------------------------------------------------------------- agents
+
+    def create_agent(
+        self,
+        session_id: int,
+        *,
+        name: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        thinking_level: str | None = None,
+    ) -> Agent:
+        """Register a root agent (no parent) in a session."""
+        _check_id(session_id, "session_id")
+        for value, field in ((name, "name"), (provider, "provider"), (model, "model")):
+            _check_text(value, field)
+        _check_text(thinking_level, "thinking_level")
+        with self._connection() as conn:
+            try:
+                row = queries.create_agent(
+                    conn,
+                    uuid=new_agent_uuid(),
+                    session_id=session_id,
+                    name=name,
+                    provider=provider,
+                    model=model,
+                    thinking_level=thinking_level,
+                )
+            except psycopg.errors.ForeignKeyViolation as exc:
+                raise InvalidArgument(f"session {session_id} does not exist") from exc
+        return Agent.from_row(row)
+
+    def fork_agent(
+        self,
+        parent_uuid: str,
+        *,
+        name: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        thinking_level: str | None = None,
+    ) -> Agent:
+        """Fork a running agent: one new row, no message copied, constant work.
+
+        The child inherits the parent's history up to the parent's newest own event
+        (``fork_message_id``; 0 when the parent has none) and, when not given, its provider,
+        model and thinking level. ``NotFound`` if the parent does not exist,
+        ``InvalidArgument`` if it is not running.
+        """
+        _check_uuid(parent_uuid)
+        for value, field in ((name, "name"), (provider, "provider"), (model, "model")):
+            _check_text(value, field)
+        _check_text(thinking_level, "thinking_level")
+        with self._connection() as conn:
+            row = queries.fork_agent(
+                conn,
+                uuid=new_agent_uuid(),
+                parent_uuid=parent_uuid,
+                name=name,
+                provider=provider,
+                model=model,
+                thinking_level=thinking_level,
+            )
+            if row is None:
+                parent = self._require_agent(conn, parent_uuid)
+                raise InvalidArgument(f"agent {parent_uuid} is {parent.status}, not running")
+        return Agent.from_row(row)
+
+    def get_agent(self, uuid: str) -> Agent:
+        """One agent; ``NotFound`` if it does not exist."""
+        _check_uuid(uuid)
+        with self._connection() as conn:
+            return self._require_agent(conn, uuid)
+
+    @staticmethod
+    def _require_agent(conn: Conn, uuid: str) -> Agent:
+        row = queries.get_agent(conn, uuid=uuid)
+        if row is None:
+            raise NotFound(f"agent {uuid} does not exist")
+        return Agent.from_row(row)
+
+    def kill_agent(self, uuid: str) -> list[str]:
+        """Mark the agent and all its running descendants dead; return their uuids.
+
+        Only the agents table changes: append an ``agent_killed`` event yourself if you want
+        one in the stream. Killing a dead agent kills its running descendants, if any.
+        """
+        _check_uuid(uuid)
+        with self._connection(atomic=True) as conn:
+            rows = list(queries.kill_agent(conn, uuid=uuid))
+            if not rows:
+                self._require_agent(conn, uuid)
+        return [r["uuid"] for r in sorted(rows, key=lambda r: int(r["id"]))]
+
+    def reap_agent(self, uuid: str) -> None:
+        """Move a dead agent to ``reaped``. ``InvalidArgument`` if it is still running."""
+        _check_uuid(uuid)
+        with self._connection() as conn:
+            status = queries.reap_agent(conn, uuid=uuid)
+        if status is None:
+            raise NotFound(f"agent {uuid} does not exist")
+        if status["status"] == "running":
+            raise InvalidArgument(f"agent {uuid} is running: kill it before reaping")
+
+    def set_agent_idle(self, uuid: str, idle: bool) -> None:
+        """Set or clear an agent's idle flag."""
+        _check_uuid(uuid)
+        if not isinstance(idle, bool):
+            raise InvalidArgument("idle must be a bool")
+        with self._connection() as conn:
+            if queries.set_agent_idle(conn, uuid=uuid, idle=idle) is None:
+                raise NotFound(f"agent {uuid} does not exist")
+
+    def update_agent_model(
+        self,
+        uuid: str,
+        *,
+        provider: str | _Unset | None = UNSET,
+        model: str | _Unset | None = UNSET,
+        thinking_level: str | _Unset | None = UNSET,
+    ) -> Agent:
+        """Change an agent's provider, model and/or thinking level (None clears a field)."""
+        _check_uuid(uuid)
+        for value, field in ((provider, "provider"), (model, "model")):
+            _check_text(None if value is UNSET else value, field)
+        _check_text(None if thinking_level is UNSET else thinking_level, "thinking_level")
+        with self._connection() as conn:
+            row = queries.update_agent_model(
+                conn,
+                uuid=uuid,
+                set_provider=provider is not UNSET,
+                provider=None if provider is UNSET else provider,
+                set_model=model is not UNSET,
+                model=None if model is UNSET else model,
+                set_thinking=thinking_level is not UNSET,
+                thinking_level=None if thinking_level is UNSET else thinking_level,
+            )
+        if row is None:
+            raise NotFound(f"agent {uuid} does not exist")
+        return Agent.from_row(row)
+
+    def running_agents(self, session_id: int | None = None) -> list[Agent]:
+        """Running agents (of one session, or all), parents before children."""
+        if session_id is not None:
+            _check_id(session_id, "session_id")
+        with self._connection() as conn:
+            rows = queries.running_agents(conn, session_id=session_id)
+            return [Agent.from_row(r) for r in rows]
+
+    def children(self, uuid: str) -> list[Agent]:
+        """Direct children of an agent (any status), oldest first."""
+        _check_uuid(uuid)
+        with self._connection() as conn:
+            rows = list(queries.agent_children(conn, uuid=uuid))
+            if not rows:
+                self._require_agent(conn, uuid)
+        return [Agent.from_row(r) for r in rows]
+
+    def ensure_root_agent(self, session_id: int, **fields: str | None) -> Agent:
+        """The session's root agent ("agent zero"), created if missing; events of the session
+        that belong to no agent are given to it. Safe to call concurrently and repeatedly.
+
+        ``fields`` (name, provider, model, thinking_level) apply only when it is created.
+        """
+        _check_id(session_id, "session_id")
+        unknown = set(fields) - {"name", "provider", "model", "thinking_level"}
+        if unknown:
+            raise InvalidArgument(f"unknown agent fields: {', '.join(sorted(unknown))}")
+        for field, value in fields.items():
+            _check_text(value, field)
+        with self._connection(atomic=True) as conn:
+            if queries.lock_session(conn, session_id=session_id) is None:
+                raise NotFound(f"session {session_id} does not exist")
+            row = queries.session_root_agent(conn, session_id=session_id)
+            if row is None:
+                row = queries.create_agent(
+                    conn,
+                    uuid=new_agent_uuid(),
+                    session_id=session_id,
+                    name=fields.get("name"),
+                    provider=fields.get("provider"),
+                    model=fields.get("model"),
+                    thinking_level=fields.get("thinking_level"),
+                )
+            queries.adopt_orphan_messages(conn, session_id=session_id, uuid=row["uuid"])
+        return Agent.from_row(row)
+
+    def find_clear(self, agent_uuid: str, max_id: int | None = None) -> int:
+        """Id of the agent's newest own ``clear`` with id <= ``max_id`` (None: any); 0 if none."""
+        _check_uuid(agent_uuid)
+        if max_id is not None and (isinstance(max_id, bool) or not isinstance(max_id, int)):
+            raise InvalidArgument("max_id must be an integer or None")
+        with self._connection() as conn:
+            return int(queries.find_clear(conn, agent_uuid=agent_uuid, max_id=max_id))
+
+    def replay_ranges(self, agent_uuid: str) -> list[ReplayRange]:
+        """The id ranges of the agent's virtual history after its newest clear, root first.
+
+        One ``WITH RECURSIVE`` statement (see queries/agents.sql). ``NotFound`` if missing.
+        """
+        _check_uuid(agent_uuid)
+        with self._connection() as conn:
+            rows = list(queries.replay_ranges(conn, agent_uuid=agent_uuid))
+        if not rows:
+            raise NotFound(f"agent {agent_uuid} does not exist")
+        return [ReplayRange.from_row(r) for r in rows]
+
+    def query_range(self, replay_range: ReplayRange) -> list[Message]:
+        """The agent's own events in ``start_id < id <= end_id``, in id order."""
+        if not isinstance(replay_range, ReplayRange):
+            raise InvalidArgument("query_range needs a ReplayRange")
+        _check_uuid(replay_range.agent_uuid)
+        with self._connection() as conn:
+            rows = queries.query_range(
+                conn,
+                agent_uuid=replay_range.agent_uuid,
+                start_id=replay_range.start_id,
+                end_id=replay_range.end_id,
+            )
+            return [Message.from_row(r) for r in rows]
+
+    def replay_agent(self, agent_uuid: str) -> ReplayContext:
+        """Rebuild an agent's context from its virtual history (inherited ranges, then its own),
+        honouring clear, mark and rewind exactly like ``replay_session``.
+
+        One statement at any depth: the range walk and the events come back together.
+        """
+        _check_uuid(agent_uuid)
+        with self._connection() as conn:
+            rows = list(queries.replay_agent_events(conn, agent_uuid=agent_uuid))
+        if not rows:
+            raise NotFound(f"agent {agent_uuid} does not exist")
+        return fold(Message.from_row(r) for r in rows if r["id"] is not None)
+
+    # ---------------------------------------------------------------- agent conveniences
+
+    def mark(self, agent_uuid: str, label: str | None = None) -> Message:
+        """Append a mark for the agent (``content`` and ``data.label`` = label)."""
+        agent = self.get_agent(agent_uuid)
+        return self.append(agent.session_id, "mark", label, {"label": label}, agent_uuid=agent_uuid)
+
+    def rewind(self, agent_uuid: str, label: str | None = None) -> Message:
+        """Rewind the agent to the newest mark on its current replayed stack whose label is
+        ``label`` (the newest mark when None). ``InvalidArgument`` when there is none.
+
+        Marks are looked up in this agent's replayed context only (inherited ones included),
+        never in another agent's, unlike the C program's per-session lookup.
+        """
+        _check_uuid(agent_uuid)
+        _check_text(label, "label")
+        with self.transaction():
+            agent = self.get_agent(agent_uuid)
+            marks = self.replay_agent(agent_uuid).marks
+            target = next((m for m in reversed(marks) if label is None or m.label == label), None)
+            if target is None:
+                wanted = "a mark" if label is None else f"a mark labelled {label!r}"
+                raise InvalidArgument(f"agent {agent_uuid} has no {wanted} on its stack")
+            return self.append(
+                agent.session_id,
+                "rewind",
+                target.label,
+                {"target_message_id": target.message_id, "target_label": target.label},
+                agent_uuid=agent_uuid,
+            )
+
+    def clear(self, agent_uuid: str) -> Message:
+        """Append a clear for the agent: its context (and what later forks inherit) restarts."""
+        agent = self.get_agent(agent_uuid)
+        return self.append(agent.session_id, "clear", agent_uuid=agent_uuid)
 
     # ---------------------------------------------------------------- search
 
@@ -343,6 +642,11 @@ class Store:
 def _check_id(value: object, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= _MAX_ID:
         raise InvalidArgument(f"{name} must be a positive integer, got {value!r}")
+
+
+def _check_uuid(value: object) -> None:
+    if not isinstance(value, str) or not 0 < len(value) <= 64 or "\x00" in value:
+        raise InvalidArgument(f"agent uuid must be a non-empty string, got {value!r}")
 
 
 def _check_limit(limit: object) -> None:

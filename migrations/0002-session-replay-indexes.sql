@@ -1,6 +1,7 @@
 -- Replay support: "newest clear of a session" becomes one probe of a partial index, and
 -- databases created by the ikigai C program (idx_messages_session on (session_id, created_at))
 -- get the (session_id, id) index replay reads by; their old index is kept under a new name.
+-- ikigai-adopt: run
 -- depends: 0001-initial-schema
 
 CREATE INDEX IF NOT EXISTS idx_messages_session_clear ON messages (session_id, id)

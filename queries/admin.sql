@@ -25,4 +25,4 @@ SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = :name);
 
 -- name: truncate_all()#
 -- Empty every application table and restart the id sequences (tests only).
-TRUNCATE TABLE messages, sessions RESTART IDENTITY CASCADE;
+TRUNCATE TABLE messages, agents, sessions RESTART IDENTITY CASCADE;

@@ -4,7 +4,7 @@
 -- row comparisons on (session_id, id) so only idx_messages_session can serve it: a plain
 -- "session_id = s AND id > c" lets the planner (assuming the two independent) walk the primary
 -- key over every later event of every session and filter, which grows with other sessions' writes.
-SELECT id, session_id, kind, content, data, created_at
+SELECT id, session_id, agent_uuid, kind, content, data, created_at
 FROM messages
 WHERE (session_id, id) > (
         :session_id,

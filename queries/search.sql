@@ -13,7 +13,7 @@ WITH q AS (
     ORDER BY rank DESC, m.id DESC
     LIMIT :limit
 )
-SELECT m.id, m.session_id, m.kind, m.content, m.data, m.created_at, hits.rank,
+SELECT m.id, m.session_id, m.agent_uuid, m.kind, m.content, m.data, m.created_at, hits.rank,
        ts_headline('english', m.content, q.tsq,
                    'StartSel=[, StopSel=], MaxWords=30, MinWords=10, MaxFragments=2') AS snippet
 FROM hits

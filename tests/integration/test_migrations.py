@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -22,7 +23,12 @@ from ikigai_store.db import to_yoyo_url
 pytestmark = pytest.mark.db
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "migrations"
-ALL = ["0001-initial-schema", "0002-session-replay-indexes"]
+ALL = [
+    "0001-initial-schema",
+    "0002-session-replay-indexes",
+    "0003-agents",
+    "0004-messages-agent-uuid",
+]
 
 
 def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -46,7 +52,7 @@ def _version(url: str) -> int:
 
 
 def test_fresh_database_gets_seed_schema(ikigai_empty_db_url: str) -> None:
-    """Applying to an empty database creates the seed tables, indexes and version 2."""
+    """Applying to an empty database creates the seed tables, indexes and version 4."""
     url = ikigai_empty_db_url
     assert migrate.apply(url) == ALL
     assert {"schema_metadata", "sessions", "messages"} <= _tables(url)
@@ -62,13 +68,14 @@ def test_fresh_database_gets_seed_schema(ikigai_empty_db_url: str) -> None:
         ("content", "text", "YES"),
         ("data", "jsonb", "YES"),
         ("created_at", "timestamp with time zone", "NO"),
+        ("agent_uuid", "text", "YES"),
     ]
     idx = _indexes(url)
     assert "to_tsvector('english'::regconfig, content)" in idx["idx_messages_search"]
     assert idx["idx_messages_session"].endswith("(session_id, id)")
     assert "started_at DESC" in idx["idx_sessions_started"]
     assert "WHERE (kind = 'clear'::text)" in idx["idx_messages_session_clear"]
-    assert _version(url) == 2
+    assert _version(url) == 4
 
 
 def test_second_apply_is_noop(ikigai_empty_db_url: str) -> None:
@@ -85,7 +92,7 @@ def test_store_migrate_and_schema_version(ikigai_empty_db_url: str) -> None:
         assert store.pending_migrations() == ALL
         assert store.migrate() == ALL
         assert store.migrate() == []
-        assert store.schema_version() == 2
+        assert store.schema_version() == 4
 
 
 def _yoyo(*args: str) -> subprocess.CompletedProcess[str]:
@@ -103,7 +110,7 @@ def test_plain_yoyo_apply_agrees(ikigai_empty_db_url: str) -> None:
     done = _yoyo("apply", "-d", to_yoyo_url(url), str(migrations_dir()))
     assert done.returncode == 0, done.stderr
     assert migrate.pending(url) == []
-    assert _version(url) == 2
+    assert _version(url) == 4
     listed = _yoyo("list", "-d", to_yoyo_url(url), str(migrations_dir()))
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.count("| A |") == len(ALL) or all(m in listed.stdout for m in ALL)
@@ -123,8 +130,9 @@ def test_rollback_really_undoes(ikigai_empty_db_url: str) -> None:
     """Rolling back every migration removes our schema; applying again restores it."""
     url = ikigai_empty_db_url
     migrate.apply(url)
-    assert migrate.rollback(url, count=1) == ["0002-session-replay-indexes"]
+    assert migrate.rollback(url, count=3) == ALL[:0:-1]
     assert "idx_messages_session_clear" not in _indexes(url)
+    assert "agents" not in _tables(url)
     assert _version(url) == 1
     assert migrate.rollback(url) == ["0001-initial-schema"]
     assert not {"schema_metadata", "sessions", "messages"} & _tables(url)
@@ -151,25 +159,28 @@ INSERT INTO messages (session_id, kind, content, data) VALUES
 
 
 def test_adopts_c_era_database(ikigai_empty_db_url: str) -> None:
-    """A C-created database at version 1 gets 0001 recorded, 0002 applied, data untouched."""
+    """A C-created database at version 1 gets 0001 recorded, the rest applied, data untouched."""
     url = ikigai_empty_db_url
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(C_ERA_SCHEMA)
     search_index = _indexes(url)["idx_messages_search"]
     before = _q(url, "SELECT * FROM messages ORDER BY id")
-    assert migrate.apply(url) == ["0002-session-replay-indexes"]
-    assert _q(url, "SELECT * FROM messages ORDER BY id") == before
+    assert migrate.apply(url) == ALL[1:]
+    assert (
+        _q(url, "SELECT id, session_id, kind, content, data, created_at FROM messages ORDER BY id")
+        == before
+    )
     idx = _indexes(url)
     assert idx["idx_messages_search"] == search_index
     assert idx["idx_messages_session"].endswith("(session_id, id)")
     assert idx["idx_messages_session_created"].endswith("(session_id, created_at)")
-    assert _version(url) == 2
+    assert _version(url) == 4
     with ik.open(url) as store:
         ctx = store.replay_session(1)
         assert [m.content for m in ctx.messages] == ["hello from C", "cp", "cp"]
         assert store.search("hello")[0].message.content == "hello from C"
-    # and its rollback restores the C index under its original name
-    migrate.rollback(url, count=1)
+    # and rolling 0002 back restores the C index under its original name
+    migrate.rollback(url, count=3)
     assert _indexes(url)["idx_messages_session"].endswith("(session_id, created_at)")
 
 
@@ -190,7 +201,7 @@ def test_failing_migration_rolls_back_and_names_file(
     url = ikigai_empty_db_url
     migrate.apply(url)
     (tmp_path / "0998-broken.sql").write_text(
-        "-- depends: 0002-session-replay-indexes\n"
+        "-- depends: 0004-messages-agent-uuid\n"
         "CREATE TABLE half_done (id int);\n"
         "UPDATE schema_metadata SET schema_version = 998;\n"
         "SELECT no_such_column FROM sessions;\n"
@@ -201,7 +212,7 @@ def test_failing_migration_rolls_back_and_names_file(
     assert "0998-broken.sql" in message
     assert "no_such_column" in message
     assert "half_done" not in _tables(url)
-    assert _version(url) == 2
+    assert _version(url) == 4
     assert migrate.pending(url, extra_sources=[tmp_path]) == ["0998-broken"]
 
 
@@ -241,9 +252,7 @@ def test_concurrent_migrators(ikigai_empty_db_url: str) -> None:
     outputs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0, 0], [o[1] for o in outputs]
     applied = sorted(o[0].strip() for o in outputs)
-    assert applied == sorted(
-        ["[]", "[]", "[]", '["0001-initial-schema", "0002-session-replay-indexes"]']
-    )
+    assert applied == sorted(["[]", "[]", "[]", json.dumps(ALL)])
     assert _q(ikigai_empty_db_url, "SELECT count(*) FROM _yoyo_migration")[0][0] == len(ALL)
 
 
@@ -253,7 +262,7 @@ def test_killed_migrator_leaves_no_lock(ikigai_empty_db_url: str, tmp_path: Path
     url = ikigai_empty_db_url
     migrate.apply(url)
     (tmp_path / "0996-slow.sql").write_text(
-        "-- depends: 0002-session-replay-indexes\nCREATE TABLE slow_one (id int);\n"
+        "-- depends: 0004-messages-agent-uuid\nCREATE TABLE slow_one (id int);\n"
         "SELECT pg_sleep(3);\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", MIGRATE_SCRIPT, url, str(tmp_path)])

@@ -1,0 +1,173 @@
+-- name: create_agent(uuid, session_id, name, provider, model, thinking_level)^
+-- Register a root agent (no parent, nothing inherited) in a session; returns the row.
+INSERT INTO agents (uuid, session_id, name, provider, model, thinking_level)
+VALUES (:uuid, :session_id, :name, :provider, :model, :thinking_level)
+RETURNING id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at,
+          ended_at, provider, model, thinking_level, idle;
+
+-- name: fork_agent(uuid, parent_uuid, name, provider, model, thinking_level)^
+-- Register a child of a running agent: exactly one row, no message copied. Its fork point is
+-- the parent's newest own event (one backward probe of idx_messages_agent), or 0 when the
+-- parent has none ("inherits none of the parent's own events"). Unset provider, model and
+-- thinking_level are inherited from the parent. Nothing is returned if the parent is missing
+-- or not running.
+INSERT INTO agents (uuid, session_id, name, parent_uuid, fork_message_id, provider, model,
+                    thinking_level)
+SELECT :uuid, p.session_id, :name, p.uuid,
+       COALESCE((SELECT max(m.id) FROM messages AS m WHERE m.agent_uuid = p.uuid), 0),
+       COALESCE(:provider, p.provider), COALESCE(:model, p.model),
+       COALESCE(:thinking_level, p.thinking_level)
+FROM agents AS p
+WHERE p.uuid = :parent_uuid AND p.status = 'running'
+RETURNING id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at,
+          ended_at, provider, model, thinking_level, idle;
+
+-- name: get_agent(uuid)^
+-- One agent by uuid, or nothing.
+SELECT id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at, ended_at,
+       provider, model, thinking_level, idle
+FROM agents
+WHERE uuid = :uuid;
+
+-- name: running_agents(session_id)
+-- Running agents (of one session, or all), parents before children: a child is always
+-- registered after its parent, so creation order (id) is enough and has no ties.
+SELECT id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at, ended_at,
+       provider, model, thinking_level, idle
+FROM agents
+WHERE status = 'running'
+  AND (CAST(:session_id AS bigint) IS NULL OR session_id = :session_id)
+ORDER BY id;
+
+-- name: agent_children(uuid)
+-- Direct children of an agent, oldest first.
+SELECT id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at, ended_at,
+       provider, model, thinking_level, idle
+FROM agents
+WHERE parent_uuid = :uuid
+ORDER BY id;
+
+-- name: kill_agent(uuid)
+-- Mark an agent and every running descendant dead; returns the uuids changed, parents first.
+-- The walk terminates: parent_uuid only points at rows created earlier, so there is no cycle.
+WITH RECURSIVE subtree (uuid) AS (
+    SELECT uuid FROM agents WHERE uuid = :uuid
+    UNION ALL
+    SELECT a.uuid FROM agents AS a JOIN subtree AS s ON a.parent_uuid = s.uuid
+)
+UPDATE agents AS a
+SET status = 'dead', ended_at = NOW(), idle = false
+FROM subtree
+WHERE a.uuid = subtree.uuid AND a.status = 'running'
+RETURNING a.id, a.uuid;
+
+-- name: reap_agent(uuid)^
+-- Move a dead agent to reaped (a reaped one stays reaped); returns its status afterwards.
+UPDATE agents
+SET status = CASE WHEN status = 'dead' THEN 'reaped' ELSE status END
+WHERE uuid = :uuid
+RETURNING status;
+
+-- name: set_agent_idle(uuid, idle)^
+-- Set or clear an agent's idle flag; returns the uuid, or nothing if missing.
+UPDATE agents SET idle = :idle WHERE uuid = :uuid RETURNING uuid;
+
+-- name: update_agent_model(uuid, set_provider, provider, set_model, model, set_thinking, thinking_level)^
+-- Change the provider, model and/or thinking level (only the fields flagged), returning the row.
+UPDATE agents
+SET provider = CASE WHEN :set_provider THEN :provider ELSE provider END,
+    model = CASE WHEN :set_model THEN :model ELSE model END,
+    thinking_level = CASE WHEN :set_thinking THEN :thinking_level ELSE thinking_level END
+WHERE uuid = :uuid
+RETURNING id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at,
+          ended_at, provider, model, thinking_level, idle;
+
+-- name: lock_session(session_id)$
+-- Lock a session's row for the rest of the transaction (serialises ensure_root_agent).
+SELECT id FROM sessions WHERE id = :session_id FOR UPDATE;
+
+-- name: session_root_agent(session_id)^
+-- The session's first root agent ("agent zero"), or nothing.
+SELECT id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at, ended_at,
+       provider, model, thinking_level, idle
+FROM agents
+WHERE session_id = :session_id AND parent_uuid IS NULL
+ORDER BY id
+LIMIT 1;
+
+-- name: adopt_orphan_messages(session_id, uuid)$
+-- Give a session's events that have no agent to its root agent; returns how many.
+WITH adopted AS (
+    UPDATE messages SET agent_uuid = :uuid
+    WHERE session_id = :session_id AND agent_uuid IS NULL
+    RETURNING 1
+)
+SELECT count(*) FROM adopted;
+
+-- name: find_clear(agent_uuid, max_id)$
+-- The agent's newest own clear with id <= max_id (no bound when NULL), 0 if none: one backward
+-- probe of idx_messages_agent_clear.
+SELECT COALESCE(max(id), 0)
+FROM messages
+WHERE agent_uuid = :agent_uuid AND kind = 'clear'
+  AND (CAST(:max_id AS bigint) IS NULL OR id <= :max_id);
+
+-- name: query_range(agent_uuid, start_id, end_id)
+-- One replay range: the agent's own events with start_id < id <= end_id (no upper bound when
+-- end_id is NULL), in id order. Row comparisons keep it on idx_messages_agent.
+SELECT id, session_id, agent_uuid, kind, content, data, created_at
+FROM messages
+WHERE (agent_uuid, id) > (:agent_uuid, :start_id)
+  AND (agent_uuid, id) <= (:agent_uuid, COALESCE(CAST(:end_id AS bigint), 9223372036854775807))
+ORDER BY agent_uuid, id;
+
+-- name: replay_ranges(agent_uuid)
+-- The ranges of the agent's virtual history that follow its newest clear, root first.
+-- Walk from the leaf: each agent's newest clear <= the current bound (none for the leaf) ends
+-- the walk; otherwise the whole own range is taken and the walk moves to the parent, bounded
+-- by this agent's fork point. It terminates: each step follows parent_uuid, which only points
+-- at rows created earlier (agents form a forest), or stops at a clear.
+WITH RECURSIVE walk (depth, uuid, parent_uuid, fork_message_id, end_id, clear_id) AS (
+    SELECT 0, a.uuid, a.parent_uuid, a.fork_message_id, CAST(NULL AS bigint),
+           (SELECT max(m.id) FROM messages AS m WHERE m.agent_uuid = a.uuid AND m.kind = 'clear')
+    FROM agents AS a
+    WHERE a.uuid = :agent_uuid
+    UNION ALL
+    SELECT w.depth + 1, p.uuid, p.parent_uuid, p.fork_message_id, w.fork_message_id,
+           (SELECT max(m.id) FROM messages AS m
+            WHERE m.agent_uuid = p.uuid AND m.kind = 'clear' AND m.id <= w.fork_message_id)
+    FROM walk AS w
+    JOIN agents AS p ON p.uuid = w.parent_uuid
+    WHERE w.clear_id IS NULL
+)
+SELECT uuid AS agent_uuid, COALESCE(clear_id, 0) AS start_id, end_id
+FROM walk
+ORDER BY depth DESC;
+
+-- name: replay_agent_events(agent_uuid)
+-- Everything lineage replay needs in one round trip: the replay_ranges walk (same CTE, kept
+-- identical by a test) joined to each range's events, root range first, id order within.
+-- An empty range yields one row of NULLs, so "no rows" means "no such agent".
+-- Terminates for the same reason as replay_ranges.
+WITH RECURSIVE walk (depth, uuid, parent_uuid, fork_message_id, end_id, clear_id) AS (
+    SELECT 0, a.uuid, a.parent_uuid, a.fork_message_id, CAST(NULL AS bigint),
+           (SELECT max(m.id) FROM messages AS m WHERE m.agent_uuid = a.uuid AND m.kind = 'clear')
+    FROM agents AS a
+    WHERE a.uuid = :agent_uuid
+    UNION ALL
+    SELECT w.depth + 1, p.uuid, p.parent_uuid, p.fork_message_id, w.fork_message_id,
+           (SELECT max(m.id) FROM messages AS m
+            WHERE m.agent_uuid = p.uuid AND m.kind = 'clear' AND m.id <= w.fork_message_id)
+    FROM walk AS w
+    JOIN agents AS p ON p.uuid = w.parent_uuid
+    WHERE w.clear_id IS NULL
+)
+SELECT m.id, m.session_id, m.agent_uuid, m.kind, m.content, m.data, m.created_at
+FROM walk AS w
+LEFT JOIN LATERAL (
+    SELECT e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created_at
+    FROM messages AS e
+    WHERE (e.agent_uuid, e.id) > (w.uuid, COALESCE(w.clear_id, 0))
+      AND (e.agent_uuid, e.id) <= (w.uuid, COALESCE(w.end_id, 9223372036854775807))
+) AS m ON true
+ORDER BY w.depth DESC, m.id;
