@@ -284,3 +284,63 @@ def test_killed_migrator_leaves_no_lock(ikigai_empty_db_url: str, tmp_path: Path
     assert migrate.apply(url, extra_sources=[tmp_path]) == ["0996-slow"]
     assert "slow_one" in _tables(url)
     assert _q(url, "SELECT count(*) FROM yoyo_lock")[0][0] == 0
+
+
+C_ERA_AGENTS = """
+CREATE TYPE agent_status AS ENUM ('running', 'dead');
+CREATE TABLE agents (uuid TEXT PRIMARY KEY, name TEXT,
+    parent_uuid TEXT REFERENCES agents(uuid) ON DELETE RESTRICT, fork_message_id BIGINT,
+    status agent_status NOT NULL DEFAULT 'running', created_at BIGINT NOT NULL, ended_at BIGINT,
+    provider TEXT, model TEXT, thinking_level TEXT);
+ALTER TABLE messages ADD COLUMN agent_uuid TEXT REFERENCES agents(uuid);
+UPDATE schema_metadata SET schema_version = 9;
+INSERT INTO agents (uuid, name, parent_uuid, fork_message_id, status, created_at, ended_at) VALUES
+    ('child-of-zero-aaaaaaaa', 'child', 'agent-zero-aaaaaaaaaaa', 3, 'running', 1700000100, NULL),
+    ('agent-zero-aaaaaaaaaaa', 'zero', NULL, NULL, 'running', 1700000000, NULL),
+    ('dead-grandchild-aaaaaa', NULL, 'child-of-zero-aaaaaaaa', 0, 'dead', 1700000200, 1700000300);
+UPDATE messages SET agent_uuid = 'agent-zero-aaaaaaaaaaa';
+INSERT INTO messages (session_id, agent_uuid, kind, content) VALUES
+    (1, 'child-of-zero-aaaaaaaa', 'user', 'child speaks');
+"""
+
+
+def test_adopts_c_era_agents(ikigai_empty_db_url: str) -> None:
+    """A C database at version 9 with its agents table: converted in place, data kept."""
+    url = ikigai_empty_db_url
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(C_ERA_SCHEMA)
+        conn.execute(C_ERA_AGENTS)
+    before = _q(url, "SELECT id, agent_uuid, kind, content FROM messages ORDER BY id")
+    # 0001 is recorded as applied; the converters (ikigai-adopt: run) run although <= 9.
+    assert migrate.apply(url) == ALL[1:]
+    assert _q(url, "SELECT id, agent_uuid, kind, content FROM messages ORDER BY id") == before
+    assert _version(url) == 9
+    rows = _q(
+        url,
+        "SELECT uuid, session_id, fork_message_id, status, created_at = to_timestamp(1700000000),"
+        " ended_at IS NOT NULL FROM agents ORDER BY id",
+    )
+    assert [r[0] for r in rows] == [
+        "agent-zero-aaaaaaaaaaa",
+        "child-of-zero-aaaaaaaa",
+        "dead-grandchild-aaaaaa",
+    ]  # parents numbered before children although inserted later
+    assert [(r[1], r[2], r[3]) for r in rows] == [
+        (1, 0, "running"),
+        (1, 3, "running"),
+        (1, 0, "dead"),
+    ]
+    assert rows[0][4] is True and rows[2][5] is True
+    assert not _q(url, "SELECT 1 FROM pg_type WHERE typname = 'agent_status'")
+    with ik.open(url) as store:
+        child = store.get_agent("child-of-zero-aaaaaaaa")
+        ctx = store.replay_agent(child.uuid)
+        assert [m.content for m in ctx.messages] == ["hello from C", "cp", "child speaks"]
+        assert [a.uuid for a in store.running_agents()] == [
+            "agent-zero-aaaaaaaaaaa",
+            "child-of-zero-aaaaaaaa",
+        ]
+        new = store.fork_agent(child.uuid)
+        assert store.get_agent(new.uuid).fork_message_id == ctx.messages[-1].id
+    with pytest.raises(psycopg.errors.CheckViolation), psycopg.connect(url) as conn:
+        conn.execute("UPDATE agents SET status = 'zombie'")

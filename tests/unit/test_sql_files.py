@@ -89,3 +89,11 @@ def test_packaged_directories_match_checkout() -> None:
         top = checkout / name
         if top.is_dir():
             assert sorted(p.name for p in found.iterdir()) == sorted(p.name for p in top.iterdir())
+
+
+def test_lineage_walk_is_written_once() -> None:
+    """replay_ranges and replay_agent_events share the exact same recursive walk."""
+    text = (queries_dir() / "agents.sql").read_text()
+    walks = re.findall(r"WITH RECURSIVE walk .*?\n\)\n", text, re.S)
+    assert len(walks) == 2
+    assert walks[0] == walks[1]
