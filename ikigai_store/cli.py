@@ -7,26 +7,28 @@ Owns argument parsing, the rendering of sessions, replayed contexts and search h
 - a database URL is only ever printed through ``db.redact``; error messages are redacted too;
 - user errors (every ``IkigaiStoreError``, bad JSON, no active session) print one ``Error: ...``
   line on stderr and exit with status 1, never a traceback;
-- commands that print an id for scripts (``session new``, ``append``) print that id alone;
-- ``demo`` writes only to the session it creates, and ends that session before it returns, so the
-  user's active session is the same before and after.
+- commands that print an id for scripts (``session new``, ``append``, ``agent new``, ``agent
+  zero``) print that id alone; ``agent fork`` prints the child's uuid alone on its first line;
+- ``demo`` writes only to the session it creates, kills the agents it created and ends that
+  session before it returns, so the user's active session and running agents are the same before
+  and after.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from . import __version__
 from .db import redact
 from .errors import IkigaiStoreError
-from .models import VALID_KINDS, Message, ReplayContext, SearchHit, Session
+from .models import VALID_KINDS, Agent, Message, ReplayContext, SearchHit, Session
 from .store import Store
 from .store import open as open_store
 
@@ -34,6 +36,8 @@ __all__ = ["cli", "main"]
 
 #: Width a message's content is cut to in one-line listings.
 CONTENT_WIDTH = 100
+#: How many leading characters of an agent uuid identify it in listings.
+SHORT_UUID = 8
 
 
 class _Cli(click.Group):
@@ -92,14 +96,24 @@ def _describe(msg: Message) -> str:
     return ""
 
 
-def _echo_context(ctx: ReplayContext, indent: str = "") -> None:
-    """Print a replayed context: the messages, the mark stack, the skipped rewinds."""
+def _short(uuid: str | None) -> str:
+    """The first ``SHORT_UUID`` characters of an agent uuid ("-" for an event without agent)."""
+    return "-" if uuid is None else uuid[:SHORT_UUID]
+
+
+def _echo_context(ctx: ReplayContext, indent: str = "", *, agents: bool = False) -> None:
+    """Print a replayed context: the messages, the mark stack, the skipped rewinds.
+
+    ``agents=True`` adds a column with each message's agent (short uuid prefix).
+    """
     if not ctx.messages:
         click.echo(f"{indent}(empty context)")
     else:
-        click.echo(f"{indent}{'pos':>4} {'id':>8}  {'kind':<12} content")
+        who = f"{'agent':<{SHORT_UUID}}  " if agents else ""
+        click.echo(f"{indent}{'pos':>4} {'id':>8}  {who}{'kind':<12} content")
         for pos, msg in enumerate(ctx.messages, start=1):
-            click.echo(f"{indent}{pos:>4} {msg.id:>8}  {msg.kind:<12} {_describe(msg)}")
+            who = f"{_short(msg.agent_uuid):<{SHORT_UUID}}  " if agents else ""
+            click.echo(f"{indent}{pos:>4} {msg.id:>8}  {who}{msg.kind:<12} {_describe(msg)}")
     if ctx.marks:
         marks = ", ".join(
             f"{m.label or '(unlabelled)'} (message #{m.message_id}, position {m.context_idx + 1})"
@@ -117,6 +131,7 @@ def _message_json(msg: Message) -> dict[str, Any]:
     return {
         "id": msg.id,
         "session_id": msg.session_id,
+        "agent_uuid": msg.agent_uuid,
         "kind": msg.kind,
         "content": msg.content,
         "data": msg.data,
@@ -153,6 +168,89 @@ def _session_title(session: Session) -> str:
     return session.title if session.title is not None else "-"
 
 
+def _echo_table(header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "") -> None:
+    """Print left-aligned columns (a column named in ``_RIGHT`` is right-aligned)."""
+    widths = [max(len(c) for c in col) for col in zip(header, *rows, strict=True)]
+    for line in (header, *rows):
+        cells = [
+            c.rjust(w) if h in _RIGHT else c.ljust(w)
+            for c, w, h in zip(line, widths, header, strict=True)
+        ]
+        click.echo(f"{indent}{'  '.join(cells).rstrip()}")
+
+
+_RIGHT = frozenset({"fork point", "start (excl.)", "end (incl.)", "events"})
+
+
+def _agent_tree(agents: Sequence[Agent]) -> list[tuple[str, Agent]]:
+    """``(branch drawing, agent)`` in display order: each agent's children under it, oldest first.
+
+    An agent whose parent is not in ``agents`` is shown as a root. Iterative: lineages can be deep.
+    """
+    present = {a.uuid for a in agents}
+    children: dict[str | None, list[Agent]] = {}
+    for a in agents:
+        children.setdefault(a.parent_uuid if a.parent_uuid in present else None, []).append(a)
+    out: list[tuple[str, Agent]] = []
+    stack = [(root, "", "") for root in reversed(children.get(None, []))]
+    while stack:
+        agent, branch, lead = stack.pop()
+        out.append((branch, agent))
+        kids = children.get(agent.uuid, [])
+        for i in range(len(kids) - 1, -1, -1):
+            last = i == len(kids) - 1
+            stack.append(
+                (kids[i], lead + ("└─ " if last else "├─ "), lead + ("   " if last else "│  "))
+            )
+    return out
+
+
+def _model_of(agent: Agent) -> str:
+    if agent.provider is None and agent.model is None:
+        text = "-"
+    else:
+        text = f"{agent.provider or '-'}/{agent.model or '-'}"
+    return text if agent.thinking_level is None else f"{text} ({agent.thinking_level})"
+
+
+def _echo_agents(agents: Sequence[Agent], indent: str = "") -> None:
+    """Print agents as a tree (children indented under their parent)."""
+    header = ("uuid", "name", "status", "fork point", "provider/model", "idle")
+    rows = [
+        (
+            branch + a.uuid,
+            a.name or "-",
+            a.status,
+            "-" if a.parent_uuid is None else str(a.fork_message_id),
+            _model_of(a),
+            "yes" if a.idle else "no",
+        )
+        for branch, a in _agent_tree(agents)
+    ]
+    _echo_table(header, rows, indent)
+
+
+def _echo_ranges(store: Store, uuid: str, indent: str = "") -> None:
+    """Print an agent's replay ranges, root first, with the number of events in each."""
+    ranges = store.replay_ranges(uuid)
+    rows = []
+    total = 0
+    for r in ranges:
+        count = len(store.query_range(r))
+        total += count
+        rows.append(
+            (
+                r.agent_uuid,
+                store.get_agent(r.agent_uuid).name or "-",
+                str(r.start_id),
+                "∞" if r.end_id is None else str(r.end_id),
+                str(count),
+            )
+        )
+    _echo_table(("agent", "name", "start (excl.)", "end (incl.)", "events"), rows, indent)
+    click.echo(f"{indent}{total} event(s) in {len(ranges)} range(s); replay reads them in order.")
+
+
 # ------------------------------------------------------------------------------------ commands
 
 
@@ -171,7 +269,7 @@ def cli(database: str | None) -> None:
     Every command works on one database, chosen by --database. Commands other than `status` and
     `migrate` apply pending migrations first.
 
-    For a guided tour of mark, rewind, clear and search, run: ikigai-store demo
+    For a guided tour of mark, rewind, clear, search and agent forks, run: ikigai-store demo
     """
 
 
@@ -324,15 +422,31 @@ _SESSION_OPTION = click.option(
 @click.argument("kind")
 @click.argument("content", required=False)
 @click.option("--data", metavar="JSON", default=None, help="Structured data, as JSON text.")
-def append(session_id: int | None, kind: str, content: str | None, data: str | None) -> None:
+@click.option(
+    "--agent",
+    "agent_uuid",
+    metavar="UUID",
+    default=None,
+    help="Record the event as this agent's (the session defaults to the agent's).",
+)
+def append(
+    session_id: int | None,
+    kind: str,
+    content: str | None,
+    data: str | None,
+    agent_uuid: str | None,
+) -> None:
     """Append one event of KIND (with optional CONTENT) and print its id.
 
     A mark's label is data.label; a rewind names its mark with data.target_message_id.
     """
     parsed = _parse_data(data)
     with _store() as store:
-        sid = _active_or(store, session_id)
-        click.echo(store.append(sid, kind, content, parsed).id)
+        if session_id is None and agent_uuid is not None:
+            sid = store.get_agent(agent_uuid).session_id
+        else:
+            sid = _active_or(store, session_id)
+        click.echo(store.append(sid, kind, content, parsed, agent_uuid=agent_uuid).id)
 
 
 @cli.command(short_help="Print the context a session replays to.")
@@ -377,26 +491,202 @@ def search(query: str, session_id: int | None, limit: int) -> None:
     _echo_hits(hits)
 
 
+# ---------------------------------------------------------------- agents
+
+
+@cli.group()
+def agent() -> None:
+    """Create, fork, list, kill and replay agents.
+
+    A fork inherits its parent's history up to the fork point without copying any event; replay
+    reads the inherited ranges, then the agent's own events.
+    """
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _agent_fields(
+    name: str | None, provider: str | None, model: str | None, thinking_level: str | None
+) -> dict[str, str | None]:
+    return {"name": name, "provider": provider, "model": model, "thinking_level": thinking_level}
+
+
+def _agent_options(fn: _F) -> _F:
+    """--name, --provider, --model, --thinking-level (shared by `agent new` and `agent fork`)."""
+    for option in reversed(
+        (
+            click.option("--name", "-n", default=None, help="A name for the agent."),
+            click.option("--provider", default=None, help="LLM provider."),
+            click.option("--model", "-m", default=None, help="Model name."),
+            click.option("--thinking-level", default=None, help="Thinking level."),
+        )
+    ):
+        fn = option(fn)
+    return fn
+
+
+@agent.command("list", short_help="List running agents as a tree.")
+@_SESSION_OPTION
+@click.option("--all", "all_sessions", is_flag=True, help="Running agents of every session.")
+def agent_list(session_id: int | None, all_sessions: bool) -> None:
+    """List running agents as a tree: children indented under their parent."""
+    if all_sessions and session_id is not None:
+        raise click.ClickException("give --session or --all, not both")
+    with _store() as store:
+        if all_sessions:
+            agents = store.running_agents()
+        else:
+            sid = _active_or(store, session_id)
+            store.get_session(sid)  # NotFound for a session that does not exist
+            agents = store.running_agents(sid)
+    if not agents:
+        click.echo("no running agents")
+        return
+    by_session: dict[int, list[Agent]] = {}
+    for a in agents:
+        by_session.setdefault(a.session_id, []).append(a)
+    for n, (sid, group) in enumerate(by_session.items()):
+        if n:
+            click.echo()
+        click.echo(f"session {sid}")
+        _echo_agents(group, indent="  ")
+
+
+@agent.command("new", short_help="Create a root agent and print its uuid.")
+@_SESSION_OPTION
+@_agent_options
+def agent_new(
+    session_id: int | None,
+    name: str | None,
+    provider: str | None,
+    model: str | None,
+    thinking_level: str | None,
+) -> None:
+    """Register a root agent (no parent) in a session and print its uuid."""
+    with _store() as store:
+        sid = _active_or(store, session_id)
+        fields = _agent_fields(name, provider, model, thinking_level)
+        click.echo(store.create_agent(sid, **fields).uuid)
+
+
+@agent.command("zero", short_help="Print (or create) the session's root agent.")
+@_SESSION_OPTION
+@_agent_options
+def agent_zero(
+    session_id: int | None,
+    name: str | None,
+    provider: str | None,
+    model: str | None,
+    thinking_level: str | None,
+) -> None:
+    """Print the session's root agent ("agent zero"), creating it if missing.
+
+    Events of the session that belong to no agent are given to it. The options apply only when it
+    is created.
+    """
+    with _store() as store:
+        sid = _active_or(store, session_id)
+        fields = _agent_fields(name, provider, model, thinking_level)
+        click.echo(store.ensure_root_agent(sid, **fields).uuid)
+
+
+@agent.command("fork", short_help="Fork an agent; print the child uuid and fork point.")
+@click.argument("parent_uuid", metavar="PARENT_UUID")
+@_agent_options
+def agent_fork(
+    parent_uuid: str,
+    name: str | None,
+    provider: str | None,
+    model: str | None,
+    thinking_level: str | None,
+) -> None:
+    """Fork a running agent: print the child's uuid (first line) and its fork point.
+
+    The child inherits the parent's history up to the parent's newest event (the fork point) and,
+    unless given, its provider, model and thinking level. No event is copied.
+    """
+    with _store() as store:
+        child = store.fork_agent(
+            parent_uuid, **_agent_fields(name, provider, model, thinking_level)
+        )
+    click.echo(child.uuid)
+    if child.fork_message_id:
+        click.echo(f"fork point: #{child.fork_message_id} (inherits the parent's events up to it)")
+    else:
+        click.echo("fork point: 0 (the parent had no events of its own)")
+
+
+@agent.command("kill", short_help="Kill an agent and its descendants.")
+@click.argument("uuid", metavar="UUID")
+def agent_kill(uuid: str) -> None:
+    """Mark an agent and its running descendants dead; print their uuids, parents first."""
+    with _store() as store:
+        killed = store.kill_agent(uuid)
+    for killed_uuid in killed:
+        click.echo(killed_uuid)
+    if not killed:
+        click.echo(f"agent {uuid} and its descendants were not running", err=True)
+
+
+@agent.command("replay", short_help="Print the context an agent replays to.")
+@click.argument("uuid", metavar="UUID")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def agent_replay(uuid: str, as_json: bool) -> None:
+    """Print the context an agent replays to: inherited events, then its own.
+
+    Like `replay`, with an extra column: the agent each event belongs to (a short uuid prefix),
+    so events inherited from ancestors are visible.
+    """
+    with _store() as store:
+        me = store.get_agent(uuid)
+        ctx = store.replay_agent(uuid)
+    if as_json:
+        doc = {"agent_uuid": me.uuid, **_context_json(me.session_id, ctx)}
+        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+        return
+    inherited = sum(1 for m in ctx.messages if m.agent_uuid != me.uuid)
+    click.echo(
+        f"agent {me.uuid} ({_short(me.uuid)}, session {me.session_id}): "
+        f"{len(ctx.messages)} message(s) in context, {inherited} inherited"
+    )
+    _echo_context(ctx, agents=True)
+
+
+@agent.command("ranges", short_help="Print the id ranges an agent's replay reads.")
+@click.argument("uuid", metavar="UUID")
+def agent_ranges(uuid: str) -> None:
+    """Print the id ranges an agent's replay reads, root first: start < id <= end per agent."""
+    with _store() as store:
+        _echo_ranges(store, uuid)
+
+
 # ---------------------------------------------------------------- demo
 
 
-@cli.command(short_help="Record a demo conversation (mark, rewind, clear, search).")
+@cli.command(short_help="Record a demo conversation (mark, rewind, clear, search, fork).")
 def demo() -> None:
-    """Record a short conversation that shows mark, rewind, clear and search.
+    """Record a short conversation that shows mark, rewind, clear, search and agent forks.
 
-    Writes to a new session titled "demo <time>" in the chosen database, then ends it; your own
-    active session is left untouched. Safe to run any number of times.
+    Writes to a new session titled "demo <time>" in the chosen database, then kills the demo's
+    agents and ends the session; your own active session and agents are left untouched. Safe to
+    run any number of times.
     """
     with _store() as store:
         title = f"demo {datetime.now().astimezone():%Y-%m-%d %H:%M:%S}"
         sid = store.create_session(title)
         try:
-            _run_demo(store, sid, title)
+            child = _run_demo(store, sid, title)
         finally:
+            for root in store.running_agents(sid):
+                if root.parent_uuid is None:
+                    store.kill_agent(root.uuid)
             store.end_session(sid)
-    click.echo(f"\nThe demo session {sid} is ended; inspect it again with:")
+    click.echo(f"\nThe demo session {sid} is ended and its agents are dead; inspect them with:")
     click.echo(f"  ikigai-store replay --session {sid}")
     click.echo(f"  ikigai-store session show {sid}")
+    click.echo(f"  ikigai-store agent replay {child}")
+    click.echo(f"  ikigai-store agent ranges {child}")
 
 
 def _heading(text: str) -> None:
@@ -404,7 +694,9 @@ def _heading(text: str) -> None:
     click.secho(text, bold=True)
 
 
-def _run_demo(store: Store, sid: int, title: str) -> None:
+def _run_demo(store: Store, sid: int, title: str) -> str:
+    """Sections 1-4 (one session, no agent), then the agent sections; returns the child's uuid."""
+
     def add(kind: str, content: str | None = None, data: Any = None) -> Message:
         msg = store.append(sid, kind, content, data)
         extra = f"  data={json.dumps(data)}" if data is not None else ""
@@ -441,6 +733,75 @@ def _run_demo(store: Store, sid: int, title: str) -> None:
     _heading('4. Search for "approach" in this session')
     click.echo("   Search covers the whole history: rewound and cleared messages are found too.")
     _echo_hits(store.search("approach", session_id=sid, limit=10), indent="   ")
+    return _run_agent_demo(store, sid)
+
+
+def _run_agent_demo(store: Store, sid: int) -> str:
+    """Sections 5-8: a root agent, a fork, a rewind in the child; returns the child's uuid."""
+    names: dict[str, str] = {}
+
+    def show(msg: Message) -> Message:
+        who = names.get(msg.agent_uuid or "", "-")
+        click.echo(f"   + #{msg.id:<6} {who:<9} {msg.kind:<10} {_describe(msg)}".rstrip())
+        return msg
+
+    def say(agent: Agent, kind: str, content: str) -> Message:
+        return show(store.append(sid, kind, content, agent_uuid=agent.uuid))
+
+    _heading("5. Agents: a root agent records an exchange with a mark")
+    click.echo("   Agents share the session's event stream; every event belongs to one agent.")
+    main = store.create_agent(sid, name="main", provider="anthropic", model="claude-sonnet-4-5")
+    names[main.uuid] = "main"
+    click.echo(f"   created root agent main = {main.uuid}")
+    say(main, "user", "Port the config parser to Rust")
+    say(main, "assistant", "Plan: a lexer first, then a recursive-descent parser")
+    show(store.mark(main.uuid, "plan"))
+    dropped = say(main, "user", "Start with the lexer")
+
+    _heading("6. Fork: the child inherits main's history without copying it")
+    before = store.count_messages(sid)
+    child = store.fork_agent(main.uuid, name="explorer")
+    copied = store.count_messages(sid) - before
+    names[child.uuid] = "explorer"
+    click.echo(f"   forked explorer = {child.uuid} at fork point #{child.fork_message_id}:")
+    click.echo(
+        f"   one new agents row, {copied} messages copied; model inherited: {_model_of(child)}"
+    )
+    click.echo("   main carries on (explorer will not see this):")
+    say(main, "assistant", "Lexer done: 14 token kinds")
+    click.echo('   explorer tries a detour, rewinds to the inherited mark "plan", and continues:')
+    say(child, "user", "What about a parser generator instead?")
+    say(child, "assistant", "Tried one: the grammar gets awkward for includes")
+    show(store.rewind(child.uuid, "plan"))
+    say(child, "user", "Back to the plan: hand-written parser")
+    say(child, "assistant", "Parser sketched, reusing the planned lexer")
+
+    _heading("7. Replay each agent (the agent column shows whose event it is)")
+    main_ctx, child_ctx = store.replay_agent(main.uuid), store.replay_agent(child.uuid)
+    inherited = sum(1 for m in child_ctx.messages if m.agent_uuid == main.uuid)
+    click.echo(f"   main ({_short(main.uuid)}): {len(main_ctx.messages)} messages")
+    _echo_context(main_ctx, indent="     ", agents=True)
+    click.echo(
+        f"   explorer ({_short(child.uuid)}): {len(child_ctx.messages)} messages, "
+        f"{inherited} inherited from main"
+    )
+    _echo_context(child_ctx, indent="     ", agents=True)
+    click.echo('   The rewind cut "Start with the lexer" from explorer\'s context only: main still')
+    click.echo('   has it, and main\'s later "Lexer done" never reached explorer.')
+
+    _heading("8. Explorer's replay ranges and the agent tree")
+    click.echo(
+        "   Replay reads one id range per agent of the lineage, root first, in one statement;"
+    )
+    click.echo("   main's rows are read in place, never copied.")
+    _echo_ranges(store, child.uuid, indent="   ")
+    click.echo(
+        f"   They fold to explorer's {len(child_ctx.messages)}-message context "
+        f"(its rewind drops #{dropped.id})."
+    )
+    click.echo()
+    _echo_agents(store.running_agents(sid), indent="   ")
+    return child.uuid
 
 
 def main(args: Sequence[str] | None = None) -> None:

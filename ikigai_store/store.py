@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from . import migrate as _migrate
 from .db import Conn, Pool, redact, resolve_url, translate, translate_errors
@@ -305,10 +306,10 @@ class Store:
         """Every event of a session (the full audit trail), in id order."""
         _check_id(session_id, "session_id")
         with self._connection() as conn:
-            rows = list(queries.session_messages(conn, session_id=session_id))
-            if not rows:
+            events = fetch_messages(conn, queries.session_messages, session_id=session_id)
+            if events is None:
                 self._require_session(conn, session_id)
-        return [Message.from_row(r) for r in rows]
+        return events or []
 
     def count_messages(self, session_id: int) -> int:
         """How many events the session has (its whole history)."""
@@ -326,10 +327,10 @@ class Store:
         """
         _check_id(session_id, "session_id")
         with self._connection() as conn:
-            rows = list(queries.session_live_events(conn, session_id=session_id))
-            if not rows:
+            events = fetch_messages(conn, queries.session_live_events, session_id=session_id)
+            if events is None:
                 self._require_session(conn, session_id)
-        return fold(Message.from_row(r) for r in rows)
+        return fold(events or [])
 
     @staticmethod
     def _require_session(conn: Conn, session_id: int) -> None:
@@ -547,13 +548,14 @@ class Store:
             raise InvalidArgument("query_range needs a ReplayRange")
         _check_uuid(replay_range.agent_uuid)
         with self._connection() as conn:
-            rows = queries.query_range(
+            events = fetch_messages(
                 conn,
+                queries.query_range,
                 agent_uuid=replay_range.agent_uuid,
                 start_id=replay_range.start_id,
                 end_id=replay_range.end_id,
             )
-            return [Message.from_row(r) for r in rows]
+        return events or []
 
     def replay_agent(self, agent_uuid: str) -> ReplayContext:
         """Rebuild an agent's context from its virtual history (inherited ranges, then its own),
@@ -563,10 +565,10 @@ class Store:
         """
         _check_uuid(agent_uuid)
         with self._connection() as conn:
-            rows = list(queries.replay_agent_events(conn, agent_uuid=agent_uuid))
-        if not rows:
+            events = fetch_messages(conn, queries.replay_agent_events, agent_uuid=agent_uuid)
+        if events is None:
             raise NotFound(f"agent {agent_uuid} does not exist")
-        return fold(Message.from_row(r) for r in rows if r["id"] is not None)
+        return fold(events)
 
     # ---------------------------------------------------------------- agent conveniences
 
@@ -634,6 +636,29 @@ class Store:
         """Delete every session and event and restart the ids (for tests)."""
         with self._connection() as conn:
             queries.truncate_all(conn)
+
+
+# -------------------------------------------------------------------- reading events
+
+_MESSAGE_COLUMNS = tuple(Message.__dataclass_fields__)
+
+
+def fetch_messages(conn: Conn, query: Any, **params: Any) -> list[Message] | None:
+    """Run a named query returning message rows, decoded the fast way (binary, tuples).
+
+    Event reads are the hot path of replay: binary results skip timestamp parsing and tuple
+    rows skip a dict per row. The query must select exactly ``Message``'s fields in order.
+    All-NULL rows (empty ranges of ``replay_agent_events``) are skipped; None means the query
+    returned no row at all.
+    """
+    with conn.cursor(row_factory=tuple_row, binary=True) as cur:
+        cur.execute(query.sql, params)
+        if cur.description is None or tuple(c.name for c in cur.description) != _MESSAGE_COLUMNS:
+            raise TypeError(f"{query.__name__} does not select the Message columns in order")
+        rows = cur.fetchall()
+    if not rows:
+        return None
+    return [Message(*row) for row in rows if row[0] is not None]
 
 
 # -------------------------------------------------------------------- validation

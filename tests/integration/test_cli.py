@@ -200,6 +200,226 @@ def test_migrate_up_to_date(ikigai_db_url: str) -> None:
     assert ok(ikigai_db_url, "migrate").strip() == "up to date"
 
 
+# ------------------------------------------------------------------------------ agents
+
+
+def new_agent(url: str, sid: int, *args: str) -> str:
+    return ok(url, "agent", "new", "--session", str(sid), *args).strip()
+
+
+def fork(url: str, parent: str, *args: str) -> tuple[str, str]:
+    """Fork ``parent``; return (child uuid, the fork-point line)."""
+    lines = ok(url, "agent", "fork", parent, *args).splitlines()
+    assert len(lines) == 2
+    return lines[0], lines[1]
+
+
+def say(url: str, agent: str, *args: str) -> int:
+    return int(ok(url, "append", "--agent", agent, *args).strip())
+
+
+def agent_context_rows(text: str) -> list[tuple[int, str, str]]:
+    """(id, agent prefix, kind) of each context line of a rendered agent replay."""
+    pattern = r"^\s*\d+\s+(\d+)\s+(\S+)\s+(\w+)"
+    return [(int(m[1]), m[2], m[3]) for m in re.finditer(pattern, text, re.MULTILINE)]
+
+
+def tree_rows(text: str) -> list[tuple[str, str]]:
+    """(tree drawing, uuid) of each agent row of `agent list`."""
+    return [(m[1], m[2]) for m in re.finditer(r"^  ([│├└─ ]*)(\S{22})\s", text, re.MULTILINE)]
+
+
+def test_agent_new_prints_uuid_and_fields(ikigai_db_url: str, ikigai_store: ik.Store) -> None:
+    """`agent new` prints only the new uuid; the agent is a running root with the given fields."""
+    sid = new_session(ikigai_db_url)
+    uuid = new_agent(ikigai_db_url, sid, "--name", "main", "--provider", "p", "--model", "m")
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", uuid)
+    agent = ikigai_store.get_agent(uuid)
+    assert (agent.session_id, agent.parent_uuid, agent.status) == (sid, None, "running")
+    assert (agent.name, agent.provider, agent.model) == ("main", "p", "m")
+
+
+def test_agent_new_defaults_to_active_session(ikigai_db_url: str, ikigai_store: ik.Store) -> None:
+    """`agent new` without --session registers the agent in the active session."""
+    sid = new_session(ikigai_db_url)
+    uuid = ok(ikigai_db_url, "agent", "new").strip()
+    assert ikigai_store.get_agent(uuid).session_id == sid
+
+
+def test_agent_zero_is_idempotent_and_adopts(ikigai_db_url: str, ikigai_store: ik.Store) -> None:
+    """`agent zero` prints the same root agent every time and adopts agent-less events."""
+    sid = new_session(ikigai_db_url)
+    orphan = add(ikigai_db_url, sid, "user", "before any agent")
+    zero = ok(ikigai_db_url, "agent", "zero", "--session", str(sid)).strip()
+    assert ok(ikigai_db_url, "agent", "zero", "--session", str(sid)).strip() == zero
+    assert [m.id for m in ikigai_store.replay_agent(zero).messages] == [orphan]
+
+
+def test_append_agent_defaults_to_agent_session(ikigai_db_url: str, ikigai_store: ik.Store) -> None:
+    """`append --agent` records the event as the agent's, in the agent's (non-active) session."""
+    sid = new_session(ikigai_db_url)
+    uuid = new_agent(ikigai_db_url, sid)
+    new_session(ikigai_db_url)  # another session becomes the active one
+    mid = say(ikigai_db_url, uuid, "user", "hello")
+    stored = ikigai_store.replay_agent(uuid).messages
+    assert [(m.id, m.session_id, m.agent_uuid) for m in stored] == [(mid, sid, uuid)]
+
+
+def test_append_agent_of_other_session_is_a_user_error(ikigai_db_url: str) -> None:
+    """`append --agent` with a --session the agent does not belong to exits 1."""
+    sid = new_session(ikigai_db_url)
+    uuid = new_agent(ikigai_db_url, sid)
+    other = new_session(ikigai_db_url)
+    err = fails(ikigai_db_url, "append", "--agent", uuid, "--session", str(other), "user", "x")
+    assert f"is not an agent of session {other}" in err
+    assert "does not exist" in fails(ikigai_db_url, "append", "--agent", "nope", "user", "x")
+
+
+def test_agent_fork_prints_uuid_and_fork_point(ikigai_db_url: str, ikigai_store: ik.Store) -> None:
+    """`agent fork` prints the child uuid, then its fork point: the parent's newest event."""
+    sid = new_session(ikigai_db_url)
+    parent = new_agent(ikigai_db_url, sid, "--model", "m1")
+    first, line = fork(ikigai_db_url, parent)
+    assert line == "fork point: 0 (the parent had no events of its own)"
+    say(ikigai_db_url, parent, "user", "one")
+    newest = say(ikigai_db_url, parent, "assistant", "two")
+    child, line = fork(ikigai_db_url, parent, "--name", "kid")
+    assert line.startswith(f"fork point: #{newest} ")
+    agent = ikigai_store.get_agent(child)
+    assert (agent.parent_uuid, agent.fork_message_id, agent.name) == (parent, newest, "kid")
+    assert agent.model == "m1"
+    assert first != child
+
+
+def test_agent_list_tree(ikigai_db_url: str) -> None:
+    """`agent list` draws children under their parent with fork point, model and idle columns."""
+    sid = new_session(ikigai_db_url)
+    root = new_agent(ikigai_db_url, sid, "--name", "root", "--provider", "acme", "--model", "m")
+    mid = say(ikigai_db_url, root, "user", "x")
+    kid1, _ = fork(ikigai_db_url, root, "--name", "kid1")
+    grandkid, _ = fork(ikigai_db_url, kid1, "--name", "grandkid")
+    kid2, _ = fork(ikigai_db_url, root, "--name", "kid2")
+    other = new_agent(ikigai_db_url, sid, "--name", "other")
+    out = ok(ikigai_db_url, "agent", "list", "--session", str(sid))
+    assert out.splitlines()[0] == f"session {sid}"
+    assert tree_rows(out) == [
+        ("", root),
+        ("├─ ", kid1),
+        ("│  └─ ", grandkid),
+        ("└─ ", kid2),
+        ("", other),
+    ]
+    row = next(x for x in out.splitlines() if kid1 in x).split()
+    assert row[2:] == ["kid1", "running", str(mid), "acme/m", "no"]
+    assert next(x for x in out.splitlines() if other in x).split()[1:] == [
+        "other",
+        "running",
+        "-",
+        "-",
+        "no",
+    ]
+
+
+def test_agent_list_all_and_default(ikigai_db_url: str) -> None:
+    """`agent list` shows the active session; `--all` groups every session's running agents."""
+    s1 = new_session(ikigai_db_url)
+    a1 = new_agent(ikigai_db_url, s1)
+    s2 = new_session(ikigai_db_url)
+    a2 = new_agent(ikigai_db_url, s2)
+    default = ok(ikigai_db_url, "agent", "list")
+    assert a2 in default
+    assert a1 not in default
+    every = ok(ikigai_db_url, "agent", "list", "--all")
+    assert every.index(f"session {s1}\n") < every.index(a1) < every.index(f"session {s2}\n")
+    assert every.index(f"session {s2}\n") < every.index(a2)
+    s3 = new_session(ikigai_db_url)
+    assert ok(ikigai_db_url, "agent", "list", "--session", str(s3)).strip() == "no running agents"
+    assert "not both" in fails(ikigai_db_url, "agent", "list", "--all", "--session", str(s1))
+    assert "does not exist" in fails(ikigai_db_url, "agent", "list", "--session", "987654321")
+
+
+def test_agent_kill_prints_killed_subtree(ikigai_db_url: str) -> None:
+    """`agent kill` prints the agent and its running descendants, parents first, then hides them."""
+    sid = new_session(ikigai_db_url)
+    root = new_agent(ikigai_db_url, sid)
+    kid, _ = fork(ikigai_db_url, root)
+    grandkid, _ = fork(ikigai_db_url, kid)
+    sibling, _ = fork(ikigai_db_url, root)
+    assert ok(ikigai_db_url, "agent", "kill", kid).split() == [kid, grandkid]
+    assert tree_rows(ok(ikigai_db_url, "agent", "list", "--session", str(sid))) == [
+        ("", root),
+        ("└─ ", sibling),
+    ]
+    again = run(ikigai_db_url, "agent", "kill", kid)
+    assert (again.exit_code, again.stdout) == (0, "")
+    assert "not running" in again.stderr
+    assert "is dead, not running" in fails(ikigai_db_url, "agent", "fork", kid)
+    assert "does not exist" in fails(ikigai_db_url, "agent", "kill", "nope")
+
+
+def test_agent_replay_shows_inherited_events(ikigai_db_url: str) -> None:
+    """`agent replay` lists inherited then own events with each one's agent prefix, not later
+    parent events, and honours a rewind to an inherited mark."""
+    sid = new_session(ikigai_db_url)
+    parent = new_agent(ikigai_db_url, sid)
+    p1 = say(ikigai_db_url, parent, "user", "Feature X")
+    mark = say(ikigai_db_url, parent, "mark", "cp", "--data", '{"label": "cp"}')
+    say(ikigai_db_url, parent, "user", "dropped by the child's rewind")
+    child, _ = fork(ikigai_db_url, parent)
+    say(ikigai_db_url, parent, "assistant", "parent only")
+    rw = say(ikigai_db_url, child, "rewind", "--data", json.dumps({"target_message_id": mark}))
+    c1 = say(ikigai_db_url, child, "user", "child only")
+    out = ok(ikigai_db_url, "agent", "replay", child)
+    assert out.splitlines()[0].endswith("4 message(s) in context, 2 inherited")
+    assert agent_context_rows(out) == [
+        (p1, parent[:8], "user"),
+        (mark, parent[:8], "mark"),
+        (rw, child[:8], "rewind"),
+        (c1, child[:8], "user"),
+    ]
+    assert "parent only" not in out
+    assert "dropped" not in out
+    assert f"Marks: cp (message #{mark}, position 2)" in out
+    assert "parent only" in ok(ikigai_db_url, "agent", "replay", parent)
+
+
+def test_agent_replay_json(ikigai_db_url: str) -> None:
+    """`agent replay --json` gives the agent, its session and each message's agent uuid."""
+    sid = new_session(ikigai_db_url)
+    parent = new_agent(ikigai_db_url, sid)
+    p1 = say(ikigai_db_url, parent, "user", "x")
+    child, _ = fork(ikigai_db_url, parent)
+    c1 = say(ikigai_db_url, child, "assistant", "y")
+    doc = json.loads(ok(ikigai_db_url, "agent", "replay", child, "--json"))
+    assert (doc["agent_uuid"], doc["session_id"]) == (child, sid)
+    assert [(m["id"], m["agent_uuid"]) for m in doc["messages"]] == [(p1, parent), (c1, child)]
+    assert (doc["marks"], doc["skipped"]) == ([], [])
+
+
+def test_agent_ranges(ikigai_db_url: str) -> None:
+    """`agent ranges` lists one range per ancestor, root first, with bounds and event counts."""
+    sid = new_session(ikigai_db_url)
+    root = new_agent(ikigai_db_url, sid, "--name", "root")
+    say(ikigai_db_url, root, "user", "a")
+    r2 = say(ikigai_db_url, root, "user", "b")
+    kid, _ = fork(ikigai_db_url, root, "--name", "kid")
+    after = say(ikigai_db_url, root, "user", "after the fork")
+    clear = say(ikigai_db_url, kid, "clear")
+    k1 = say(ikigai_db_url, kid, "user", "c")
+    leaf, _ = fork(ikigai_db_url, kid, "--name", "leaf")
+    out = ok(ikigai_db_url, "agent", "ranges", leaf)
+    rows = [x.split() for x in out.splitlines()[1:-1]]
+    assert rows == [[kid, "kid", str(clear), str(k1), "1"], [leaf, "leaf", "0", "∞", "0"]]
+    assert out.splitlines()[-1].startswith("1 event(s) in 2 range(s)")
+    rows = [x.split() for x in ok(ikigai_db_url, "agent", "ranges", kid).splitlines()[1:-1]]
+    assert rows == [[kid, "kid", str(clear), "∞", "1"]]  # its own clear ends the walk
+    kid2, _ = fork(ikigai_db_url, root, "--name", "kid2")
+    rows = [x.split() for x in ok(ikigai_db_url, "agent", "ranges", kid2).splitlines()[1:-1]]
+    assert rows == [[root, "root", "0", str(after), "3"], [kid2, "kid2", "0", "∞", "0"]]
+    assert r2 < after
+    assert "does not exist" in fails(ikigai_db_url, "agent", "ranges", "nope")
+
+
 # ------------------------------------------------------------------------------ demo
 
 
@@ -220,8 +440,33 @@ def test_demo_runs_twice_and_leaves_active_session(ikigai_db_url: str) -> None:
         assert "[Approach]" in out.split("4. Search")[1]
         shown = ok(ikigai_db_url, "session", "show", str(demo_sid))
         assert f"{demo_sid} (ended)" in shown
-        assert re.search(r"^messages:\s+11$", shown, re.M)
+        assert re.search(r"^messages:\s+21$", shown, re.M)
         assert re.search(rf"^active session:\s+{mine}\s", ok(ikigai_db_url, "status"), re.M)
+        assert f"session {demo_sid}" not in ok(ikigai_db_url, "agent", "list", "--all")
+
+
+def test_demo_shows_fork_rewind_and_ranges(ikigai_db_url: str) -> None:
+    """`demo` forks a child that inherits main's history, rewinds it alone, and lists 2 ranges."""
+    out = ok(ikigai_db_url, "demo")
+    fork = out.split("6. Fork")[1].split("7. Replay")[0]
+    assert "0 messages copied" in fork
+    replayed = out.split("7. Replay")[1].split("8. Explorer")[0]
+    main_part, child_part = replayed.split("   The rewind cut")[0].split("   explorer (")
+    assert "Start with the lexer" in main_part
+    assert "Lexer done" in main_part
+    assert "Start with the lexer" not in child_part
+    assert "Lexer done" not in child_part
+    assert "3 inherited from main" in child_part
+    kinds = [kind for _, _, kind in agent_context_rows(child_part)]
+    assert kinds == ["user", "assistant", "mark", "rewind", "user", "assistant"]
+    ranges = out.split("8. Explorer")[1]
+    table = ranges.split(" events\n")[1].split(" event(s) in ")[0].splitlines()[:-1]
+    main_row, child_row = (x.split() for x in table)
+    assert main_row[1:2] == ["main"]
+    assert child_row[1:] == ["explorer", "0", "∞", "5"]
+    assert re.search(r"└─ \S+\s+explorer\s+running", ranges)
+    child = re.search(r"agent replay (\S+)", out)[1]  # type: ignore[index]
+    assert "is dead, not running" in fails(ikigai_db_url, "agent", "fork", child)
 
 
 # ------------------------------------------------------------------------------ errors
@@ -286,6 +531,9 @@ def test_help_documents_every_command(ikigai_db_url: str) -> None:
         assert "Usage: " in ok(ikigai_db_url, name, "--help")
     for name in ("new", "list", "show", "end", "title"):
         assert "Usage: " in ok(ikigai_db_url, "session", name, "--help")
+    assert "agent" in top
+    for name in ("list", "new", "zero", "fork", "kill", "replay", "ranges"):
+        assert "Usage: " in ok(ikigai_db_url, "agent", name, "--help")
 
 
 @pytest.mark.slow
