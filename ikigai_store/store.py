@@ -48,6 +48,10 @@ MAX_SEARCH_LIMIT = 1000
 _MAX_ID = 2**63 - 1
 
 
+class _Rejected(Exception):
+    """Internal: a constraint refused an append; ``Store._rejected_append`` explains it."""
+
+
 class _Unset(enum.Enum):
     UNSET = "UNSET"
 
@@ -268,28 +272,43 @@ class Store:
             target = rewind_target(data)
             if target is None:
                 raise InvalidArgument("a rewind needs an integer data.target_message_id")
-        with self._connection() as conn:
-            try:
-                row = queries.append_message(
-                    conn,
-                    session_id=session_id,
-                    agent_uuid=agent_uuid,
-                    kind=kind,
-                    content=content,
-                    data=data_json,
-                    target_message_id=target,
+        try:
+            with self._connection() as conn:
+                try:
+                    if target is None:
+                        row = queries.append_message(
+                            conn,
+                            session_id=session_id,
+                            agent_uuid=agent_uuid,
+                            kind=kind,
+                            content=content,
+                            data=data_json,
+                        )
+                    else:
+                        row = queries.append_rewind(
+                            conn,
+                            session_id=session_id,
+                            agent_uuid=agent_uuid,
+                            content=content,
+                            data=data_json,
+                            target_message_id=target,
+                        )
+                except psycopg.errors.ForeignKeyViolation as exc:
+                    raise _Rejected from exc  # leaves (and rolls back) the failed statement
+                if row is None:
+                    raise _Rejected
+        except _Rejected as rejected:
+            with self._connection() as conn:  # say why, on this rare path only
+                raise self._rejected_append(conn, session_id, agent_uuid, target) from (
+                    rejected.__cause__
                 )
-            except psycopg.errors.ForeignKeyViolation as exc:
-                raise InvalidArgument(f"session {session_id} does not exist") from exc
-            if row is None:
-                raise self._rejected_append(conn, session_id, agent_uuid, target)
         return Message.from_row(row)
 
     @staticmethod
     def _rejected_append(
         conn: Conn, session_id: int, agent_uuid: str | None, target: int | None
     ) -> InvalidArgument:
-        """Why append_message wrote nothing (only computed on that rare path)."""
+        """Why an append wrote nothing (only computed on that rare path)."""
         if not queries.session_exists(conn, session_id=session_id):
             return InvalidArgument(f"session {session_id} does not exist")
         if agent_uuid is not None:

@@ -107,6 +107,11 @@ ALTER TABLE agents ADD COLUMN IF NOT EXISTS model TEXT NULL;
 ALTER TABLE agents ADD COLUMN IF NOT EXISTS thinking_level TEXT NULL;
 ALTER TABLE agents ADD COLUMN IF NOT EXISTS idle BOOLEAN NOT NULL DEFAULT false;
 
+-- (uuid, session_id) is unique because uuid is: it lets messages reference both, so the database
+-- itself guarantees that an event's agent belongs to the event's session.
+ALTER TABLE agents DROP CONSTRAINT IF EXISTS agents_uuid_session_key;
+ALTER TABLE agents ADD CONSTRAINT agents_uuid_session_key UNIQUE (uuid, session_id);
+
 ALTER TABLE agents DROP CONSTRAINT IF EXISTS agents_status_check;
 ALTER TABLE agents ADD CONSTRAINT agents_status_check
     CHECK (status IN ('running', 'dead', 'reaped'));

@@ -1,6 +1,8 @@
--- Events belong to an agent: messages.agent_uuid, the (agent_uuid, id) index lineage replay reads
--- by, and a partial index on clears so "newest clear of an agent <= X" is one index probe.
--- Idempotent: a C-era database that already has the column keeps it and its data.
+-- Events belong to an agent: messages.agent_uuid, a foreign key on (agent_uuid, session_id) so an
+-- event's agent is always an agent of the event's session, the (agent_uuid, id) index lineage
+-- replay reads by, and a partial index on clears so "newest clear of an agent <= X" is one probe.
+-- Idempotent: a C-era database that already has the column keeps it, its data and its own
+-- foreign key; if its old rows break the session rule the new key checks new rows only.
 -- ikigai-adopt: run
 -- depends: 0003-agents
 
@@ -10,11 +12,15 @@ DO $$
 BEGIN
     IF NOT EXISTS (
         SELECT 1 FROM pg_constraint
-        WHERE conrelid = 'messages'::regclass AND contype = 'f'
-          AND confrelid = 'agents'::regclass
+        WHERE conrelid = 'messages'::regclass AND conname = 'messages_agent_session_fkey'
     ) THEN
-        ALTER TABLE messages ADD CONSTRAINT messages_agent_uuid_fkey
-            FOREIGN KEY (agent_uuid) REFERENCES agents (uuid);
+        ALTER TABLE messages ADD CONSTRAINT messages_agent_session_fkey
+            FOREIGN KEY (agent_uuid, session_id) REFERENCES agents (uuid, session_id) NOT VALID;
+        BEGIN
+            ALTER TABLE messages VALIDATE CONSTRAINT messages_agent_session_fkey;
+        EXCEPTION WHEN foreign_key_violation THEN
+            RAISE NOTICE 'messages_agent_session_fkey left NOT VALID: old rows break it';
+        END;
     END IF;
 END
 $$;

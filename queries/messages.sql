@@ -1,15 +1,20 @@
--- name: append_message(session_id, agent_uuid, kind, content, data, target_message_id)^
--- Append one event; returns the stored row, or nothing (and writes nothing) when agent_uuid is
--- given but is not an agent of that session, or when target_message_id is given (a rewind) but
--- is not a mark event of that session. One statement, so the checks cannot race the insert.
--- Rows are never updated: id is the order. data is JSON text, serialised once by the caller.
+-- name: append_message(session_id, agent_uuid, kind, content, data)^
+-- Append one event; returns the stored row. Rows are never updated: id is the order.
+-- The foreign keys reject a missing session and an agent that is not one of that session's.
+-- data is JSON text, validated and serialised once by the caller.
 INSERT INTO messages (session_id, agent_uuid, kind, content, data)
-SELECT :session_id, :agent_uuid, :kind, :content, CAST(:data AS jsonb)
-WHERE (CAST(:agent_uuid AS text) IS NULL
-       OR EXISTS (SELECT 1 FROM agents WHERE uuid = :agent_uuid AND session_id = :session_id))
-  AND (CAST(:target_message_id AS bigint) IS NULL
-       OR EXISTS (SELECT 1 FROM messages
-                  WHERE id = :target_message_id AND session_id = :session_id AND kind = 'mark'))
+VALUES (:session_id, :agent_uuid, :kind, :content, CAST(:data AS jsonb))
+RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
+
+-- name: append_rewind(session_id, agent_uuid, content, data, target_message_id)^
+-- Append a rewind only if its target is a mark event of the same session; nothing is returned
+-- (and nothing written) otherwise. One statement, so the check cannot race the insert.
+INSERT INTO messages (session_id, agent_uuid, kind, content, data)
+SELECT :session_id, :agent_uuid, 'rewind', :content, CAST(:data AS jsonb)
+WHERE EXISTS (
+    SELECT 1 FROM messages
+    WHERE id = :target_message_id AND session_id = :session_id AND kind = 'mark'
+)
 RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
 
 -- name: session_messages(session_id)
@@ -26,9 +31,3 @@ SELECT count(*) FROM messages WHERE session_id = :session_id;
 -- name: session_exists(session_id)$
 -- True when the session exists.
 SELECT EXISTS (SELECT 1 FROM sessions WHERE id = :session_id);
-
--- name: is_mark_of_session(message_id, session_id)$
--- True when the message is a mark event of that session.
-SELECT EXISTS (
-    SELECT 1 FROM messages WHERE id = :message_id AND session_id = :session_id AND kind = 'mark'
-);

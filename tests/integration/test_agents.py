@@ -212,3 +212,15 @@ def test_rewind_convenience_stays_on_own_stack(ikigai_store: ik.Store, sid: int)
     ikigai_store.clear(a.uuid)
     with pytest.raises(ik.InvalidArgument):
         ikigai_store.rewind(a.uuid)
+
+
+def test_schema_enforces_agent_session(ikigai_store: ik.Store, sid: int) -> None:
+    """Even raw SQL cannot file an event under an agent of another session (composite FK)."""
+    other = ikigai_store.create_session()
+    foreign = ikigai_store.create_agent(other)
+    with pytest.raises(ik.DatabaseError) as info, ikigai_store._connection() as conn:
+        conn.execute(
+            "INSERT INTO messages (session_id, agent_uuid, kind) VALUES (%s, %s, 'user')",
+            (sid, foreign.uuid),
+        )
+    assert isinstance(info.value.__cause__, psycopg.errors.ForeignKeyViolation)
