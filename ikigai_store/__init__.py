@@ -39,7 +39,7 @@ from .models import (
 from .sql import queries
 from .store import MAX_SEARCH_LIMIT, UNSET, Store, new_agent_uuid, open
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "AGENT_STATUSES",

@@ -27,7 +27,7 @@ from psycopg.rows import tuple_row
 
 from . import migrate as _migrate
 from .db import Conn, Pool, redact, resolve_url, translate, translate_errors
-from .errors import ConnectionLost, InvalidArgument, NotFound
+from .errors import ConnectionLost, IkigaiStoreError, InvalidArgument, NotFound
 from .models import (
     VALID_KINDS,
     Agent,
@@ -61,8 +61,14 @@ UNSET = _Unset.UNSET
 
 
 def new_agent_uuid() -> str:
-    """A new agent id as ikigai makes them: 16 random bytes, base64url, no padding (22 chars)."""
-    return base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode("ascii")
+    """A new agent id as ikigai makes them: 16 random bytes, base64url, no padding (22 chars).
+
+    Ids starting with "-" are drawn again, so a command line never mistakes one for an option.
+    """
+    while True:
+        uuid = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode("ascii")
+        if not uuid.startswith("-"):
+            return uuid
 
 
 def open(url: str | None = None, *, migrate: bool = True, pool_size: int = 4) -> Store:
@@ -135,13 +141,16 @@ class Store:
             else:
                 yield conn
         except psycopg.Error as exc:
-            error = translate(exc, conn)
-            if isinstance(error, ConnectionLost):
-                self._pool.discard_idle()  # the outage probably killed them too
-            raise error from exc
+            raise self._translate(exc, conn) from exc
         finally:
             if pinned is None:
                 self._pool.put(conn)
+
+    def _translate(self, exc: psycopg.Error, conn: Conn) -> IkigaiStoreError:
+        error = translate(exc, conn)
+        if isinstance(error, ConnectionLost):
+            self._pool.discard_idle()  # the outage probably killed them too
+        return error
 
     @contextmanager
     def transaction(self, *, force_rollback: bool = False) -> Iterator[Store]:
@@ -162,10 +171,7 @@ class Store:
             with conn.transaction(force_rollback=force_rollback):
                 yield self
         except psycopg.Error as exc:
-            error = translate(exc, conn)
-            if isinstance(error, ConnectionLost):
-                self._pool.discard_idle()
-            raise error from exc
+            raise self._translate(exc, conn) from exc
         finally:
             self._local.conn = None
             self._pool.put(conn)
@@ -442,7 +448,7 @@ class Store:
         one in the stream. Killing a dead agent kills its running descendants, if any.
         """
         _check_uuid(uuid)
-        with self._connection(atomic=True) as conn:
+        with self._connection() as conn:
             rows = list(queries.kill_agent(conn, uuid=uuid))
             if not rows:
                 self._require_agent(conn, uuid)
