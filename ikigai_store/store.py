@@ -375,9 +375,7 @@ class Store:
     ) -> Agent:
         """Register a root agent (no parent) in a session."""
         _check_id(session_id, "session_id")
-        for value, field in ((name, "name"), (provider, "provider"), (model, "model")):
-            _check_text(value, field)
-        _check_text(thinking_level, "thinking_level")
+        _check_texts(name=name, provider=provider, model=model, thinking_level=thinking_level)
         with self._connection() as conn:
             try:
                 row = queries.create_agent(
@@ -410,9 +408,7 @@ class Store:
         ``InvalidArgument`` if it is not running.
         """
         _check_uuid(parent_uuid)
-        for value, field in ((name, "name"), (provider, "provider"), (model, "model")):
-            _check_text(value, field)
-        _check_text(thinking_level, "thinking_level")
+        _check_texts(name=name, provider=provider, model=model, thinking_level=thinking_level)
         with self._connection() as conn:
             row = queries.fork_agent(
                 conn,
@@ -483,9 +479,11 @@ class Store:
     ) -> Agent:
         """Change an agent's provider, model and/or thinking level (None clears a field)."""
         _check_uuid(uuid)
-        for value, field in ((provider, "provider"), (model, "model")):
-            _check_text(None if value is UNSET else value, field)
-        _check_text(None if thinking_level is UNSET else thinking_level, "thinking_level")
+        _check_texts(
+            provider=None if provider is UNSET else provider,
+            model=None if model is UNSET else model,
+            thinking_level=None if thinking_level is UNSET else thinking_level,
+        )
         with self._connection() as conn:
             row = queries.update_agent_model(
                 conn,
@@ -528,8 +526,7 @@ class Store:
         unknown = set(fields) - {"name", "provider", "model", "thinking_level"}
         if unknown:
             raise InvalidArgument(f"unknown agent fields: {', '.join(sorted(unknown))}")
-        for field, value in fields.items():
-            _check_text(value, field)
+        _check_texts(**fields)
         with self._connection(atomic=True) as conn:
             if queries.lock_session(conn, session_id=session_id) is None:
                 raise NotFound(f"session {session_id} does not exist")
@@ -715,6 +712,11 @@ def _check_text(value: object, name: str) -> None:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidArgument(f"{name} is not valid Unicode text: {exc.reason}") from exc
+
+
+def _check_texts(**values: object) -> None:
+    for name, value in values.items():
+        _check_text(value, name)
 
 
 def _has_nul(value: Any) -> bool:
