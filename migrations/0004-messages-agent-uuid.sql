@@ -10,6 +10,17 @@ ALTER TABLE messages ADD COLUMN IF NOT EXISTS agent_uuid TEXT NULL;
 
 DO $$
 BEGIN
+    -- messages.agent_uuid REFERENCES agents (uuid) (a C-era database may already have one).
+    IF NOT EXISTS (
+        SELECT 1 FROM pg_constraint
+        WHERE conrelid = 'messages'::regclass AND contype = 'f'
+          AND confrelid = 'agents'::regclass
+          AND conkey = ARRAY[(SELECT attnum FROM pg_attribute
+                              WHERE attrelid = 'messages'::regclass AND attname = 'agent_uuid')]
+    ) THEN
+        ALTER TABLE messages ADD CONSTRAINT messages_agent_uuid_fkey
+            FOREIGN KEY (agent_uuid) REFERENCES agents (uuid);
+    END IF;
     IF NOT EXISTS (
         SELECT 1 FROM pg_constraint
         WHERE conrelid = 'messages'::regclass AND conname = 'messages_agent_session_fkey'

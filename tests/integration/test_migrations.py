@@ -75,6 +75,17 @@ def test_fresh_database_gets_seed_schema(ikigai_empty_db_url: str) -> None:
     assert idx["idx_messages_session"].endswith("(session_id, id)")
     assert "started_at DESC" in idx["idx_sessions_started"]
     assert "WHERE (kind = 'clear'::text)" in idx["idx_messages_session_clear"]
+    fks = dict(
+        _q(
+            url,
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = 'messages'::regclass AND contype = 'f'",
+        )
+    )
+    assert fks["messages_agent_uuid_fkey"] == "FOREIGN KEY (agent_uuid) REFERENCES agents(uuid)"
+    assert fks["messages_agent_session_fkey"] == (
+        "FOREIGN KEY (agent_uuid, session_id) REFERENCES agents(uuid, session_id)"
+    )
     assert _version(url) == 4
 
 
