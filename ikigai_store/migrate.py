@@ -62,8 +62,11 @@ def _sources(extra: Sequence[Path | str]) -> list[str]:
 
 
 @contextmanager
-def _backend(url: str, extra: Sequence[Path | str]) -> Iterator[tuple[Any, Any]]:
-    """Yield (yoyo backend, migrations) while holding the migration advisory lock."""
+def _backend(url: str, extra: Sequence[Path | str]) -> Iterator[tuple[Any, Any, list[Any]]]:
+    """Yield (yoyo backend, migrations, adoptable) while holding the migration advisory lock.
+
+    ``adoptable`` are the migrations a C-era database already has (see ``_adoptable``).
+    """
     from yoyo import get_backend, read_migrations
 
     sources = _sources(extra)
@@ -78,8 +81,7 @@ def _backend(url: str, extra: Sequence[Path | str]) -> Iterator[tuple[Any, Any]]
                 # The advisory lock serialises us; yoyo's lock row would survive a SIGKILL.
                 backend._is_locked = True
                 migrations = read_migrations(*sources)
-                _adopt(lock_conn, backend, migrations)
-                yield backend, migrations
+                yield backend, migrations, _adoptable(lock_conn, backend, migrations)
             finally:
                 backend.connection.close()
         finally:
@@ -87,18 +89,15 @@ def _backend(url: str, extra: Sequence[Path | str]) -> Iterator[tuple[Any, Any]]
                 queries.migration_unlock(lock_conn, key=MIGRATION_LOCK_KEY)
 
 
-def _adopt(conn: psycopg.Connection[Any], backend: Any, migrations: Any) -> None:
-    """Record migrations <= schema_metadata's version as applied when yoyo has no record yet."""
-    if backend.get_applied_migration_hashes():
-        return
-    if not queries.schema_metadata_exists(conn):
-        return
+def _adoptable(conn: psycopg.Connection[Any], backend: Any, migrations: Any) -> list[Any]:
+    """Migrations <= schema_metadata's version, when yoyo has no record yet (a C-era database),
+    except the converters marked ``-- ikigai-adopt: run``."""
+    if backend.get_applied_migration_hashes() or not queries.schema_metadata_exists(conn):
+        return []
     version = queries.schema_version(conn) or 0
-    adopted = [
+    return [
         m for m in migrations if migration_number(m.id) <= version and not _runs_on_adoption(m.path)
     ]
-    if adopted:
-        backend.mark_migrations(adopted)
 
 
 _ADOPT_RUN = re.compile(r"^--\s*ikigai-adopt:\s*run\s*$", re.MULTILINE)
@@ -121,7 +120,9 @@ def apply(
     ``progress(migration_id)`` is called before each migration is applied.
     """
     applied: list[str] = []
-    with _backend(url, extra_sources) as (backend, migrations):
+    with _backend(url, extra_sources) as (backend, migrations, adoptable):
+        if adoptable:
+            backend.mark_migrations(adoptable)
         for migration in backend.to_apply(migrations):
             if progress is not None:
                 progress(migration.id)
@@ -139,9 +140,9 @@ def apply(
 
 
 def pending(url: str, extra_sources: Sequence[Path | str] = ()) -> list[str]:
-    """Ids of the migrations not applied yet."""
-    with _backend(url, extra_sources) as (backend, migrations):
-        return [m.id for m in backend.to_apply(migrations)]
+    """Ids of the migrations ``apply`` would run (it records nothing, adoption included)."""
+    with _backend(url, extra_sources) as (backend, migrations, adoptable):
+        return [m.id for m in backend.to_apply(migrations) if m not in adoptable]
 
 
 def rollback(
@@ -149,7 +150,7 @@ def rollback(
 ) -> list[str]:
     """Roll back the newest ``count`` applied migrations (all when None); return their ids."""
     rolled: list[str] = []
-    with _backend(url, extra_sources) as (backend, migrations):
+    with _backend(url, extra_sources) as (backend, migrations, _):
         todo = list(backend.to_rollback(migrations))
         for migration in todo[:count] if count is not None else todo:
             try:
