@@ -4,7 +4,7 @@ Owns argument parsing, the rendering of sessions, replayed contexts and search h
 ``demo`` walkthrough. Invariants:
 - no SQL here: every operation is a call on ``Store`` (or ``ikigai_store.db`` helpers for URL
   resolution and redaction);
-- a database URL is only ever printed through ``db.redact``; error messages are redacted too;
+- a database URL is only ever printed through ``config.redact`` (``store.url`` is redacted);
 - user errors (every ``IkigaiStoreError``, bad JSON, no active session) print one ``Error: ...``
   line on stderr and exit with status 1, never a traceback;
 - commands that print an id for scripts (``session new``, ``append``, ``agent new``, ``agent
@@ -26,7 +26,6 @@ from typing import Any, TypeVar
 import click
 
 from . import __version__
-from .db import redact
 from .errors import IkigaiStoreError
 from .models import VALID_KINDS, Agent, Message, ReplayContext, SearchHit, Session
 from .store import Store
@@ -47,7 +46,8 @@ class _Cli(click.Group):
         try:
             return super().invoke(ctx)
         except IkigaiStoreError as exc:
-            raise click.ClickException(redact(str(exc)) or type(exc).__name__) from exc
+            # Our messages show URLs only through config.redact (tests/unit/test_urls.py).
+            raise click.ClickException(str(exc) or type(exc).__name__) from exc
 
 
 @contextmanager
@@ -281,7 +281,7 @@ def migrate() -> None:
         if not pending:
             click.echo("up to date")
             return
-        click.echo(f"applying {len(pending)} migration(s) to {redact(store.url)}...")
+        click.echo(f"applying {len(pending)} migration(s) to {store.url}...")
         store.migrate(progress=lambda migration_id: click.echo(f"  applying {migration_id}"))
         click.echo(f"schema version {store.schema_version()}")
 
@@ -290,7 +290,7 @@ def migrate() -> None:
 def status() -> None:
     """Show the database, schema version, pending migrations and the active session."""
     with _store(migrate=False) as store:
-        where = redact(store.url)
+        where = store.url
         if store.embedded_data_dir is not None:
             where += f"\n{'':17}(embedded PostgreSQL, data dir {store.embedded_data_dir})"
         click.echo(f"{'database:':<17}{where}")
@@ -703,7 +703,7 @@ def _run_demo(store: Store, sid: int, title: str) -> str:
         click.echo(f"   + #{msg.id:<6} {kind:<10} {content or ''}{extra}".rstrip())
         return msg
 
-    click.echo(f"Database: {redact(store.url)}")
+    click.echo(f"Database: {store.url}")
     click.echo(f"Created session {sid} ({title}).")
 
     _heading("1. A conversation with a checkpoint, a detour and a rewind")

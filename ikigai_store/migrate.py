@@ -6,6 +6,10 @@ Owns applying, listing and rolling back the ``migrations/NNNN-description.sql`` 
 - our entry points hold a session-level advisory lock while migrating: concurrent migrators queue,
   and a killed one releases it with its connection (yoyo's own lock row would survive a SIGKILL,
   so it is not taken here — run plain ``yoyo apply`` only when no other migrator is running);
+- what is pending is read without the lock first (read-only), so an up-to-date database never
+  waits for a migrator that hangs; the lock is awaited at most ``lock_timeout`` seconds, then
+  ``MigrationError`` names the holder (server pid from ``pg_locks``, and the client's pid and
+  host from its ``application_name``);
 - a database created by the ikigai C program (``schema_metadata`` says N, no yoyo bookkeeping) has
   the migrations numbered <= N recorded as applied, untouched, before the rest are applied —
   except migrations whose header says ``-- ikigai-adopt: run``: those are idempotent converters
@@ -18,12 +22,14 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 from ._resources import migrations_dir
 from .db import connect, redact, to_yoyo_url, translate_errors
@@ -61,43 +67,92 @@ def _sources(extra: Sequence[Path | str]) -> list[str]:
     return [str(s) for s in sources]
 
 
-@contextmanager
-def _backend(url: str, extra: Sequence[Path | str]) -> Iterator[tuple[Any, Any, list[Any]]]:
-    """Yield (yoyo backend, migrations, adoptable) while holding the migration advisory lock.
+def _read(sources: list[str]) -> Any:
+    from yoyo import read_migrations
 
-    ``adoptable`` are the migrations a C-era database already has (see ``_adoptable``).
-    """
-    from yoyo import get_backend, read_migrations
-
-    sources = _sources(extra)
-    with connect(url, autocommit=True) as lock_conn, translate_errors(lock_conn):
-        queries.migration_lock(lock_conn, key=MIGRATION_LOCK_KEY)
-        try:
-            try:
-                backend = get_backend(to_yoyo_url(url))
-            except psycopg.Error as exc:
-                raise ConnectError(f"yoyo cannot connect to {redact(url)}: {exc}") from exc
-            try:
-                # The advisory lock serialises us; yoyo's lock row would survive a SIGKILL.
-                backend._is_locked = True
-                migrations = read_migrations(*sources)
-                yield backend, migrations, _adoptable(lock_conn, backend, migrations)
-            finally:
-                backend.connection.close()
-        finally:
-            if not lock_conn.closed:
-                queries.migration_unlock(lock_conn, key=MIGRATION_LOCK_KEY)
+    return read_migrations(*sources)
 
 
-def _adoptable(conn: psycopg.Connection[Any], backend: Any, migrations: Any) -> list[Any]:
+def _applied_hashes(conn: psycopg.Connection[Any]) -> set[str]:
+    """What yoyo recorded as applied (read-only: creates none of yoyo's tables)."""
+    if not queries.yoyo_bookkeeping_exists(conn):
+        return set()
+    return {row["migration_hash"] for row in queries.applied_migration_hashes(conn)}
+
+
+def _todo(conn: psycopg.Connection[Any], migrations: Any) -> tuple[list[Any], list[Any]]:
+    """(migrations not applied yet in dependency order, those of them adoption records)."""
+    from yoyo.migrations import topological_sort
+
+    applied = _applied_hashes(conn)
+    todo = list(topological_sort(m for m in migrations if m.hash not in applied))
+    return todo, _adoptable(conn, applied, todo)
+
+
+def _adoptable(conn: psycopg.Connection[Any], applied: set[str], todo: list[Any]) -> list[Any]:
     """Migrations <= schema_metadata's version, when yoyo has no record yet (a C-era database),
     except the converters marked ``-- ikigai-adopt: run``."""
-    if backend.get_applied_migration_hashes() or not queries.schema_metadata_exists(conn):
+    if applied or not queries.schema_metadata_exists(conn):
         return []
     version = queries.schema_version(conn) or 0
-    return [
-        m for m in migrations if migration_number(m.id) <= version and not _runs_on_adoption(m.path)
-    ]
+    return [m for m in todo if migration_number(m.id) <= version and not _runs_on_adoption(m.path)]
+
+
+@contextmanager
+def _locked(url: str, lock_timeout: float) -> Iterator[psycopg.Connection[Any]]:
+    """Hold the migration advisory lock for the block, waiting at most ``lock_timeout`` s.
+
+    The connection's application_name names this process, so a migrator that times out can
+    say which process (pid and host) holds the lock.
+    """
+    name = f"ikigai-store migrate pid={os.getpid()} host={socket.gethostname()}"[:63]
+    with (
+        connect(url, autocommit=True, row_factory=dict_row, application_name=name) as conn,
+        translate_errors(conn),
+    ):
+        try:
+            queries.migration_lock(
+                conn, key=MIGRATION_LOCK_KEY, timeout_ms=max(1, round(lock_timeout * 1000))
+            )
+        except psycopg.errors.LockNotAvailable:
+            raise MigrationError(
+                f"another migrator has held the migration lock for over {lock_timeout:g} s: "
+                f"{_describe_holders(conn)}; wait for it, or stop that process if it hangs"
+            ) from None
+        try:
+            yield conn
+        finally:
+            if not conn.closed:
+                queries.migration_unlock(conn, key=MIGRATION_LOCK_KEY)
+
+
+def _describe_holders(conn: psycopg.Connection[Any]) -> str:
+    holders = list(queries.advisory_lock_holders(conn, key=MIGRATION_LOCK_KEY))
+    if not holders:
+        return "its holder has just released it"
+    return ", ".join(
+        f"server pid {h['pid']} ({h['application_name'] or 'no application_name'}, "
+        f"{h['state'] or 'unknown state'}, connected {h['backend_start']:%Y-%m-%d %H:%M:%S%z})"
+        if h["backend_start"] is not None
+        else f"server pid {h['pid']}"
+        for h in holders
+    )
+
+
+@contextmanager
+def _yoyo(url: str) -> Iterator[Any]:
+    from yoyo import get_backend
+
+    try:
+        backend = get_backend(to_yoyo_url(url))
+    except psycopg.Error as exc:
+        raise ConnectError(f"yoyo cannot connect to {redact(url)}: {exc}") from exc
+    try:
+        # The advisory lock serialises us; yoyo's lock row would survive a SIGKILL.
+        backend._is_locked = True
+        yield backend
+    finally:
+        backend.connection.close()
 
 
 _ADOPT_RUN = re.compile(r"^--\s*ikigai-adopt:\s*run\s*$", re.MULTILINE)
@@ -114,43 +169,63 @@ def apply(
     extra_sources: Sequence[Path | str] = (),
     *,
     progress: Callable[[str], None] | None = None,
+    lock_timeout: float = 60.0,
 ) -> list[str]:
     """Apply pending migrations (packaged ones plus ``extra_sources``); return the ids applied.
 
-    ``progress(migration_id)`` is called before each migration is applied.
+    With nothing pending, no lock is taken and nothing is written. Otherwise the migration lock
+    is awaited for at most ``lock_timeout`` seconds (``MigrationError`` naming the holder after
+    that), and what is pending is computed again under it. ``progress(migration_id)`` is called
+    before each migration is applied.
     """
+    migrations = _read(_sources(extra_sources))
+    with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
+        if not _todo(conn, migrations)[0]:
+            return []
     applied: list[str] = []
-    with _backend(url, extra_sources) as (backend, migrations, adoptable):
-        if adoptable:
-            backend.mark_migrations(adoptable)
-        for migration in backend.to_apply(migrations):
-            if progress is not None:
-                progress(migration.id)
-            try:
-                backend.apply_one(migration)
-            except IkigaiStoreError:
-                raise
-            except Exception as exc:
-                raise MigrationError(
-                    f"migration {migration.id} ({migration.path}) failed and was rolled back: "
-                    f"{_pg_message(exc)}"
-                ) from exc
-            applied.append(migration.id)
+    with _locked(url, lock_timeout) as conn:
+        todo, adoptable = _todo(conn, migrations)
+        if not todo:
+            return []
+        with _yoyo(url) as backend:
+            if adoptable:
+                backend.mark_migrations(adoptable)
+            for migration in backend.to_apply(migrations):
+                if progress is not None:
+                    progress(migration.id)
+                try:
+                    backend.apply_one(migration)
+                except IkigaiStoreError:
+                    raise
+                except Exception as exc:
+                    raise MigrationError(
+                        f"migration {migration.id} ({migration.path}) failed and was rolled "
+                        f"back: {_pg_message(exc)}"
+                    ) from exc
+                applied.append(migration.id)
     return applied
 
 
 def pending(url: str, extra_sources: Sequence[Path | str] = ()) -> list[str]:
-    """Ids of the migrations ``apply`` would run (it records nothing, adoption included)."""
-    with _backend(url, extra_sources) as (backend, migrations, adoptable):
-        return [m.id for m in backend.to_apply(migrations) if m not in adoptable]
+    """Ids of the migrations ``apply`` would run. Read-only: takes no lock, records nothing
+    (so it answers even while another migrator holds the lock)."""
+    migrations = _read(_sources(extra_sources))
+    with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
+        todo, adoptable = _todo(conn, migrations)
+    return [m.id for m in todo if m not in adoptable]
 
 
 def rollback(
-    url: str, count: int | None = None, extra_sources: Sequence[Path | str] = ()
+    url: str,
+    count: int | None = None,
+    extra_sources: Sequence[Path | str] = (),
+    *,
+    lock_timeout: float = 60.0,
 ) -> list[str]:
     """Roll back the newest ``count`` applied migrations (all when None); return their ids."""
+    migrations = _read(_sources(extra_sources))
     rolled: list[str] = []
-    with _backend(url, extra_sources) as (backend, migrations, _):
+    with _locked(url, lock_timeout), _yoyo(url) as backend:
         todo = list(backend.to_rollback(migrations))
         for migration in todo[:count] if count is not None else todo:
             try:

@@ -26,7 +26,8 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from . import migrate as _migrate
-from .db import Conn, Pool, redact, resolve_url, translate, translate_errors
+from .config import redact, resolve_url
+from .db import translate, translate_errors
 from .errors import ConnectionLost, IkigaiStoreError, InvalidArgument, NotFound
 from .models import (
     VALID_KINDS,
@@ -38,6 +39,7 @@ from .models import (
     Session,
     is_valid_kind,
 )
+from .pool import Conn, Pool
 from .replay import fold, rewind_target
 from .sql import queries
 
@@ -71,11 +73,21 @@ def new_agent_uuid() -> str:
             return uuid
 
 
-def open(url: str | None = None, *, migrate: bool = True, pool_size: int = 4) -> Store:
+def open(
+    url: str | None = None,
+    *,
+    migrate: bool = True,
+    pool_size: int = 4,
+    timeout: float = 10.0,
+    migration_lock_timeout: float = 60.0,
+) -> Store:
     """Open a store on ``url``, ``IKIGAI_DATABASE_URL``, ``DATABASE_URL`` or the embedded server.
 
-    With ``migrate=True`` (default) pending migrations are applied first. Raises ``ConnectError``
-    when the database cannot be reached and ``MigrationError`` when a migration fails.
+    ``pool_size`` bounds the store's connections; a call waits at most ``timeout`` seconds for
+    one (waiting threads are served first come, first served). With ``migrate=True`` (default)
+    pending migrations are applied first; when another process is migrating, ``open`` waits up
+    to ``migration_lock_timeout`` seconds for it. Raises ``ConnectError`` when the database
+    cannot be reached and ``MigrationError`` when a migration fails or the wait times out.
     """
     resolved = resolve_url(url)
     data_dir = None
@@ -84,11 +96,11 @@ def open(url: str | None = None, *, migrate: bool = True, pool_size: int = 4) ->
 
         data_dir = default_data_dir()
         resolved = embedded_url(data_dir)
-    store = Store(resolved, pool_size=pool_size)
+    store = Store(resolved, pool_size=pool_size, timeout=timeout)
     store.embedded_data_dir = data_dir
     if migrate:
         try:
-            store.migrate()
+            store.migrate(lock_timeout=migration_lock_timeout)
         except BaseException:
             store.close()
             raise
@@ -101,15 +113,20 @@ class Store:
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 10.0) -> None:
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
             raise InvalidArgument("pool_size must be a positive integer")
-        self.url = url
+        _check_seconds(timeout, "timeout")
+        self._conninfo = resolve_url(url) or ""
         #: Data directory of the embedded server this store runs on (None for other servers).
         self.embedded_data_dir: Path | None = None
-        self._pool = Pool(url, max_size=pool_size, timeout=timeout)
-        self._pool.put(self._pool.get())  # connect now: a bad URL fails here, not on first use
+        self._pool = Pool(self._conninfo, max_size=pool_size, timeout=timeout)
         self._local = threading.local()
 
+    @property
+    def url(self) -> str:
+        """The database URL with its password masked (safe to print; see ``config.redact``)."""
+        return redact(self._conninfo)
+
     def __repr__(self) -> str:
-        return f"<Store {redact(self.url)}>"
+        return f"<Store {self.url}>"
 
     def __enter__(self) -> Store:
         return self
@@ -133,23 +150,27 @@ class Store:
         even outside ``transaction()`` (for multi-statement writes).
         """
         pinned: Conn | None = getattr(self._local, "conn", None)
-        conn = pinned if pinned is not None else self._pool.get()
-        try:
-            if atomic or pinned is not None:
-                with conn.transaction():
+        if pinned is not None:
+            try:
+                with pinned.transaction():
+                    yield pinned
+            except psycopg.Error as exc:
+                raise self._translate(exc, pinned) from exc
+            return
+        with self._pool.connection() as conn:
+            try:
+                if atomic:
+                    with conn.transaction():
+                        yield conn
+                else:
                     yield conn
-            else:
-                yield conn
-        except psycopg.Error as exc:
-            raise self._translate(exc, conn) from exc
-        finally:
-            if pinned is None:
-                self._pool.put(conn)
+            except psycopg.Error as exc:
+                raise self._translate(exc, conn) from exc
 
     def _translate(self, exc: psycopg.Error, conn: Conn) -> IkigaiStoreError:
         error = translate(exc, conn)
         if isinstance(error, ConnectionLost):
-            self._pool.discard_idle()  # the outage probably killed them too
+            self._pool.mark_suspect()  # the outage probably killed the idle ones too
         return error
 
     @contextmanager
@@ -165,29 +186,33 @@ class Store:
             with translate_errors(pinned), pinned.transaction(force_rollback=force_rollback):
                 yield self
             return
-        conn = self._pool.get()
-        self._local.conn = conn
-        try:
-            with conn.transaction(force_rollback=force_rollback):
-                yield self
-        except psycopg.Error as exc:
-            raise self._translate(exc, conn) from exc
-        finally:
-            self._local.conn = None
-            self._pool.put(conn)
+        with self._pool.connection() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction(force_rollback=force_rollback):
+                    yield self
+            except psycopg.Error as exc:
+                raise self._translate(exc, conn) from exc
+            finally:
+                self._local.conn = None
 
     # ---------------------------------------------------------------- schema
 
-    def migrate(self, progress: Callable[[str], None] | None = None) -> list[str]:
+    def migrate(
+        self, progress: Callable[[str], None] | None = None, *, lock_timeout: float = 60.0
+    ) -> list[str]:
         """Apply pending migrations; return the ids applied now (``[]`` when up to date).
 
-        ``progress(migration_id)`` is called before each migration is applied.
+        ``progress(migration_id)`` is called before each migration is applied. When another
+        process holds the migration lock, waits up to ``lock_timeout`` seconds for it, then
+        raises ``MigrationError`` naming that process; with nothing pending no lock is taken.
         """
-        return _migrate.apply(self.url, progress=progress)
+        _check_seconds(lock_timeout, "lock_timeout")
+        return _migrate.apply(self._conninfo, progress=progress, lock_timeout=lock_timeout)
 
     def pending_migrations(self) -> list[str]:
         """Ids of the migrations not applied yet."""
-        return _migrate.pending(self.url)
+        return _migrate.pending(self._conninfo)
 
     def schema_version(self) -> int:
         """The version in ``schema_metadata`` (0 on a database without the schema)."""
@@ -694,6 +719,16 @@ def _check_id(value: object, name: str) -> None:
 def _check_uuid(value: object) -> None:
     if not isinstance(value, str) or not 0 < len(value) <= 64 or "\x00" in value:
         raise InvalidArgument(f"agent uuid must be a non-empty string, got {value!r}")
+
+
+def _check_seconds(value: object, name: str) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 < value <= 86400
+        or value != value
+    ):
+        raise InvalidArgument(f"{name} must be a number of seconds in (0, 86400], got {value!r}")
 
 
 def _check_limit(limit: object) -> None:

@@ -6,10 +6,29 @@ SELECT to_regclass('schema_metadata') IS NOT NULL;
 -- The schema version recorded by the migrations (NULL when none is recorded).
 SELECT max(schema_version) FROM schema_metadata;
 
--- name: migration_lock(key)$
--- Block until this session holds the migration advisory lock. Session-level: PostgreSQL
--- releases it when the connection closes, so a killed migrator never leaves it behind.
-SELECT pg_advisory_lock(:key) IS NOT NULL;
+-- name: migration_lock(key, timeout_ms)$
+-- Wait up to timeout_ms for the migration advisory lock (lock_timeout applies to advisory locks:
+-- SQLSTATE 55P03 when it runs out). Session-level: PostgreSQL releases it when the connection
+-- closes, so a killed migrator never leaves it behind. The timeout is local to this statement's
+-- transaction (set_config(..., true) inside one statement's implicit transaction).
+SELECT set_config('lock_timeout', CAST(:timeout_ms AS text), true) IS NOT NULL
+       AND pg_advisory_lock(:key) IS NOT NULL;
+
+-- name: advisory_lock_holders(key)
+-- The sessions holding an int8 advisory lock (pg_locks splits the key: classid = high 32 bits,
+-- objid = low 32 bits, objsubid = 1), with what pg_stat_activity knows about them.
+SELECT l.pid, a.application_name, CAST(a.client_addr AS text) AS client_addr,
+       a.backend_start, a.state
+FROM pg_locks AS l
+LEFT JOIN pg_stat_activity AS a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+  AND l.classid = CAST((CAST(:key AS bigint) >> 32) & 4294967295 AS oid)
+  AND l.objid = CAST(CAST(:key AS bigint) & 4294967295 AS oid)
+ORDER BY l.pid;
+
+-- name: applied_migration_hashes()
+-- Hashes of the migrations yoyo recorded as applied (call only when _yoyo_migration exists).
+SELECT migration_hash FROM _yoyo_migration;
 
 -- name: migration_unlock(key)$
 -- Release the migration advisory lock.

@@ -1,0 +1,119 @@
+"""The store's connections: a psycopg_pool pool that fails fast during outages.
+
+Owns ``Pool``: autocommit, dict-row connections to one database. Invariants:
+- waiting threads are served in FIFO order (psycopg_pool hands a returned connection to the
+  oldest waiter), so a thread looping on the store cannot starve another one;
+- a checkout waits at most ``timeout`` seconds and then raises ``ConnectError`` saying why:
+  the server is unreachable (with libpq's reason) or every connection stayed busy;
+- after a connection was lost (``mark_suspect``) the next checkout first makes one direct
+  connection: while the server is down every call fails at once with ``ConnectError`` instead of
+  waiting ``timeout`` on a pool that cannot connect; once the server answers, the pool is
+  replaced by a fresh one (the old one's idle connections died with the server, and its
+  background reconnection attempts may be backing off for minutes);
+- a connection handed out is returned to the pool it came from; psycopg_pool closes broken ones
+  and rolls back any that are left in a transaction.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+
+from .db import connect
+from .errors import ConnectError, StoreClosed
+
+__all__ = ["Conn", "Pool"]
+
+Conn = psycopg.Connection[DictRow]
+
+
+class Pool:
+    """Up to ``max_size`` connections to ``conninfo``; see the module docstring."""
+
+    def __init__(self, conninfo: str, *, max_size: int, timeout: float) -> None:
+        self._conninfo = conninfo
+        self._max_size = max_size
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._closed = False
+        self._suspect = False
+        self.probe().close()  # a bad URL or a down server fails here, with libpq's reason
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> ConnectionPool[Conn]:
+        pool: ConnectionPool[Conn] = ConnectionPool(
+            self._conninfo,
+            connection_class=psycopg.Connection[DictRow],
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            min_size=1,
+            max_size=self._max_size,
+            timeout=self._timeout,
+            name="ikigai_store",
+            open=False,
+        )
+        pool.open(wait=False)
+        return pool
+
+    def probe(self) -> Conn:
+        """One new connection outside the pool; ``ConnectError`` with libpq's reason if none."""
+        conn: Conn = connect(
+            self._conninfo,
+            autocommit=True,
+            row_factory=dict_row,
+            connect_timeout=max(1, round(self._timeout)),
+        )
+        return conn
+
+    def mark_suspect(self) -> None:
+        """A connection was lost: check the server before the next checkout trusts the pool."""
+        self._suspect = True
+
+    def _current(self) -> ConnectionPool[Conn]:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        if self._suspect:
+            self.probe().close()  # still down: fail now, stay suspect
+            with self._lock:
+                if self._suspect and not self._closed:
+                    old, self._pool = self._pool, self._new_pool()
+                    self._suspect = False
+                    old.close(timeout=0)
+        return self._pool
+
+    @contextmanager
+    def connection(self) -> Iterator[Conn]:
+        """A connection for the duration of the block, returned to its pool afterwards."""
+        pool = self._current()
+        while True:
+            try:
+                conn = pool.getconn()
+                break
+            except PoolClosed:
+                if self._closed:
+                    raise StoreClosed("the store is closed") from None
+                if pool is self._pool:
+                    raise
+                pool = self._pool  # replaced after an outage while this thread waited
+            except PoolTimeout:
+                self._suspect = True
+                self.probe().close()  # raises with the server's reason when it is down
+                raise ConnectError(
+                    f"no database connection became free within {self._timeout:g} s "
+                    f"(all {self._max_size} in use; raise pool_size or timeout)"
+                ) from None
+        try:
+            yield conn
+        finally:
+            pool.putconn(conn)
+
+    def close(self) -> None:
+        """Close every connection and refuse new checkouts. Idempotent."""
+        with self._lock:
+            self._closed = True
+            pool = self._pool
+        pool.close()
