@@ -17,10 +17,12 @@ from .errors import (
     ConnectError,
     ConnectionLost,
     DatabaseError,
+    DatabaseUnavailable,
     IkigaiStoreError,
     InvalidArgument,
     MigrationError,
     NotFound,
+    StoreClosed,
 )
 from .models import (
     AGENT_STATUSES,
@@ -50,6 +52,7 @@ __all__ = [
     "ConnectError",
     "ConnectionLost",
     "DatabaseError",
+    "DatabaseUnavailable",
     "IkigaiStoreError",
     "InvalidArgument",
     "Mark",
@@ -61,6 +64,7 @@ __all__ = [
     "SearchHit",
     "Session",
     "Store",
+    "StoreClosed",
     "UnsavedMessage",
     "__version__",
     "is_valid_kind",

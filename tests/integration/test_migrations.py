@@ -358,3 +358,89 @@ def test_adopts_c_era_agents(ikigai_empty_db_url: str) -> None:
         assert store.get_agent(new.uuid).fork_message_id == ctx.messages[-1].id
     with pytest.raises(psycopg.errors.CheckViolation), psycopg.connect(url) as conn:
         conn.execute("UPDATE agents SET status = 'zombie'")
+
+
+def _hang_a_migrator(url: str, tmp_path: Path) -> subprocess.Popen[bytes]:
+    """Start a migrator that takes the lock for a slow migration, then SIGSTOP it there."""
+    (tmp_path / "0997-hangs.sql").write_text(
+        "-- depends: 0004-messages-agent-uuid\nSELECT pg_sleep(30);\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", MIGRATE_SCRIPT, url, str(tmp_path)])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        sleeping = _q(
+            url,
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%%pg_sleep(30)%%' "
+            "AND pid <> pg_backend_pid()",
+        )[0][0]
+        if sleeping:
+            break
+        time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.fail("the migrator never reached its slow migration")
+    os.kill(proc.pid, signal.SIGSTOP)
+    return proc
+
+
+@pytest.mark.slow
+def test_hung_migrator_does_not_block_up_to_date_opens(
+    ikigai_empty_db_url: str, tmp_path: Path
+) -> None:
+    """With nothing pending, apply and ik.open take no lock: a stopped migrator can't block them."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    proc = _hang_a_migrator(url, tmp_path)
+    try:
+        assert migrate.apply(url, lock_timeout=600) == []
+        with ik.open(url, migration_lock_timeout=600) as store:
+            assert store.schema_version() == 4
+        assert migrate.pending(url, extra_sources=[tmp_path]) == ["0997-hangs"]
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_migration_lock_wait_ends_naming_the_holder(
+    ikigai_empty_db_url: str, tmp_path: Path
+) -> None:
+    """A pending migration waits lock_timeout for a stopped holder, then names its pids."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    proc = _hang_a_migrator(url, tmp_path)
+    try:
+        holder = _q(
+            url,
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+            (f"ikigai-store migrate pid={proc.pid} host={os.uname().nodename}"[:63],),
+        )
+        assert len(holder) == 1
+        with pytest.raises(ik.MigrationError) as info:
+            migrate.apply(url, extra_sources=[tmp_path], lock_timeout=0.5)
+        message = str(info.value)
+        assert f"server pid {holder[0][0]}" in message
+        assert f"pid={proc.pid}" in message
+        assert "0997-hangs" not in _applied(url)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    # the killed holder's lock went with its connection: the next migrator proceeds
+    _q(
+        url,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE query LIKE '%%pg_sleep(30)%%' AND pid <> pg_backend_pid()",
+    )
+    (tmp_path / "0997-hangs.sql").write_text("-- depends: 0004-messages-agent-uuid\nSELECT 1;\n")
+    assert migrate.apply(url, extra_sources=[tmp_path], lock_timeout=30) == ["0997-hangs"]
+
+
+def _applied(url: str) -> list[str]:
+    return [r[0] for r in _q(url, "SELECT migration_id FROM _yoyo_migration")]
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), "5", True, 10**6])
+def test_lock_timeout_is_validated(ikigai_empty_db_url: str, bad: Any) -> None:
+    """lock_timeout must be a number of seconds in (0, 86400]."""
+    with ik.Store(ikigai_empty_db_url) as store, pytest.raises(ik.InvalidArgument):
+        store.migrate(lock_timeout=bad)
