@@ -14,6 +14,7 @@ PostgreSQL that starts itself when no database URL is configured.
 from __future__ import annotations
 
 from .errors import (
+    Conflict,
     ConnectError,
     ConnectionLost,
     DatabaseError,
@@ -49,6 +50,7 @@ __all__ = [
     "UNSET",
     "VALID_KINDS",
     "Agent",
+    "Conflict",
     "ConnectError",
     "ConnectionLost",
     "DatabaseError",

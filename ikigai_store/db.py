@@ -33,7 +33,7 @@ import psycopg
 from psycopg import sql
 
 from .config import admin_url, redact, resolve_url, scrub, to_yoyo_url
-from .errors import ConnectError, ConnectionLost, DatabaseError, IkigaiStoreError
+from .errors import ConnectError, first_line, translate
 
 __all__ = [
     "EMBEDDED_DATABASE",
@@ -56,18 +56,6 @@ logger = logging.getLogger("ikigai_store")
 EMBEDDED_DATABASE = "ikigai"
 
 
-def translate(exc: psycopg.Error, conn: psycopg.Connection[Any] | None) -> IkigaiStoreError:
-    """The ``IkigaiStoreError`` for a psycopg error raised while using ``conn``.
-
-    A dropped connection (server restart, ``pg_terminate_backend``) becomes ``ConnectionLost``.
-    """
-    if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) and (
-        conn is None or conn.closed or conn.broken
-    ):
-        return ConnectionLost(f"database connection lost: {_first_line(exc)}")
-    return DatabaseError(_first_line(exc))
-
-
 @contextmanager
 def translate_errors(conn: psycopg.Connection[Any] | None = None) -> Iterator[None]:
     """Turn psycopg errors raised inside the block into ``IkigaiStoreError`` subclasses."""
@@ -77,18 +65,13 @@ def translate_errors(conn: psycopg.Connection[Any] | None = None) -> Iterator[No
         raise translate(exc, conn) from exc
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 def connect(url: str, **kwargs: Any) -> psycopg.Connection[Any]:
     """Open one connection, raising ``ConnectError`` (with the password redacted) on failure."""
     try:
         return psycopg.connect(url, **kwargs)
     except psycopg.Error as exc:
         raise ConnectError(
-            f"cannot connect to {redact(url)}: {scrub(_first_line(exc), url)}"
+            f"cannot connect to {redact(url)}: {scrub(first_line(exc), url)}"
         ) from exc
 
 

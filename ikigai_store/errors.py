@@ -1,8 +1,10 @@
 """Exceptions raised by ikigai_store.
 
-Owns the whole exception hierarchy. Invariant: every error a public function raises is an
-``IkigaiStoreError``; driver (psycopg) and yoyo exceptions are translated in one place
-(``ikigai_store.db.translate_errors``) and chained with ``raise ... from exc``.
+Owns the whole exception hierarchy and ``translate``, the one place where a psycopg exception
+becomes ours. Invariant: every error a public function raises is an ``IkigaiStoreError``, chained
+to the driver's exception with ``raise ... from exc``; a constraint violation keeps the
+constraint's name (``Conflict.constraint``), so "duplicate key", "lost the race" and "a bug" stay
+distinguishable.
 
 Seed error codes map as: ERR_INVALID_ARG -> InvalidArgument, ERR_DB_CONNECT -> ConnectError,
 ERR_DB_MIGRATE and ERR_IO -> MigrationError.
@@ -20,11 +22,17 @@ ones ``ConnectError`` (no new connection can be made); a caller retries on the f
     ├── StoreClosed
     ├── MigrationError
     └── DatabaseError
+        └── Conflict
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import psycopg
+
 __all__ = [
+    "Conflict",
     "ConnectError",
     "ConnectionLost",
     "DatabaseError",
@@ -34,6 +42,7 @@ __all__ = [
     "MigrationError",
     "NotFound",
     "StoreClosed",
+    "translate",
 ]
 
 
@@ -84,3 +93,39 @@ class StoreClosed(IkigaiStoreError):
 
 class DatabaseError(IkigaiStoreError):
     """Any other error reported by PostgreSQL (the message is PostgreSQL's)."""
+
+
+class Conflict(DatabaseError):
+    """A constraint refused the write: unique, exclusion, check, foreign key or not-null.
+
+    ``constraint`` is the constraint's name as PostgreSQL reports it (None for not-null), and
+    ``sqlstate`` the SQLSTATE (e.g. ``23505`` for a unique violation).
+    """
+
+    def __init__(self, message: str, *, constraint: str | None, sqlstate: str | None) -> None:
+        super().__init__(message)
+        self.constraint = constraint
+        self.sqlstate = sqlstate
+
+
+def translate(exc: psycopg.Error, conn: psycopg.Connection[Any] | None = None) -> IkigaiStoreError:
+    """The ``IkigaiStoreError`` for a psycopg error raised while using ``conn``.
+
+    A dropped connection (server restart, ``pg_terminate_backend``) becomes ``ConnectionLost``;
+    an integrity violation a ``Conflict`` naming its constraint; anything else ``DatabaseError``
+    with PostgreSQL's first line.
+    """
+    if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) and (
+        conn is None or conn.closed or conn.broken
+    ):
+        return ConnectionLost(f"database connection lost: {first_line(exc)}")
+    if isinstance(exc, psycopg.IntegrityError):
+        diag = exc.diag
+        return Conflict(first_line(exc), constraint=diag.constraint_name, sqlstate=diag.sqlstate)
+    return DatabaseError(first_line(exc))
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (the type's name when it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
