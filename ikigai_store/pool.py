@@ -1,6 +1,8 @@
-"""The store's connections: a psycopg_pool pool that fails fast during outages.
+"""The store's connections: psycopg_pool pools that fail fast during outages.
 
-Owns ``Pool``: autocommit, dict-row connections to one database. Invariants:
+Owns ``Pool`` (threads) and ``AsyncPool`` (asyncio), the same design on psycopg_pool's
+``ConnectionPool`` and ``AsyncConnectionPool``: autocommit, dict-row connections to one database.
+Invariants:
 - waiting threads are served in FIFO order (psycopg_pool hands a returned connection to the
   oldest waiter), so a thread looping on the store cannot starve another one;
 - a checkout waits at most ``timeout`` seconds and then raises ``ConnectError`` saying why:
@@ -16,20 +18,23 @@ Owns ``Pool``: autocommit, dict-row connections to one database. Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import psycopg
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
+from .config import redact, scrub
 from .db import connect
-from .errors import ConnectError, StoreClosed
+from .errors import ConnectError, StoreClosed, first_line
 
-__all__ = ["Conn", "Pool"]
+__all__ = ["AConn", "AsyncPool", "Conn", "Pool"]
 
 Conn = psycopg.Connection[DictRow]
+AConn = psycopg.AsyncConnection[DictRow]
 
 
 class Pool:
@@ -102,10 +107,8 @@ class Pool:
             except PoolTimeout:
                 self._suspect = True
                 self.probe().close()  # raises with the server's reason when it is down
-                raise ConnectError(
-                    f"no database connection became free within {self._timeout:g} s "
-                    f"(all {self._max_size} in use; raise pool_size or timeout)"
-                ) from None
+                self._suspect = False
+                raise _busy(self._timeout, self._max_size) from None
         try:
             yield conn
         finally:
@@ -117,3 +120,110 @@ class Pool:
             self._closed = True
             pool = self._pool
         pool.close()
+
+
+def _busy(timeout: float, max_size: int) -> ConnectError:
+    return ConnectError(
+        f"no database connection became free within {timeout:g} s "
+        f"(all {max_size} in use; raise pool_size or timeout)"
+    )
+
+
+class AsyncPool:
+    """``Pool`` for asyncio: the same invariants, on ``AsyncConnectionPool``.
+
+    Create it with ``await AsyncPool.create(...)`` (the pool opens inside the running loop).
+    """
+
+    def __init__(self, conninfo: str, *, max_size: int, timeout: float) -> None:
+        self._conninfo = conninfo
+        self._max_size = max_size
+        self._timeout = timeout
+        self._lock = asyncio.Lock()
+        self._closed = False
+        self._suspect = False
+        self._pool: AsyncConnectionPool[AConn] | None = None
+
+    @classmethod
+    async def create(cls, conninfo: str, *, max_size: int, timeout: float) -> AsyncPool:
+        """An open pool; ``ConnectError`` with libpq's reason when the server cannot be reached."""
+        self = cls(conninfo, max_size=max_size, timeout=timeout)
+        await (await self.probe()).close()
+        self._pool = await self._new_pool()
+        return self
+
+    async def _new_pool(self) -> AsyncConnectionPool[AConn]:
+        pool: AsyncConnectionPool[AConn] = AsyncConnectionPool(
+            self._conninfo,
+            connection_class=psycopg.AsyncConnection[DictRow],
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            min_size=1,
+            max_size=self._max_size,
+            timeout=self._timeout,
+            name="ikigai_store_async",
+            open=False,
+        )
+        await pool.open(wait=False)
+        return pool
+
+    async def probe(self) -> AConn:
+        """One new connection outside the pool; ``ConnectError`` with libpq's reason if none."""
+        try:
+            conn: AConn = await psycopg.AsyncConnection.connect(
+                self._conninfo,
+                autocommit=True,
+                row_factory=dict_row,
+                connect_timeout=max(1, round(self._timeout)),
+            )
+        except psycopg.Error as exc:
+            raise ConnectError(
+                f"cannot connect to {redact(self._conninfo)}: "
+                f"{scrub(first_line(exc), self._conninfo)}"
+            ) from exc
+        return conn
+
+    def mark_suspect(self) -> None:
+        """A connection was lost: check the server before the next checkout trusts the pool."""
+        self._suspect = True
+
+    async def _current(self) -> AsyncConnectionPool[AConn]:
+        if self._closed or self._pool is None:
+            raise StoreClosed("the store is closed")
+        if self._suspect:
+            await (await self.probe()).close()  # still down: fail now, stay suspect
+            async with self._lock:
+                if self._suspect and not self._closed:
+                    old, self._pool = self._pool, await self._new_pool()
+                    self._suspect = False
+                    await old.close(timeout=0)
+        return self._pool
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[AConn]:
+        """A connection for the duration of the block, returned to its pool afterwards."""
+        pool = await self._current()
+        while True:
+            try:
+                conn = await pool.getconn()
+                break
+            except PoolClosed:
+                if self._closed:
+                    raise StoreClosed("the store is closed") from None
+                if pool is self._pool:
+                    raise
+                pool = await self._current()  # replaced after an outage while this task waited
+            except PoolTimeout:
+                self._suspect = True
+                await (await self.probe()).close()
+                self._suspect = False
+                raise _busy(self._timeout, self._max_size) from None
+        try:
+            yield conn
+        finally:
+            await pool.putconn(conn)
+
+    async def close(self) -> None:
+        """Close every connection and refuse new checkouts. Idempotent."""
+        self._closed = True
+        if self._pool is not None:
+            await self._pool.close()
