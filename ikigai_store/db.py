@@ -31,6 +31,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.rows import dict_row
 
 from .config import admin_url, redact, resolve_url, scrub, to_yoyo_url
 from .errors import ConnectError, first_line, translate
@@ -79,8 +80,11 @@ def create_database(server_url: str, name: str) -> None:
     """``CREATE DATABASE name`` unless it exists (identifier DDL cannot take bind parameters)."""
     from .sql import queries
 
-    with connect(server_url, autocommit=True) as conn, translate_errors(conn):
-        if queries.database_exists(conn, name=name):
+    with (
+        connect(server_url, autocommit=True, row_factory=dict_row) as conn,
+        translate_errors(conn),
+    ):
+        if queries.database_exists(conn, name=name)["exists"]:
             return
         try:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

@@ -75,7 +75,7 @@ def _read(sources: list[str]) -> Any:
 
 def _applied_hashes(conn: psycopg.Connection[Any]) -> set[str]:
     """What yoyo recorded as applied (read-only: creates none of yoyo's tables)."""
-    if not queries.yoyo_bookkeeping_exists(conn):
+    if not queries.yoyo_bookkeeping_exists(conn)["exists"]:
         return set()
     return {row["migration_hash"] for row in queries.applied_migration_hashes(conn)}
 
@@ -92,9 +92,9 @@ def _todo(conn: psycopg.Connection[Any], migrations: Any) -> tuple[list[Any], li
 def _adoptable(conn: psycopg.Connection[Any], applied: set[str], todo: list[Any]) -> list[Any]:
     """Migrations <= schema_metadata's version, when yoyo has no record yet (a C-era database),
     except the converters marked ``-- ikigai-adopt: run``."""
-    if applied or not queries.schema_metadata_exists(conn):
+    if applied or not queries.schema_metadata_exists(conn)["exists"]:
         return []
-    version = queries.schema_version(conn) or 0
+    version = queries.schema_version(conn)["version"] or 0
     return [m for m in todo if migration_number(m.id) <= version and not _runs_on_adoption(m.path)]
 
 

@@ -33,7 +33,18 @@ from .errors import IkigaiStoreError, translate
 from .models import Message
 from .sql import queries
 
-__all__ = ["Call", "Op", "arun", "events", "many", "one", "run", "statement"]
+__all__ = [
+    "Call",
+    "Op",
+    "arun",
+    "atomic",
+    "events",
+    "is_atomic",
+    "many",
+    "one",
+    "run",
+    "statement",
+]
 
 T = TypeVar("T")
 
@@ -42,11 +53,11 @@ Shape = Literal["one", "many", "events", "statement"]
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """Run the named query with ``params``; ``shape`` says what the operation receives back:
-    ``one`` a dict row or None, ``many`` a list of dict rows, ``events`` a list of ``Message``
-    (None when the query returned no row at all), ``statement`` the row count."""
+    """Run the query called ``name`` with ``params``. ``shape`` is what the operation gets
+    back: ``one`` a dict row or None, ``many`` a list of dict rows, ``events`` a list of
+    ``Message`` (None when the query returned no row at all), ``statement`` the row count."""
 
-    query: str
+    name: str
     params: Mapping[str, Any]
     shape: Shape
 
@@ -55,32 +66,49 @@ class Call:
 Op = Generator[Call, Any, T]
 
 
-def one(query: str, **params: Any) -> Call:
+def one(name: str, /, **params: Any) -> Call:
     """A call whose result is one dict row, or None."""
-    return Call(query, params, "one")
+    return Call(name, params, "one")
 
 
-def many(query: str, **params: Any) -> Call:
+def many(name: str, /, **params: Any) -> Call:
     """A call whose result is a list of dict rows."""
-    return Call(query, params, "many")
+    return Call(name, params, "many")
 
 
-def events(query: str, **params: Any) -> Call:
+def events(name: str, /, **params: Any) -> Call:
     """A call selecting exactly ``Message``'s columns; its result is a list of ``Message``
     (all-NULL rows skipped), or None when the query returned no row at all."""
-    return Call(query, params, "events")
+    return Call(name, params, "events")
 
 
-def statement(query: str, **params: Any) -> Call:
+def statement(name: str, /, **params: Any) -> Call:
     """A call run for its effect; its result is the number of rows affected."""
-    return Call(query, params, "statement")
+    return Call(name, params, "statement")
+
+
+_ATOMIC: set[Any] = set()
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def atomic(fn: F) -> F:
+    """Mark an operation whose calls must run in one transaction (a savepoint inside
+    ``store.transaction()``); others run in autocommit, one statement at a time."""
+    _ATOMIC.add(fn.__code__)
+    return fn
+
+
+def is_atomic(op: Op[Any]) -> bool:
+    """True when ``op`` came from an ``@atomic`` operation."""
+    return getattr(op, "gi_code", None) in _ATOMIC
 
 
 _MESSAGE_COLUMNS = tuple(Message.__dataclass_fields__)
 
 
 def _sql(call: Call) -> str:
-    sql: str = getattr(queries, call.query).sql
+    sql: str = getattr(queries, call.name).sql
     return sql
 
 
@@ -100,7 +128,7 @@ def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
         # rows skip a dict per row.
         with conn.cursor(row_factory=tuple_row, binary=True) as tcur:
             tcur.execute(sql, params)
-            return _messages(call.query, tcur.description, tcur.fetchall())
+            return _messages(call.name, tcur.description, tcur.fetchall())
     with conn.cursor() as cur:
         cur.execute(sql, params)
         if call.shape == "one":
@@ -116,7 +144,7 @@ async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
     if call.shape == "events":
         async with conn.cursor(row_factory=tuple_row, binary=True) as tcur:
             await tcur.execute(sql, params)
-            return _messages(call.query, tcur.description, await tcur.fetchall())
+            return _messages(call.name, tcur.description, await tcur.fetchall())
     async with conn.cursor() as cur:
         await cur.execute(sql, params)
         if call.shape == "one":

@@ -1,18 +1,18 @@
--- name: schema_metadata_exists()$
+-- name: schema_metadata_exists()^
 -- True when the schema_metadata table exists (false on an empty database).
-SELECT to_regclass('schema_metadata') IS NOT NULL;
+SELECT to_regclass('schema_metadata') IS NOT NULL AS exists;
 
--- name: schema_version()$
+-- name: schema_version()^
 -- The schema version recorded by the migrations (NULL when none is recorded).
-SELECT max(schema_version) FROM schema_metadata;
+SELECT max(schema_version) AS version FROM schema_metadata;
 
--- name: migration_lock(key, timeout_ms)$
+-- name: migration_lock(key, timeout_ms)^
 -- Wait up to timeout_ms for the migration advisory lock (lock_timeout applies to advisory locks:
 -- SQLSTATE 55P03 when it runs out). Session-level: PostgreSQL releases it when the connection
 -- closes, so a killed migrator never leaves it behind. The timeout is local to this statement's
 -- transaction (set_config(..., true) inside one statement's implicit transaction).
 SELECT set_config('lock_timeout', CAST(:timeout_ms AS text), true) IS NOT NULL
-       AND pg_advisory_lock(:key) IS NOT NULL;
+       AND pg_advisory_lock(:key) IS NOT NULL AS locked;
 
 -- name: advisory_lock_holders(key)
 -- The sessions holding an int8 advisory lock (pg_locks splits the key: classid = high 32 bits,
@@ -30,17 +30,17 @@ ORDER BY l.pid;
 -- Hashes of the migrations yoyo recorded as applied (call only when _yoyo_migration exists).
 SELECT migration_hash FROM _yoyo_migration;
 
--- name: migration_unlock(key)$
+-- name: migration_unlock(key)^
 -- Release the migration advisory lock.
-SELECT pg_advisory_unlock(:key);
+SELECT pg_advisory_unlock(:key) AS unlocked;
 
--- name: yoyo_bookkeeping_exists()$
+-- name: yoyo_bookkeeping_exists()^
 -- True when yoyo has recorded migrations in this database.
-SELECT to_regclass('_yoyo_migration') IS NOT NULL;
+SELECT to_regclass('_yoyo_migration') IS NOT NULL AS exists;
 
--- name: database_exists(name)$
+-- name: database_exists(name)^
 -- True when a database of that name exists on the server.
-SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = :name);
+SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = :name) AS exists;
 
 -- name: truncate_all()#
 -- Empty every application table and restart the id sequences (tests only).

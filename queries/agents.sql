@@ -82,7 +82,7 @@ WHERE uuid = :uuid
 RETURNING id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at,
           ended_at, provider, model, thinking_level, idle;
 
--- name: lock_session(session_id)$
+-- name: lock_session(session_id)^
 -- Lock a session's row for the rest of the transaction (serialises ensure_root_agent).
 SELECT id FROM sessions WHERE id = :session_id FOR UPDATE;
 
@@ -95,19 +95,19 @@ WHERE session_id = :session_id AND parent_uuid IS NULL
 ORDER BY id
 LIMIT 1;
 
--- name: adopt_orphan_messages(session_id, uuid)$
+-- name: adopt_orphan_messages(session_id, uuid)^
 -- Give a session's events that have no agent to its root agent; returns how many.
 WITH adopted AS (
     UPDATE messages SET agent_uuid = :uuid
     WHERE session_id = :session_id AND agent_uuid IS NULL
     RETURNING 1
 )
-SELECT count(*) FROM adopted;
+SELECT count(*) AS adopted FROM adopted;
 
--- name: find_clear(agent_uuid, max_id)$
+-- name: find_clear(agent_uuid, max_id)^
 -- The agent's newest own clear with id <= max_id (no bound when NULL), 0 if none: one backward
 -- probe of idx_messages_agent_clear.
-SELECT COALESCE(max(id), 0)
+SELECT COALESCE(max(id), 0) AS clear_id
 FROM messages
 WHERE agent_uuid = :agent_uuid AND kind = 'clear'
   AND (CAST(:max_id AS bigint) IS NULL OR id <= :max_id);

@@ -24,10 +24,10 @@ FROM messages
 WHERE session_id = :session_id
 ORDER BY id;
 
--- name: count_session_messages(session_id)$
+-- name: count_session_messages(session_id)^
 -- How many events a session has.
-SELECT count(*) FROM messages WHERE session_id = :session_id;
+SELECT count(*) AS count FROM messages WHERE session_id = :session_id;
 
--- name: session_exists(session_id)$
+-- name: session_exists(session_id)^
 -- True when the session exists.
-SELECT EXISTS (SELECT 1 FROM sessions WHERE id = :session_id);
+SELECT EXISTS (SELECT 1 FROM sessions WHERE id = :session_id) AS exists;

@@ -1,0 +1,292 @@
+"""Agents: a session's participants, forks that copy no rows, and lineage replay (seed 002).
+
+Owns the agent operations shared by both faces (see ``ops``). Invariants:
+- an agent is one row; a fork points at its parent and its fork point (the parent's newest own
+  event when forked, 0 for none) and inherits the parent's history up to it without copying;
+- status moves running -> dead -> reaped only (``kill_agent`` takes the running subtree);
+- lineage replay is one statement at any depth (the range walk of queries/agents.sql joined to
+  each range's events) and folds exactly like session replay;
+- agent uuids made here are 22 characters of base64url that never start with "-".
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import os
+
+from .errors import Conflict, InvalidArgument, NotFound
+from .models import Agent, Message, ReplayContext, ReplayRange
+from .ops import Op, atomic, events, many, one
+from .replay import fold
+from .validate import check_id, check_text, check_texts, check_uuid
+
+__all__ = [
+    "UNSET",
+    "children",
+    "clear",
+    "create_agent",
+    "ensure_root_agent",
+    "find_clear",
+    "fork_agent",
+    "get_agent",
+    "kill_agent",
+    "mark",
+    "new_agent_uuid",
+    "query_range",
+    "reap_agent",
+    "replay_agent",
+    "replay_ranges",
+    "rewind",
+    "running_agents",
+    "set_agent_idle",
+    "update_agent_model",
+]
+
+
+class _Unset(enum.Enum):
+    UNSET = "UNSET"
+
+
+#: Default of optional update arguments: "leave this field as it is" (None clears it).
+UNSET = _Unset.UNSET
+Unset = _Unset
+
+AGENT_FIELDS = ("name", "provider", "model", "thinking_level")
+
+
+def new_agent_uuid() -> str:
+    """A new agent id as ikigai makes them: 16 random bytes, base64url, no padding (22 chars).
+
+    Ids starting with "-" are drawn again, so a command line never mistakes one for an option.
+    """
+    while True:
+        uuid = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode("ascii")
+        if not uuid.startswith("-"):
+            return uuid
+
+
+def create_agent(
+    session_id: int,
+    name: str | None,
+    provider: str | None,
+    model: str | None,
+    thinking_level: str | None,
+) -> Op[Agent]:
+    check_id(session_id, "session_id")
+    check_texts(name=name, provider=provider, model=model, thinking_level=thinking_level)
+    try:
+        row = yield one(
+            "create_agent",
+            uuid=new_agent_uuid(),
+            session_id=session_id,
+            name=name,
+            provider=provider,
+            model=model,
+            thinking_level=thinking_level,
+        )
+    except Conflict as exc:
+        if exc.sqlstate != "23503":  # not the session's foreign key
+            raise
+        raise InvalidArgument(f"session {session_id} does not exist") from exc
+    return Agent.from_row(row)
+
+
+def fork_agent(
+    parent_uuid: str,
+    name: str | None,
+    provider: str | None,
+    model: str | None,
+    thinking_level: str | None,
+) -> Op[Agent]:
+    check_uuid(parent_uuid)
+    check_texts(name=name, provider=provider, model=model, thinking_level=thinking_level)
+    row = yield one(
+        "fork_agent",
+        uuid=new_agent_uuid(),
+        parent_uuid=parent_uuid,
+        name=name,
+        provider=provider,
+        model=model,
+        thinking_level=thinking_level,
+    )
+    if row is None:
+        parent = yield from require_agent(parent_uuid)
+        raise InvalidArgument(f"agent {parent_uuid} is {parent.status}, not running")
+    return Agent.from_row(row)
+
+
+def get_agent(uuid: str) -> Op[Agent]:
+    check_uuid(uuid)
+    return (yield from require_agent(uuid))
+
+
+def require_agent(uuid: str) -> Op[Agent]:
+    """The agent, or ``NotFound``."""
+    row = yield one("get_agent", uuid=uuid)
+    if row is None:
+        raise NotFound(f"agent {uuid} does not exist")
+    return Agent.from_row(row)
+
+
+def kill_agent(uuid: str) -> Op[list[str]]:
+    check_uuid(uuid)
+    rows = yield many("kill_agent", uuid=uuid)
+    if not rows:
+        yield from require_agent(uuid)
+    return [r["uuid"] for r in sorted(rows, key=lambda r: int(r["id"]))]
+
+
+def reap_agent(uuid: str) -> Op[None]:
+    check_uuid(uuid)
+    row = yield one("reap_agent", uuid=uuid)
+    if row is None:
+        raise NotFound(f"agent {uuid} does not exist")
+    if row["status"] == "running":
+        raise InvalidArgument(f"agent {uuid} is running: kill it before reaping")
+
+
+def set_agent_idle(uuid: str, idle: bool) -> Op[None]:
+    check_uuid(uuid)
+    if not isinstance(idle, bool):
+        raise InvalidArgument("idle must be a bool")
+    row = yield one("set_agent_idle", uuid=uuid, idle=idle)
+    if row is None:
+        raise NotFound(f"agent {uuid} does not exist")
+
+
+def update_agent_model(
+    uuid: str,
+    provider: str | Unset | None,
+    model: str | Unset | None,
+    thinking_level: str | Unset | None,
+) -> Op[Agent]:
+    check_uuid(uuid)
+    check_texts(
+        provider=None if provider is UNSET else provider,
+        model=None if model is UNSET else model,
+        thinking_level=None if thinking_level is UNSET else thinking_level,
+    )
+    row = yield one(
+        "update_agent_model",
+        uuid=uuid,
+        set_provider=provider is not UNSET,
+        provider=None if provider is UNSET else provider,
+        set_model=model is not UNSET,
+        model=None if model is UNSET else model,
+        set_thinking=thinking_level is not UNSET,
+        thinking_level=None if thinking_level is UNSET else thinking_level,
+    )
+    if row is None:
+        raise NotFound(f"agent {uuid} does not exist")
+    return Agent.from_row(row)
+
+
+def running_agents(session_id: int | None) -> Op[list[Agent]]:
+    if session_id is not None:
+        check_id(session_id, "session_id")
+    rows = yield many("running_agents", session_id=session_id)
+    return [Agent.from_row(r) for r in rows]
+
+
+def children(uuid: str) -> Op[list[Agent]]:
+    check_uuid(uuid)
+    rows = yield many("agent_children", uuid=uuid)
+    if not rows:
+        yield from require_agent(uuid)
+    return [Agent.from_row(r) for r in rows]
+
+
+@atomic
+def ensure_root_agent(session_id: int, fields: dict[str, str | None]) -> Op[Agent]:
+    check_id(session_id, "session_id")
+    unknown = set(fields) - set(AGENT_FIELDS)
+    if unknown:
+        raise InvalidArgument(f"unknown agent fields: {', '.join(sorted(unknown))}")
+    check_texts(**fields)
+    if (yield one("lock_session", session_id=session_id)) is None:
+        raise NotFound(f"session {session_id} does not exist")
+    row = yield one("session_root_agent", session_id=session_id)
+    if row is None:
+        row = yield one(
+            "create_agent",
+            uuid=new_agent_uuid(),
+            session_id=session_id,
+            **{f: fields.get(f) for f in AGENT_FIELDS},
+        )
+    yield one("adopt_orphan_messages", session_id=session_id, uuid=row["uuid"])
+    return Agent.from_row(row)
+
+
+def find_clear(agent_uuid: str, max_id: int | None) -> Op[int]:
+    check_uuid(agent_uuid)
+    if max_id is not None and (isinstance(max_id, bool) or not isinstance(max_id, int)):
+        raise InvalidArgument("max_id must be an integer or None")
+    row = yield one("find_clear", agent_uuid=agent_uuid, max_id=max_id)
+    return int(row["clear_id"])
+
+
+def replay_ranges(agent_uuid: str) -> Op[list[ReplayRange]]:
+    check_uuid(agent_uuid)
+    rows = yield many("replay_ranges", agent_uuid=agent_uuid)
+    if not rows:
+        raise NotFound(f"agent {agent_uuid} does not exist")
+    return [ReplayRange.from_row(r) for r in rows]
+
+
+def query_range(replay_range: ReplayRange) -> Op[list[Message]]:
+    if not isinstance(replay_range, ReplayRange):
+        raise InvalidArgument("query_range needs a ReplayRange")
+    check_uuid(replay_range.agent_uuid)
+    found = yield events(
+        "query_range",
+        agent_uuid=replay_range.agent_uuid,
+        start_id=replay_range.start_id,
+        end_id=replay_range.end_id,
+    )
+    return found or []
+
+
+def replay_agent(agent_uuid: str) -> Op[ReplayContext]:
+    check_uuid(agent_uuid)
+    found = yield events("replay_agent_events", agent_uuid=agent_uuid)
+    if found is None:
+        raise NotFound(f"agent {agent_uuid} does not exist")
+    return fold(found)
+
+
+def mark(agent_uuid: str, label: str | None) -> Op[Message]:
+    from .events import append
+
+    agent = yield from get_agent(agent_uuid)
+    return (yield from append(agent.session_id, "mark", label, {"label": label}, agent_uuid))
+
+
+@atomic
+def rewind(agent_uuid: str, label: str | None) -> Op[Message]:
+    from .events import append
+
+    check_uuid(agent_uuid)
+    check_text(label, "label")
+    agent = yield from require_agent(agent_uuid)
+    marks = (yield from replay_agent(agent_uuid)).marks
+    target = next((m for m in reversed(marks) if label is None or m.label == label), None)
+    if target is None:
+        wanted = "a mark" if label is None else f"a mark labelled {label!r}"
+        raise InvalidArgument(f"agent {agent_uuid} has no {wanted} on its stack")
+    return (
+        yield from append(
+            agent.session_id,
+            "rewind",
+            target.label,
+            {"target_message_id": target.message_id, "target_label": target.label},
+            agent_uuid,
+        )
+    )
+
+
+def clear(agent_uuid: str) -> Op[Message]:
+    from .events import append
+
+    agent = yield from get_agent(agent_uuid)
+    return (yield from append(agent.session_id, "clear", None, None, agent_uuid))

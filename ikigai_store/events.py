@@ -1,0 +1,109 @@
+"""The append-only event stream of a session, and session replay.
+
+Owns appending events and reading them back, for both faces (see ``ops``). Invariants:
+- events are ordered by ``id`` only; ``messages`` rows are never updated or deleted here;
+- an append is one statement: the foreign keys refuse a missing session and an agent that is
+  not one of that session's, and a rewind is inserted only if its target is a mark of the same
+  session (checked in the same statement, so the check cannot race the insert);
+- bad input raises ``InvalidArgument`` before anything is written; why a write was refused is
+  worked out only on that rare path;
+- replay reads only the events after the session's newest clear and folds them (``replay.fold``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import Conflict, InvalidArgument
+from .models import VALID_KINDS, Message, ReplayContext, is_valid_kind
+from .ops import Op, events, one
+from .replay import fold, rewind_target
+from .sessions import require_session
+from .validate import check_id, check_text, check_uuid, dump_json
+
+__all__ = ["append", "count_messages", "messages", "replay_session"]
+
+
+def append(
+    session_id: int, kind: str, content: str | None, data: Any, agent_uuid: str | None
+) -> Op[Message]:
+    check_id(session_id, "session_id")
+    if not is_valid_kind(kind):
+        raise InvalidArgument(
+            f"invalid event kind {kind!r}; valid kinds: {', '.join(sorted(VALID_KINDS))}"
+        )
+    if agent_uuid is not None:
+        check_uuid(agent_uuid)
+    check_text(content, "content")
+    data_json = dump_json(data)
+    label = data.get("label") if kind == "mark" and isinstance(data, dict) else None
+    if label is not None and not isinstance(label, str):
+        raise InvalidArgument("a mark's data.label must be a string or null")
+    target = None
+    if kind == "rewind":
+        target = rewind_target(data)
+        if target is None:
+            raise InvalidArgument("a rewind needs an integer data.target_message_id")
+    try:
+        if target is None:
+            row = yield one(
+                "append_message",
+                session_id=session_id,
+                agent_uuid=agent_uuid,
+                kind=kind,
+                content=content,
+                data=data_json,
+            )
+        else:
+            row = yield one(
+                "append_rewind",
+                session_id=session_id,
+                agent_uuid=agent_uuid,
+                content=content,
+                data=data_json,
+                target_message_id=target,
+            )
+    except Conflict as refused:  # a foreign key: the session or the agent
+        raise (yield from _why_refused(session_id, agent_uuid, target)) from refused
+    if row is None:
+        raise (yield from _why_refused(session_id, agent_uuid, target))
+    return Message.from_row(row)
+
+
+def _why_refused(
+    session_id: int, agent_uuid: str | None, target: int | None
+) -> Op[InvalidArgument]:
+    """Why an append wrote nothing (only computed on that rare path)."""
+    exists = yield one("session_exists", session_id=session_id)
+    if not exists["exists"]:
+        return InvalidArgument(f"session {session_id} does not exist")
+    if agent_uuid is not None:
+        agent = yield one("get_agent", uuid=agent_uuid)
+        if agent is None or int(agent["session_id"]) != session_id:
+            return InvalidArgument(f"agent {agent_uuid} is not an agent of session {session_id}")
+    return InvalidArgument(f"rewind target {target} is not a mark event of session {session_id}")
+
+
+def messages(session_id: int) -> Op[list[Message]]:
+    check_id(session_id, "session_id")
+    found = yield events("session_messages", session_id=session_id)
+    if found is None:
+        yield from require_session(session_id)
+    return found or []
+
+
+def count_messages(session_id: int) -> Op[int]:
+    check_id(session_id, "session_id")
+    row = yield one("count_session_messages", session_id=session_id)
+    count = int(row["count"])
+    if count == 0:
+        yield from require_session(session_id)
+    return count
+
+
+def replay_session(session_id: int) -> Op[ReplayContext]:
+    check_id(session_id, "session_id")
+    found = yield events("session_live_events", session_id=session_id)
+    if found is None:
+        yield from require_session(session_id)
+    return fold(found or [])

@@ -1,0 +1,70 @@
+"""Sessions: conversations that persist across launches (seed Model B).
+
+Owns the session operations shared by both faces (see ``ops``). Invariants: a session is active
+until ``end_session`` sets ``ended_at`` (ending it again keeps the first time); "the active
+session" is the most recently started one that has not ended, ties broken by id.
+"""
+
+from __future__ import annotations
+
+from .errors import NotFound
+from .models import Session
+from .ops import Op, many, one
+from .validate import check_id, check_limit, check_text
+
+__all__ = [
+    "create_session",
+    "end_session",
+    "get_active_session",
+    "get_session",
+    "list_sessions",
+    "require_session",
+    "set_session_title",
+]
+
+
+def create_session(title: str | None) -> Op[int]:
+    check_text(title, "title")
+    row = yield one("create_session", title=title)
+    return int(row["id"])
+
+
+def get_active_session() -> Op[int | None]:
+    row = yield one("get_active_session")
+    return None if row is None else int(row["id"])
+
+
+def end_session(session_id: int) -> Op[None]:
+    check_id(session_id, "session_id")
+    row = yield one("end_session", session_id=session_id)
+    if row is None:
+        raise NotFound(f"session {session_id} does not exist")
+
+
+def get_session(session_id: int) -> Op[Session]:
+    check_id(session_id, "session_id")
+    row = yield one("get_session", session_id=session_id)
+    if row is None:
+        raise NotFound(f"session {session_id} does not exist")
+    return Session.from_row(row)
+
+
+def list_sessions(limit: int) -> Op[list[Session]]:
+    check_limit(limit)
+    rows = yield many("list_sessions", limit=limit)
+    return [Session.from_row(r) for r in rows]
+
+
+def set_session_title(session_id: int, title: str | None) -> Op[None]:
+    check_id(session_id, "session_id")
+    check_text(title, "title")
+    row = yield one("set_session_title", session_id=session_id, title=title)
+    if row is None:
+        raise NotFound(f"session {session_id} does not exist")
+
+
+def require_session(session_id: int) -> Op[None]:
+    """``NotFound`` unless the session exists (asked only on rare paths)."""
+    row = yield one("session_exists", session_id=session_id)
+    if not row["exists"]:
+        raise NotFound(f"session {session_id} does not exist")
