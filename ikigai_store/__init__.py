@@ -13,6 +13,7 @@ PostgreSQL that starts itself when no database URL is configured.
 
 from __future__ import annotations
 
+from .aio import AsyncStore, open_async
 from .errors import (
     Conflict,
     ConnectError,
@@ -39,7 +40,7 @@ from .models import (
     is_valid_kind,
     tool_result,
 )
-from .sql import queries
+from .sql import aqueries, queries
 from .store import MAX_SEARCH_LIMIT, UNSET, Store, new_agent_uuid, open
 
 __version__ = "0.2.0"
@@ -50,6 +51,7 @@ __all__ = [
     "UNSET",
     "VALID_KINDS",
     "Agent",
+    "AsyncStore",
     "Conflict",
     "ConnectError",
     "ConnectionLost",
@@ -69,9 +71,11 @@ __all__ = [
     "StoreClosed",
     "UnsavedMessage",
     "__version__",
+    "aqueries",
     "is_valid_kind",
     "new_agent_uuid",
     "open",
+    "open_async",
     "queries",
     "tool_result",
 ]

@@ -16,7 +16,7 @@ import aiosql
 
 from ._resources import queries_dir
 
-__all__ = ["load_queries", "queries"]
+__all__ = ["aqueries", "load_queries", "queries"]
 
 _NAME = re.compile(r"^--\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
 
@@ -40,3 +40,4 @@ def load_queries(driver_adapter: str = "psycopg", directory: Path | None = None)
 
 
 queries: Any = load_queries()
+aqueries: Any = load_queries("apsycopg")

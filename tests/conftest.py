@@ -1,15 +1,50 @@
-"""Shared test configuration: Hypothesis profiles.
+"""Shared test configuration: Hypothesis profiles, and both faces for the behavioural tests.
 
 "ci" (the default) keeps property tests bounded; "local" runs many more and longer examples. Pick
 one with the environment variable HYPOTHESIS_PROFILE (e.g. ``HYPOTHESIS_PROFILE=local pytest``).
+
+``ikigai_store`` (the plugin's rolled-back store) is overridden here to be parametrized over the
+two faces: every test that takes it runs once on ``Store`` and once on ``AsyncStore`` (through
+``tests.faces.SyncView``). Select one with ``-k sync`` / ``-k async``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
 
+import pytest
 from hypothesis import settings
+
+import ikigai_store as ik
+from tests.faces import LoopThread, SyncView
 
 settings.register_profile("ci", max_examples=30, stateful_step_count=30, deadline=None)
 settings.register_profile("local", max_examples=300, stateful_step_count=60, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def loop_thread() -> Iterator[LoopThread]:
+    """One event loop for the async face's tests, in a daemon thread."""
+    loop = LoopThread()
+    yield loop
+    loop.close()
+
+
+@pytest.fixture(scope="module")
+def async_module_store(ikigai_db_url: str, loop_thread: LoopThread) -> Iterator[SyncView]:
+    """An AsyncStore on this file's database, seen through the sync API."""
+    store = loop_thread.call(ik.AsyncStore.connect(ikigai_db_url, pool_size=2))
+    yield SyncView(store, loop_thread)
+    loop_thread.call(store.close())
+
+
+@pytest.fixture(params=["sync", "async"])
+def ikigai_store(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A store whose every write in this test is rolled back afterwards, on each face."""
+    name = "ikigai_module_store" if request.param == "sync" else "async_module_store"
+    store = request.getfixturevalue(name)
+    with store.transaction(force_rollback=True):
+        yield store

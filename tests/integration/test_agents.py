@@ -21,19 +21,26 @@ def sid(ikigai_store: ik.Store) -> int:
 
 @contextmanager
 def count_statements() -> Iterator[list[str]]:
-    """Record every statement psycopg sends from this process inside the block."""
+    """Record every statement psycopg sends from this process inside the block (both faces)."""
     sent: list[str] = []
     original = psycopg.Cursor.execute
+    original_async = psycopg.AsyncCursor.execute
 
     def execute(self, query, params=None, **kwargs):  # type: ignore[no-untyped-def]
         sent.append(str(query))
         return original(self, query, params, **kwargs)
 
+    async def execute_async(self, query, params=None, **kwargs):  # type: ignore[no-untyped-def]
+        sent.append(str(query))
+        return await original_async(self, query, params, **kwargs)
+
     psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+    psycopg.AsyncCursor.execute = execute_async  # type: ignore[method-assign]
     try:
         yield sent
     finally:
         psycopg.Cursor.execute = original  # type: ignore[method-assign]
+        psycopg.AsyncCursor.execute = original_async  # type: ignore[method-assign]
 
 
 def test_agent_uuid_format(ikigai_store: ik.Store, sid: int) -> None:

@@ -1,0 +1,335 @@
+"""The asyncio face: ``AsyncStore`` and ``open_async``, the same operations as ``Store``.
+
+Owns the asyncio-facing API: an ``AsyncPool``, transactions and one thin coroutine per
+operation. Every operation is the very generator ``Store`` runs (see ``ops``), driven by
+``ops.arun`` on the same SQL, so the two faces cannot drift; a test checks that every public
+``Store`` method has a twin here with the same signature, and the integration tests run against
+both. Invariants: as for ``Store``; the connection of ``store.transaction()`` is pinned in a
+``ContextVar``, so it belongs to the task that opened the block (and the tasks it creates inside
+it); blocking work (starting the embedded server, migrations) runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Generator
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psycopg
+
+from . import admin, agents, events, ops, search, sessions
+from . import migrate as _migrate
+from .agents import UNSET, Unset
+from .config import redact, resolve_url
+from .errors import ConnectionLost, IkigaiStoreError, translate
+from .models import Agent, Message, ReplayContext, ReplayRange, SearchHit, Session
+from .pool import AConn, AsyncPool
+from .store import Store, check_pool_options
+from .validate import check_seconds
+
+__all__ = ["AsyncStore", "open_async"]
+
+T = TypeVar("T")
+
+
+class _Opening:
+    """What ``open_async`` returns: await it, or use it as ``async with``."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._store: AsyncStore | None = None
+
+    def __await__(self) -> Generator[Any, None, AsyncStore]:
+        store: AsyncStore = yield from self._make().__await__()
+        return store
+
+    async def __aenter__(self) -> AsyncStore:
+        self._store = await self._make()
+        return self._store
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._store is not None:
+            await self._store.close()
+
+
+def open_async(
+    url: str | None = None,
+    *,
+    migrate: bool = True,
+    pool_size: int = 4,
+    timeout: float = 10.0,
+    migration_lock_timeout: float = 60.0,
+) -> _Opening:
+    """``ik.open`` for asyncio: ``store = await ik.open_async()`` or
+    ``async with ik.open_async() as store:``. Same arguments, same database resolution (the
+    embedded server included), same errors."""
+    check_pool_options(pool_size, timeout)
+    check_seconds(migration_lock_timeout, "migration_lock_timeout")
+
+    async def make() -> AsyncStore:
+        resolved = resolve_url(url)
+        data_dir = None
+        if resolved is None:
+            from .db import default_data_dir, embedded_url
+
+            data_dir = default_data_dir()
+            resolved = await asyncio.to_thread(embedded_url, data_dir)
+        store = await AsyncStore.connect(resolved, pool_size=pool_size, timeout=timeout)
+        store.embedded_data_dir = data_dir
+        if migrate:
+            try:
+                await store.migrate(lock_timeout=migration_lock_timeout)
+            except BaseException:
+                await store.close()
+                raise
+        return store
+
+    return _Opening(make)
+
+
+class AsyncStore:
+    """``Store`` for asyncio: the same methods as coroutines (create with ``open_async`` or
+    ``await AsyncStore.connect(url)``); safe to share between tasks."""
+
+    def __init__(self, url: str, pool: AsyncPool) -> None:
+        self._conninfo = url
+        self._pool = pool
+        #: Data directory of the embedded server this store runs on (None for other servers).
+        self.embedded_data_dir: Path | None = None
+        self._pinned: ContextVar[AConn | None] = ContextVar(
+            f"ikigai_async_store_{id(self)}", default=None
+        )
+
+    @classmethod
+    async def connect(cls, url: str, *, pool_size: int = 4, timeout: float = 10.0) -> AsyncStore:
+        """A store on ``url`` (no migrations applied); ``ConnectError`` if it is unreachable."""
+        check_pool_options(pool_size, timeout)
+        conninfo = resolve_url(url) or ""
+        pool = await AsyncPool.create(conninfo, max_size=pool_size, timeout=timeout)
+        return cls(conninfo, pool)
+
+    @property
+    def url(self) -> str:
+        """The database URL with its password masked (safe to print; see ``config.redact``)."""
+        return redact(self._conninfo)
+
+    def __repr__(self) -> str:
+        return f"<AsyncStore {self.url}>"
+
+    async def __aenter__(self) -> AsyncStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close every connection of the store. Idempotent."""
+        await self._pool.close()
+
+    # ---------------------------------------------------------------- running operations
+
+    async def _run(self, op: ops.Op[T]) -> T:
+        atomic = ops.is_atomic(op)
+        return await ops.arun(lambda: self._scope(atomic), op, self._on_error)
+
+    @asynccontextmanager
+    async def _scope(self, atomic: bool) -> AsyncIterator[AConn]:
+        pinned = self._pinned.get()
+        if pinned is not None:
+            async with pinned.transaction():
+                yield pinned
+            return
+        async with self._pool.connection() as conn:
+            if atomic:
+                async with conn.transaction():
+                    yield conn
+            else:
+                yield conn
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AConn]:
+        """Internal: a connection for raw SQL (see ``Store._connection``)."""
+        async with self._scope(False) as conn:
+            try:
+                yield conn
+            except psycopg.Error as exc:
+                raise self._on_error(exc, conn) from exc
+
+    def _on_error(self, exc: psycopg.Error, conn: Any) -> IkigaiStoreError:
+        error = translate(exc, conn)
+        if isinstance(error, ConnectionLost):
+            self._pool.mark_suspect()
+        return error
+
+    @asynccontextmanager
+    async def transaction(self, *, force_rollback: bool = False) -> AsyncIterator[AsyncStore]:
+        """``async with store.transaction():`` groups the calls made inside the block (in this
+        task) into one transaction; see ``Store.transaction``."""
+        pinned = self._pinned.get()
+        try:
+            if pinned is not None:
+                async with pinned.transaction(force_rollback=force_rollback):
+                    yield self
+                return
+            async with self._pool.connection() as conn:
+                token = self._pinned.set(conn)
+                try:
+                    async with conn.transaction(force_rollback=force_rollback):
+                        yield self
+                finally:
+                    self._pinned.reset(token)
+        except psycopg.Error as exc:
+            raise self._on_error(exc, pinned) from exc
+
+    # ---------------------------------------------------------------- schema
+
+    async def migrate(
+        self, progress: Callable[[str], None] | None = None, *, lock_timeout: float = 60.0
+    ) -> list[str]:
+        """See ``Store.migrate`` (runs in a worker thread; ``progress`` is called there)."""
+        check_seconds(lock_timeout, "lock_timeout")
+        return await asyncio.to_thread(
+            _migrate.apply, self._conninfo, progress=progress, lock_timeout=lock_timeout
+        )
+
+    async def pending_migrations(self) -> list[str]:
+        """See ``Store.pending_migrations``."""
+        return await asyncio.to_thread(_migrate.pending, self._conninfo)
+
+    # ---------------------------------------------------------------- operations
+    # One line each; the docstrings are Store's (copied below the class).
+
+    async def schema_version(self) -> int:
+        return await self._run(admin.schema_version())
+
+    async def create_session(self, title: str | None = None) -> int:
+        return await self._run(sessions.create_session(title))
+
+    async def get_active_session(self) -> int | None:
+        return await self._run(sessions.get_active_session())
+
+    async def end_session(self, session_id: int) -> None:
+        return await self._run(sessions.end_session(session_id))
+
+    async def get_session(self, session_id: int) -> Session:
+        return await self._run(sessions.get_session(session_id))
+
+    async def list_sessions(self, limit: int = 50) -> list[Session]:
+        return await self._run(sessions.list_sessions(limit))
+
+    async def set_session_title(self, session_id: int, title: str | None) -> None:
+        return await self._run(sessions.set_session_title(session_id, title))
+
+    async def append(
+        self,
+        session_id: int,
+        kind: str,
+        content: str | None = None,
+        data: Any = None,
+        *,
+        agent_uuid: str | None = None,
+    ) -> Message:
+        return await self._run(events.append(session_id, kind, content, data, agent_uuid))
+
+    async def messages(self, session_id: int) -> list[Message]:
+        return await self._run(events.messages(session_id))
+
+    async def count_messages(self, session_id: int) -> int:
+        return await self._run(events.count_messages(session_id))
+
+    async def replay_session(self, session_id: int) -> ReplayContext:
+        return await self._run(events.replay_session(session_id))
+
+    async def create_agent(
+        self,
+        session_id: int,
+        *,
+        name: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        thinking_level: str | None = None,
+    ) -> Agent:
+        return await self._run(
+            agents.create_agent(session_id, name, provider, model, thinking_level)
+        )
+
+    async def fork_agent(
+        self,
+        parent_uuid: str,
+        *,
+        name: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        thinking_level: str | None = None,
+    ) -> Agent:
+        return await self._run(
+            agents.fork_agent(parent_uuid, name, provider, model, thinking_level)
+        )
+
+    async def get_agent(self, uuid: str) -> Agent:
+        return await self._run(agents.get_agent(uuid))
+
+    async def kill_agent(self, uuid: str) -> list[str]:
+        return await self._run(agents.kill_agent(uuid))
+
+    async def reap_agent(self, uuid: str) -> None:
+        return await self._run(agents.reap_agent(uuid))
+
+    async def set_agent_idle(self, uuid: str, idle: bool) -> None:
+        return await self._run(agents.set_agent_idle(uuid, idle))
+
+    async def update_agent_model(
+        self,
+        uuid: str,
+        *,
+        provider: str | Unset | None = UNSET,
+        model: str | Unset | None = UNSET,
+        thinking_level: str | Unset | None = UNSET,
+    ) -> Agent:
+        return await self._run(agents.update_agent_model(uuid, provider, model, thinking_level))
+
+    async def running_agents(self, session_id: int | None = None) -> list[Agent]:
+        return await self._run(agents.running_agents(session_id))
+
+    async def children(self, uuid: str) -> list[Agent]:
+        return await self._run(agents.children(uuid))
+
+    async def ensure_root_agent(self, session_id: int, **fields: str | None) -> Agent:
+        return await self._run(agents.ensure_root_agent(session_id, fields))
+
+    async def find_clear(self, agent_uuid: str, max_id: int | None = None) -> int:
+        return await self._run(agents.find_clear(agent_uuid, max_id))
+
+    async def replay_ranges(self, agent_uuid: str) -> list[ReplayRange]:
+        return await self._run(agents.replay_ranges(agent_uuid))
+
+    async def query_range(self, replay_range: ReplayRange) -> list[Message]:
+        return await self._run(agents.query_range(replay_range))
+
+    async def replay_agent(self, agent_uuid: str) -> ReplayContext:
+        return await self._run(agents.replay_agent(agent_uuid))
+
+    async def mark(self, agent_uuid: str, label: str | None = None) -> Message:
+        return await self._run(agents.mark(agent_uuid, label))
+
+    async def rewind(self, agent_uuid: str, label: str | None = None) -> Message:
+        return await self._run(agents.rewind(agent_uuid, label))
+
+    async def clear(self, agent_uuid: str) -> Message:
+        return await self._run(agents.clear(agent_uuid))
+
+    async def search(
+        self, query: str, *, session_id: int | None = None, limit: int = 50
+    ) -> list[SearchHit]:
+        return await self._run(search.search(query, session_id, limit))
+
+    async def truncate_all(self) -> None:
+        return await self._run(admin.truncate_all())
+
+
+for _name, _method in vars(AsyncStore).items():
+    if not _name.startswith("_") and callable(_method) and _method.__doc__ is None:
+        _method.__doc__ = getattr(Store, _name).__doc__
