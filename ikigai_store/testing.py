@@ -12,6 +12,8 @@ patterns, in Python:
   created afresh, migrated once, dropped at the end of the file.
 - ``ikigai_store`` (function): a ``Store`` on that database whose work runs inside a transaction
   that is rolled back after the test — tests see an empty schema and leave nothing behind.
+- ``ikigai_async_store`` (function, needs pytest-asyncio): the same for ``AsyncStore``, e.g.
+  ``@pytest.mark.asyncio async def test_x(ikigai_async_store): await ikigai_async_store...``.
 - ``ikigai_empty_db_url`` (function): an empty, unmigrated database (for migration tests).
 - ``truncate_all(store)``: empties every table, for tests that must commit.
 Invariant: no fixture touches a database it did not create.
@@ -20,14 +22,16 @@ Invariant: no fixture touches a database it did not create.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from . import migrate
+from .aio import AsyncStore
 from .db import admin_url, create_database, drop_database, embedded_server_url, testing_data_dir
 from .store import Store
 
@@ -115,6 +119,20 @@ def ikigai_store(ikigai_module_store: Store) -> Iterator[Store]:
     """A store whose every write in this test is rolled back afterwards."""
     with ikigai_module_store.transaction(force_rollback=True):
         yield ikigai_module_store
+
+
+if importlib.util.find_spec("pytest_asyncio") is not None:  # the async fixture needs it
+    import pytest_asyncio
+
+    @pytest_asyncio.fixture
+    async def ikigai_async_store(ikigai_db_url: str) -> AsyncIterator[AsyncStore]:
+        """An AsyncStore whose every write in this test is rolled back afterwards."""
+        store = await AsyncStore.connect(ikigai_db_url, pool_size=2)
+        try:
+            async with store.transaction(force_rollback=True):
+                yield store
+        finally:
+            await store.close()
 
 
 @pytest.fixture

@@ -96,3 +96,32 @@ def test_pghost_is_honoured_without_host_in_url(
         monkeypatch.setenv("PGPASSWORD", str(password))
     with ik.open(f"postgresql://{user}/{params['dbname']}", migrate=False) as store:
         assert store.schema_version() >= 2
+
+
+def test_async_store_fixture(tmp_path: Path, ikigai_server_url: str) -> None:
+    """With pytest-asyncio, ikigai_async_store is a rolled-back AsyncStore on a migrated db."""
+    pytest.importorskip("pytest_asyncio")
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+    )
+    (tmp_path / "test_async_user.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.asyncio\n"
+        "async def test_one(ikigai_async_store):\n"
+        "    assert await ikigai_async_store.list_sessions() == []\n"
+        "    await ikigai_async_store.create_session('rolled back')\n"
+        "@pytest.mark.asyncio\n"
+        "async def test_two(ikigai_async_store):\n"
+        "    assert await ikigai_async_store.list_sessions() == []\n"
+    )
+    env = {**os.environ, "IKIGAI_TEST_DATABASE_URL": ikigai_server_url}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error", "."],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout

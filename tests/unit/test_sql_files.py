@@ -97,3 +97,27 @@ def test_lineage_walk_is_written_once() -> None:
     walks = re.findall(r"WITH RECURSIVE walk .*?\n\)\n", text, re.S)
     assert len(walks) == 2
     assert walks[0] == walks[1]
+
+
+def test_queries_load_in_both_adapters_alike() -> None:
+    """No $ or <! query (the sync and async adapters differ on those); both load every name."""
+    for path in queries_dir().glob("*.sql"):
+        for header in re.findall(r"(?m)^-- name: (.*)$", path.read_text()):
+            assert not header.endswith(("$", "<!")), f"{path.name}: {header}"
+    for name in sqlmod.query_names(queries_dir()):
+        assert callable(getattr(ik.aqueries, name)), name
+
+
+CALL = re.compile(r"""\b(?:one|many|events|statement)\(\s*"(\w+)\"""")
+
+
+def test_every_query_an_operation_calls_exists() -> None:
+    """The query names the area modules yield exist (a typo would fail only on its rare path)."""
+    names = set(sqlmod.query_names(queries_dir()))
+    called = {
+        (path.name, name)
+        for path in PACKAGE.glob("*.py")
+        for name in CALL.findall(path.read_text())
+    }
+    assert called, "no operation calls found"
+    assert {c for c in called if c[1] not in names} == set()
