@@ -122,52 +122,22 @@ WHERE (agent_uuid, id) > (:agent_uuid, :start_id)
 ORDER BY agent_uuid, id;
 
 -- name: replay_ranges(agent_uuid)
--- The ranges of the agent's virtual history that follow its newest clear, root first.
--- Walk from the leaf: each agent's newest clear <= the current bound (none for the leaf) ends
--- the walk; otherwise the whole own range is taken and the walk moves to the parent, bounded
--- by this agent's fork point. It terminates: each step follows parent_uuid, which only points
--- at rows created earlier (agents form a forest), or stops at a clear.
-WITH RECURSIVE walk (depth, uuid, parent_uuid, fork_message_id, end_id, clear_id) AS (
-    SELECT 0, a.uuid, a.parent_uuid, a.fork_message_id, CAST(NULL AS bigint),
-           (SELECT max(m.id) FROM messages AS m WHERE m.agent_uuid = a.uuid AND m.kind = 'clear')
-    FROM agents AS a
-    WHERE a.uuid = :agent_uuid
-    UNION ALL
-    SELECT w.depth + 1, p.uuid, p.parent_uuid, p.fork_message_id, w.fork_message_id,
-           (SELECT max(m.id) FROM messages AS m
-            WHERE m.agent_uuid = p.uuid AND m.kind = 'clear' AND m.id <= w.fork_message_id)
-    FROM walk AS w
-    JOIN agents AS p ON p.uuid = w.parent_uuid
-    WHERE w.clear_id IS NULL
-)
-SELECT uuid AS agent_uuid, COALESCE(clear_id, 0) AS start_id, end_id
-FROM walk
+-- The ranges of the agent's virtual history that follow its newest clear, root first: the one
+-- lineage walk, agent_replay_ranges() (migration 0005, where it says why it terminates).
+SELECT agent_uuid, start_id, end_id
+FROM agent_replay_ranges(:agent_uuid)
 ORDER BY depth DESC;
 
 -- name: replay_agent_events(agent_uuid)
--- Everything lineage replay needs in one round trip: the replay_ranges walk (same CTE, kept
--- identical by a test) joined to each range's events, root range first, id order within.
--- An empty range yields one row of NULLs, so "no rows" means "no such agent".
--- Terminates for the same reason as replay_ranges.
-WITH RECURSIVE walk (depth, uuid, parent_uuid, fork_message_id, end_id, clear_id) AS (
-    SELECT 0, a.uuid, a.parent_uuid, a.fork_message_id, CAST(NULL AS bigint),
-           (SELECT max(m.id) FROM messages AS m WHERE m.agent_uuid = a.uuid AND m.kind = 'clear')
-    FROM agents AS a
-    WHERE a.uuid = :agent_uuid
-    UNION ALL
-    SELECT w.depth + 1, p.uuid, p.parent_uuid, p.fork_message_id, w.fork_message_id,
-           (SELECT max(m.id) FROM messages AS m
-            WHERE m.agent_uuid = p.uuid AND m.kind = 'clear' AND m.id <= w.fork_message_id)
-    FROM walk AS w
-    JOIN agents AS p ON p.uuid = w.parent_uuid
-    WHERE w.clear_id IS NULL
-)
+-- Everything lineage replay needs in one round trip: agent_replay_ranges() joined to each
+-- range's events, root range first, id order within. An empty range yields one row of NULLs,
+-- so "no rows" means "no such agent". Row comparisons keep each range on idx_messages_agent.
 SELECT m.id, m.session_id, m.agent_uuid, m.kind, m.content, m.data, m.created_at
-FROM walk AS w
+FROM agent_replay_ranges(:agent_uuid) AS w
 LEFT JOIN LATERAL (
     SELECT e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created_at
     FROM messages AS e
-    WHERE (e.agent_uuid, e.id) > (w.uuid, COALESCE(w.clear_id, 0))
-      AND (e.agent_uuid, e.id) <= (w.uuid, COALESCE(w.end_id, 9223372036854775807))
+    WHERE (e.agent_uuid, e.id) > (w.agent_uuid, w.start_id)
+      AND (e.agent_uuid, e.id) <= (w.agent_uuid, COALESCE(w.end_id, 9223372036854775807))
 ) AS m ON true
 ORDER BY w.depth DESC, m.id;

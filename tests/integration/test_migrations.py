@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,7 +29,9 @@ ALL = [
     "0002-session-replay-indexes",
     "0003-agents",
     "0004-messages-agent-uuid",
+    "0005-lineage-walk-and-kinds",
 ]
+LATEST = 5
 
 
 def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -52,7 +55,7 @@ def _version(url: str) -> int:
 
 
 def test_fresh_database_gets_seed_schema(ikigai_empty_db_url: str) -> None:
-    """Applying to an empty database creates the seed tables, indexes and version 4."""
+    """Applying to an empty database creates the seed tables, indexes and the latest version."""
     url = ikigai_empty_db_url
     assert migrate.apply(url) == ALL
     assert {"schema_metadata", "sessions", "messages"} <= _tables(url)
@@ -86,7 +89,7 @@ def test_fresh_database_gets_seed_schema(ikigai_empty_db_url: str) -> None:
     assert fks["messages_agent_session_fkey"] == (
         "FOREIGN KEY (agent_uuid, session_id) REFERENCES agents(uuid, session_id)"
     )
-    assert _version(url) == 4
+    assert _version(url) == LATEST
 
 
 def test_second_apply_is_noop(ikigai_empty_db_url: str) -> None:
@@ -103,7 +106,7 @@ def test_store_migrate_and_schema_version(ikigai_empty_db_url: str) -> None:
         assert store.pending_migrations() == ALL
         assert store.migrate() == ALL
         assert store.migrate() == []
-        assert store.schema_version() == 4
+        assert store.schema_version() == LATEST
 
 
 def _yoyo(*args: str) -> subprocess.CompletedProcess[str]:
@@ -121,7 +124,7 @@ def test_plain_yoyo_apply_agrees(ikigai_empty_db_url: str) -> None:
     done = _yoyo("apply", "-d", to_yoyo_url(url), str(migrations_dir()))
     assert done.returncode == 0, done.stderr
     assert migrate.pending(url) == []
-    assert _version(url) == 4
+    assert _version(url) == LATEST
     listed = _yoyo("list", "-d", to_yoyo_url(url), str(migrations_dir()))
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.count("| A |") == len(ALL) or all(m in listed.stdout for m in ALL)
@@ -141,7 +144,7 @@ def test_rollback_really_undoes(ikigai_empty_db_url: str) -> None:
     """Rolling back every migration removes our schema; applying again restores it."""
     url = ikigai_empty_db_url
     migrate.apply(url)
-    assert migrate.rollback(url, count=3) == ALL[:0:-1]
+    assert migrate.rollback(url, count=len(ALL) - 1) == ALL[:0:-1]
     assert "idx_messages_session_clear" not in _indexes(url)
     assert "agents" not in _tables(url)
     assert _version(url) == 1
@@ -188,13 +191,13 @@ def test_adopts_c_era_database(ikigai_empty_db_url: str) -> None:
     assert idx["idx_messages_search"] == search_index
     assert idx["idx_messages_session"].endswith("(session_id, id)")
     assert idx["idx_messages_session_created"].endswith("(session_id, created_at)")
-    assert _version(url) == 4
+    assert _version(url) == LATEST
     with ik.open(url) as store:
         ctx = store.replay_session(1)
         assert [m.content for m in ctx.messages] == ["hello from C", "cp", "cp"]
         assert store.search("hello")[0].message.content == "hello from C"
     # and rolling 0002 back restores the C index under its original name
-    migrate.rollback(url, count=3)
+    migrate.rollback(url, count=len(ALL) - 1)
     assert _indexes(url)["idx_messages_session"].endswith("(session_id, created_at)")
 
 
@@ -226,7 +229,7 @@ def test_failing_migration_rolls_back_and_names_file(
     assert "0998-broken.sql" in message
     assert "no_such_column" in message
     assert "half_done" not in _tables(url)
-    assert _version(url) == 4
+    assert _version(url) == LATEST
     assert migrate.pending(url, extra_sources=[tmp_path]) == ["0998-broken"]
 
 
@@ -394,7 +397,7 @@ def test_hung_migrator_does_not_block_up_to_date_opens(
     try:
         assert migrate.apply(url, lock_timeout=600) == []
         with ik.open(url, migration_lock_timeout=600) as store:
-            assert store.schema_version() == 4
+            assert store.schema_version() == LATEST
         assert migrate.pending(url, extra_sources=[tmp_path]) == ["0997-hangs"]
     finally:
         proc.kill()
@@ -444,3 +447,28 @@ def test_lock_timeout_is_validated(ikigai_empty_db_url: str, bad: Any) -> None:
     """lock_timeout must be a number of seconds in (0, 86400]."""
     with ik.Store(ikigai_empty_db_url) as store, pytest.raises(ik.InvalidArgument):
         store.migrate(lock_timeout=bad)
+
+
+def _check_values(url: str, table: str, constraint: str) -> set[str]:
+    definition = _q(
+        url,
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+        "WHERE conrelid = %s::regclass AND conname = %s",
+        (table, constraint),
+    )[0][0]
+    return set(re.findall(r"'([^']+)'::text", definition))
+
+
+def test_python_vocabularies_equal_the_schema_checks(ikigai_empty_db_url: str) -> None:
+    """VALID_KINDS and AGENT_STATUSES are exactly the values the database's CHECKs allow."""
+    migrate.apply(ikigai_empty_db_url)
+    assert _check_values(ikigai_empty_db_url, "messages", "messages_kind_check") == ik.VALID_KINDS
+    assert _check_values(ikigai_empty_db_url, "agents", "agents_status_check") == (
+        ik.AGENT_STATUSES
+    )
+    with pytest.raises(psycopg.errors.CheckViolation):
+        _q(
+            ikigai_empty_db_url,
+            "INSERT INTO sessions DEFAULT VALUES; "
+            "INSERT INTO messages (session_id, kind) SELECT max(id), 'User' FROM sessions",
+        )

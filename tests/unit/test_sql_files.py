@@ -92,11 +92,13 @@ def test_packaged_directories_match_checkout() -> None:
 
 
 def test_lineage_walk_is_written_once() -> None:
-    """replay_ranges and replay_agent_events share the exact same recursive walk."""
-    text = (queries_dir() / "agents.sql").read_text()
-    walks = re.findall(r"WITH RECURSIVE walk .*?\n\)\n", text, re.S)
-    assert len(walks) == 2
-    assert walks[0] == walks[1]
+    """The recursive lineage walk exists once (agent_replay_ranges); the replay queries use it."""
+    texts = [p.read_text() for p in [*queries_dir().glob("*.sql"), *migrations_dir().glob("*.sql")]]
+    assert sum(t.count("RECURSIVE walk") for t in texts) == 1
+    agents = (queries_dir() / "agents.sql").read_text()
+    for name in ("replay_ranges", "replay_agent_events"):
+        block = agents.split(f"-- name: {name}(", 1)[1].split("-- name:", 1)[0]
+        assert "FROM agent_replay_ranges(:agent_uuid)" in block, name
 
 
 def test_queries_load_in_both_adapters_alike() -> None:
