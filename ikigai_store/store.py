@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import enum
+import functools
 import json
 import os
 import threading
@@ -27,7 +28,7 @@ from psycopg.rows import tuple_row
 
 from . import migrate as _migrate
 from .db import Conn, Pool, redact, resolve_url, translate, translate_errors
-from .errors import ConnectionLost, IkigaiStoreError, InvalidArgument, NotFound
+from .errors import ConnectError, ConnectionLost, IkigaiStoreError, InvalidArgument, NotFound
 from .models import (
     VALID_KINDS,
     Agent,
@@ -79,12 +80,14 @@ def open(url: str | None = None, *, migrate: bool = True, pool_size: int = 4) ->
     """
     resolved = resolve_url(url)
     data_dir = None
+    revive = None
     if resolved is None:
-        from .db import default_data_dir, embedded_url
+        from .embedded import default_data_dir, embedded_url
 
         data_dir = default_data_dir()
         resolved = embedded_url(data_dir)
-    store = Store(resolved, pool_size=pool_size)
+        revive = functools.partial(embedded_url, data_dir)  # restarts a server that died
+    store = Store(resolved, pool_size=pool_size, on_unavailable=revive)
     store.embedded_data_dir = data_dir
     if migrate:
         try:
@@ -98,10 +101,21 @@ def open(url: str | None = None, *, migrate: bool = True, pool_size: int = 4) ->
 class Store:
     """A pool of connections to one ikigai database and the operations on it (thread-safe)."""
 
-    def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 4,
+        timeout: float = 10.0,
+        on_unavailable: Callable[[], object] | None = None,
+    ) -> None:
+        """``on_unavailable()`` is called when no connection can be opened, then one retry is
+        made: it may bring the database back (``open()`` passes one restarting the embedded
+        server) or raise."""
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
             raise InvalidArgument("pool_size must be a positive integer")
         self.url = url
+        self._on_unavailable = on_unavailable
         #: Data directory of the embedded server this store runs on (None for other servers).
         self.embedded_data_dir: Path | None = None
         self._pool = Pool(url, max_size=pool_size, timeout=timeout)
@@ -133,7 +147,7 @@ class Store:
         even outside ``transaction()`` (for multi-statement writes).
         """
         pinned: Conn | None = getattr(self._local, "conn", None)
-        conn = pinned if pinned is not None else self._pool.get()
+        conn = pinned if pinned is not None else self._checkout()
         try:
             if atomic or pinned is not None:
                 with conn.transaction():
@@ -145,6 +159,16 @@ class Store:
         finally:
             if pinned is None:
                 self._pool.put(conn)
+
+    def _checkout(self) -> Conn:
+        """A pooled connection; if none can be opened, ``on_unavailable`` gets one chance."""
+        try:
+            return self._pool.get()
+        except ConnectError as exc:
+            if self._on_unavailable is None or not isinstance(exc.__cause__, psycopg.Error):
+                raise  # no hook, or not a failed connection attempt (closed store, pool full)
+            self._on_unavailable()
+            return self._pool.get()
 
     def _translate(self, exc: psycopg.Error, conn: Conn) -> IkigaiStoreError:
         error = translate(exc, conn)
@@ -165,7 +189,7 @@ class Store:
             with translate_errors(pinned), pinned.transaction(force_rollback=force_rollback):
                 yield self
             return
-        conn = self._pool.get()
+        conn = self._checkout()
         self._local.conn = conn
         try:
             with conn.transaction(force_rollback=force_rollback):
