@@ -229,6 +229,8 @@ def _is_postmaster_of(pid: int, data_dir: Path) -> bool:
     """Whether ``pid`` is a live (not zombie) postmaster of ``data_dir`` (its -D argument)."""
     import psutil
 
+    if pid <= 0:
+        return False  # -pid: a single-user backend (initdb, postgres --single), no socket
     try:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:
@@ -260,7 +262,7 @@ def _wait_until_gone(pid: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            proc = psutil.Process(pid)
+            proc = psutil.Process(abs(pid))  # -pid: a single-user backend
             if proc.status() != psutil.STATUS_ZOMBIE and not proc.name().startswith("postgres"):
                 return  # the pid now belongs to an unrelated process
         except psutil.Error:

@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
+import psycopg
 import pytest
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
@@ -64,8 +67,8 @@ def _start(data_dir: Path, text: str) -> tuple[subprocess.Popen[str], dict[str, 
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line:
-        proc.wait(timeout=30)
-        pytest.fail(f"user process failed: {proc.stderr.read() if proc.stderr else ''}")
+        _, err = proc.communicate(timeout=30)
+        pytest.fail(f"user process failed: {err}")
     return proc, json.loads(line)
 
 
@@ -82,7 +85,7 @@ def _postmaster(data_dir: Path) -> int | None:
         return None
     try:
         return pid if psutil.Process(pid).name() == "postgres" else None
-    except psutil.Error:
+    except (psutil.Error, ValueError):  # ValueError: -pid, a single-user backend (initdb)
         return None
 
 
@@ -104,10 +107,14 @@ def _stop_leftover(data_dir: Path) -> None:
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "store" / "pgdata"
+def data_dir() -> Iterator[Path]:
+    # Not under tmp_path: every pytest run as root (even another one) resets /tmp/pytest-of-root
+    # to 0700, locking the server's system user (pgserver) out of data dirs below it.
+    base = Path(tempfile.mkdtemp(prefix="ikemb-"))
+    path = base / "store" / "pgdata"
     yield path
     _stop_leftover(path)
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def test_import_emits_no_warnings(tmp_path: Path) -> None:
@@ -220,13 +227,12 @@ PROBE = textwrap.dedent(
     """
 )
 SYSTEM_PYTHON = Path("/usr/bin/python3")
-SITE_PACKAGES = next(p for p in map(Path, sys.path) if (p / "psycopg").is_dir())
+SITE_PACKAGES = Path(psycopg.__file__).parents[1]  # for a python outside our virtualenv
 
 
 def _os_user(name: str) -> str:
     """A local system user ``name`` (created once), or skip when that is not possible here."""
     import pwd
-    import shutil
 
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         pytest.skip("needs root to act as another local user")
@@ -268,12 +274,9 @@ def _probe(socket_path: Path, user: str | None) -> str:
 @pytest.mark.parametrize("length", ["short", "long"])
 def test_other_local_users_cannot_connect(owner: str, length: str) -> None:
     """Another local user can never reach the socket (short or long data dir, root or not)."""
-    import shutil
-    import tempfile
-
     probe = _os_user("ikigai-probe")
     user = None if owner == "root" else _os_user("ikigai-owner")
-    base = Path(tempfile.mkdtemp(prefix="ikp-"))
+    base = Path(tempfile.mkdtemp(prefix="ikemb-"))
     if user is not None:
         shutil.chown(base, user)
     data_dir = base / ("d" * 90 if length == "long" else "s") / "pgdata"
@@ -317,8 +320,6 @@ def test_socket_dir_made_by_another_user_is_refused(tmp_path: Path) -> None:
     assert squatted != data_dir
     squatted.mkdir(mode=0o777)
     try:
-        import shutil
-
         shutil.chown(squatted, other)
         with pytest.raises(ConnectError, match="refusing to put the embedded PostgreSQL's socket"):
             embedded_url(data_dir)
