@@ -12,6 +12,7 @@ it); blocking work (starting the embedded server, migrations) runs in a worker t
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -72,12 +73,16 @@ def open_async(
     async def make() -> AsyncStore:
         resolved = resolve_url(url)
         data_dir = None
+        revive = None
         if resolved is None:
-            from .db import default_data_dir, embedded_url
+            from .embedded import default_data_dir, embedded_url
 
             data_dir = default_data_dir()
             resolved = await asyncio.to_thread(embedded_url, data_dir)
-        store = await AsyncStore.connect(resolved, pool_size=pool_size, timeout=timeout)
+            revive = functools.partial(embedded_url, data_dir)  # restarts a server that died
+        store = await AsyncStore.connect(
+            resolved, pool_size=pool_size, timeout=timeout, on_unavailable=revive
+        )
         store.embedded_data_dir = data_dir
         if migrate:
             try:
@@ -104,11 +109,23 @@ class AsyncStore:
         )
 
     @classmethod
-    async def connect(cls, url: str, *, pool_size: int = 4, timeout: float = 10.0) -> AsyncStore:
-        """A store on ``url`` (no migrations applied); ``ConnectError`` if it is unreachable."""
+    async def connect(
+        cls,
+        url: str,
+        *,
+        pool_size: int = 4,
+        timeout: float = 10.0,
+        on_unavailable: Callable[[], object] | None = None,
+    ) -> AsyncStore:
+        """A store on ``url`` (no migrations applied); ``ConnectError`` if it is unreachable.
+
+        Arguments as for ``Store`` (``on_unavailable`` is blocking: it runs in a worker thread).
+        """
         check_pool_options(pool_size, timeout)
         conninfo = resolve_url(url) or ""
-        pool = await AsyncPool.create(conninfo, max_size=pool_size, timeout=timeout)
+        pool = await AsyncPool.create(
+            conninfo, max_size=pool_size, timeout=timeout, on_unavailable=on_unavailable
+        )
         return cls(conninfo, pool)
 
     @property

@@ -9,18 +9,21 @@ Invariants:
   the server is unreachable (with libpq's reason) or every connection stayed busy;
 - after a connection was lost (``mark_suspect``) the next checkout first makes one direct
   connection: while the server is down every call fails at once with ``ConnectError`` instead of
-  waiting ``timeout`` on a pool that cannot connect; once the server answers, the pool is
+  waiting ``timeout`` on a pool that cannot connect (an ``on_unavailable`` hook, e.g. "restart
+  the embedded server", gets one chance first); once the server answers, the pool is
   replaced by a fresh one (the old one's idle connections died with the server, and its
   background reconnection attempts may be backing off for minutes);
 - a connection handed out is returned to the pool it came from; psycopg_pool closes broken ones
-  and rolls back any that are left in a transaction.
+  and rolls back any that are left in a transaction;
+- nothing is printed: psycopg_pool's warnings go to ``logging`` only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
 import psycopg
@@ -33,6 +36,12 @@ from .errors import ConnectError, StoreClosed, first_line
 
 __all__ = ["AConn", "AsyncPool", "Conn", "Pool"]
 
+# psycopg_pool reports outages (a discarded broken connection, failed reconnections) as
+# warnings on this logger. They reach the application's logging like any library's; without a
+# handler configured, Python's last-resort handler would print them to stderr in the middle of
+# a REPL, so the library gives them a NullHandler (the convention for library loggers).
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
+
 Conn = psycopg.Connection[DictRow]
 AConn = psycopg.AsyncConnection[DictRow]
 
@@ -40,10 +49,18 @@ AConn = psycopg.AsyncConnection[DictRow]
 class Pool:
     """Up to ``max_size`` connections to ``conninfo``; see the module docstring."""
 
-    def __init__(self, conninfo: str, *, max_size: int, timeout: float) -> None:
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        max_size: int,
+        timeout: float,
+        on_unavailable: Callable[[], object] | None = None,
+    ) -> None:
         self._conninfo = conninfo
         self._max_size = max_size
         self._timeout = timeout
+        self._on_unavailable = on_unavailable
         self._lock = threading.Lock()
         self._closed = False
         self._suspect = False
@@ -82,12 +99,18 @@ class Pool:
         if self._closed:
             raise StoreClosed("the store is closed")
         if self._suspect:
-            self.probe().close()  # still down: fail now, stay suspect
+            try:
+                self.probe().close()
+            except ConnectError:
+                if self._on_unavailable is None:
+                    raise  # still down: fail now, stay suspect
+                self._on_unavailable()  # e.g. restart the embedded server
+                self.probe().close()
             with self._lock:
                 if self._suspect and not self._closed:
                     old, self._pool = self._pool, self._new_pool()
                     self._suspect = False
-                    old.close(timeout=0)
+                    _close_in_background(old)
         return self._pool
 
     @contextmanager
@@ -122,6 +145,11 @@ class Pool:
         pool.close()
 
 
+def _close_in_background(pool: ConnectionPool[Conn]) -> None:
+    """Close a replaced pool without making the caller wait for its worker threads."""
+    threading.Thread(target=pool.close, name="ikigai_store-close-pool", daemon=True).start()
+
+
 def _busy(timeout: float, max_size: int) -> ConnectError:
     return ConnectError(
         f"no database connection became free within {timeout:g} s "
@@ -135,19 +163,37 @@ class AsyncPool:
     Create it with ``await AsyncPool.create(...)`` (the pool opens inside the running loop).
     """
 
-    def __init__(self, conninfo: str, *, max_size: int, timeout: float) -> None:
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        max_size: int,
+        timeout: float,
+        on_unavailable: Callable[[], object] | None = None,
+    ) -> None:
         self._conninfo = conninfo
         self._max_size = max_size
         self._timeout = timeout
+        self._on_unavailable = on_unavailable
         self._lock = asyncio.Lock()
         self._closed = False
         self._suspect = False
         self._pool: AsyncConnectionPool[AConn] | None = None
+        self._closing: asyncio.Future[None] | None = None  # a replaced pool, closing
 
     @classmethod
-    async def create(cls, conninfo: str, *, max_size: int, timeout: float) -> AsyncPool:
-        """An open pool; ``ConnectError`` with libpq's reason when the server cannot be reached."""
-        self = cls(conninfo, max_size=max_size, timeout=timeout)
+    async def create(
+        cls,
+        conninfo: str,
+        *,
+        max_size: int,
+        timeout: float,
+        on_unavailable: Callable[[], object] | None = None,
+    ) -> AsyncPool:
+        """An open pool; ``ConnectError`` with libpq's reason when the server cannot be reached.
+
+        ``on_unavailable`` (blocking; run in a worker thread) is ``Pool``'s hook."""
+        self = cls(conninfo, max_size=max_size, timeout=timeout, on_unavailable=on_unavailable)
         await (await self.probe()).close()
         self._pool = await self._new_pool()
         return self
@@ -190,12 +236,18 @@ class AsyncPool:
         if self._closed or self._pool is None:
             raise StoreClosed("the store is closed")
         if self._suspect:
-            await (await self.probe()).close()  # still down: fail now, stay suspect
+            try:
+                await (await self.probe()).close()
+            except ConnectError:
+                if self._on_unavailable is None:
+                    raise  # still down: fail now, stay suspect
+                await asyncio.to_thread(self._on_unavailable)
+                await (await self.probe()).close()
             async with self._lock:
                 if self._suspect and not self._closed:
                     old, self._pool = self._pool, await self._new_pool()
                     self._suspect = False
-                    await old.close(timeout=0)
+                    self._closing = asyncio.ensure_future(old.close())
         return self._pool
 
     @asynccontextmanager
@@ -225,5 +277,7 @@ class AsyncPool:
     async def close(self) -> None:
         """Close every connection and refuse new checkouts. Idempotent."""
         self._closed = True
+        if self._closing is not None:
+            await self._closing
         if self._pool is not None:
             await self._pool.close()

@@ -16,6 +16,7 @@ method per operation. The work itself lives in the area modules (``sessions``, `
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -66,12 +67,14 @@ def open(
     check_seconds(migration_lock_timeout, "migration_lock_timeout")
     resolved = resolve_url(url)
     data_dir = None
+    revive = None
     if resolved is None:
-        from .db import default_data_dir, embedded_url
+        from .embedded import default_data_dir, embedded_url
 
         data_dir = default_data_dir()
         resolved = embedded_url(data_dir)
-    store = Store(resolved, pool_size=pool_size, timeout=timeout)
+        revive = functools.partial(embedded_url, data_dir)  # restarts a server that died
+    store = Store(resolved, pool_size=pool_size, timeout=timeout, on_unavailable=revive)
     store.embedded_data_dir = data_dir
     if migrate:
         try:
@@ -85,12 +88,24 @@ def open(
 class Store:
     """A pool of connections to one ikigai database and the operations on it (thread-safe)."""
 
-    def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 4,
+        timeout: float = 10.0,
+        on_unavailable: Callable[[], object] | None = None,
+    ) -> None:
+        """``on_unavailable()`` is called when the server cannot be reached after a connection
+        was lost, then it is tried once more: the hook may bring the database back (``open()``
+        passes one that restarts the embedded server) or raise."""
         check_pool_options(pool_size, timeout)
         self._conninfo = resolve_url(url) or ""
         #: Data directory of the embedded server this store runs on (None for other servers).
         self.embedded_data_dir: Path | None = None
-        self._pool = Pool(self._conninfo, max_size=pool_size, timeout=timeout)
+        self._pool = Pool(
+            self._conninfo, max_size=pool_size, timeout=timeout, on_unavailable=on_unavailable
+        )
         self._pinned: ContextVar[Conn | None] = ContextVar(f"ikigai_store_{id(self)}", default=None)
 
     @property

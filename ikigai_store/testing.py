@@ -32,7 +32,8 @@ import pytest
 
 from . import migrate
 from .aio import AsyncStore
-from .db import admin_url, create_database, drop_database, embedded_server_url, testing_data_dir
+from .db import admin_url, create_database, drop_database
+from .embedded import embedded_server_url, testing_data_dir
 from .store import Store
 
 __all__ = ["test_database_name", "truncate_all"]

@@ -3,19 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
 
 import ikigai_store as ik
+from tests.faces import LoopThread, SyncView
 
 pytestmark = pytest.mark.db
 
 
-@pytest.fixture
-def store(ikigai_db_url: str) -> Iterator[ik.Store]:
-    with ik.Store(ikigai_db_url, pool_size=2) as store:
-        yield store
+@pytest.fixture(params=["sync", "async"])
+def store(
+    request: pytest.FixtureRequest, ikigai_db_url: str, loop_thread: LoopThread
+) -> Iterator[Any]:
+    """A committing store with a pool of 2, on each face."""
+    if request.param == "sync":
+        with ik.Store(ikigai_db_url, pool_size=2) as store:
+            yield store
+            store.truncate_all()
+        return
+    astore = loop_thread.call(ik.AsyncStore.connect(ikigai_db_url, pool_size=2))
+    view = SyncView(astore, loop_thread)
+    yield view
+    view.truncate_all()
+    loop_thread.call(astore.close())
 
 
 def _kill_backends(url: str) -> int:
