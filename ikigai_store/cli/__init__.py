@@ -1,0 +1,32 @@
+"""The ``ikigai-store`` command line: inspect and drive a store from a terminal or a script.
+
+Owns argument parsing, the rendering of sessions, replayed contexts and search hits, and the
+``demo`` walkthrough. Invariants:
+- no SQL here: every operation is a call on ``Store`` (or ``ikigai_store.db`` helpers for URL
+  resolution and redaction);
+- a database URL is only ever printed through ``config.redact`` (``store.url`` is redacted);
+- user errors (every ``IkigaiStoreError``, bad JSON, no active session) print one ``Error: ...``
+  line on stderr and exit with status 1, never a traceback;
+- commands that print an id for scripts (``session new``, ``append``, ``agent new``, ``agent
+  zero``) print that id alone; ``agent fork`` prints the child's uuid alone on its first line;
+- ``demo`` writes only to the session it creates, kills the agents it created and ends that
+  session before it returns, so the user's active session and running agents are the same before
+  and after.
+
+Layout: ``app`` (the root group, shared options), ``render`` (output), one module of commands
+per area (``admin``, ``sessions``, ``events``, ``agents``) and ``demo``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import admin, agents, demo, events, sessions  # noqa: F401  (they register the commands)
+from .app import cli
+
+__all__ = ["cli", "main"]
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    """Console-script entry point (``ikigai-store``, ``python -m ikigai_store``)."""
+    cli.main(args=args, prog_name="ikigai-store")

@@ -1,0 +1,77 @@
+"""CLI commands about the database itself: ``migrate``, ``status``, ``embedded``."""
+
+from __future__ import annotations
+
+import click
+
+from .app import _store, cli
+
+
+@cli.command()
+def migrate() -> None:
+    """Apply pending schema migrations and print each one applied."""
+    with _store(migrate=False) as store:
+        pending = store.pending_migrations()
+        if not pending:
+            click.echo("up to date")
+            return
+        click.echo(f"applying {len(pending)} migration(s) to {store.url}...")
+        store.migrate(progress=lambda migration_id: click.echo(f"  applying {migration_id}"))
+        click.echo(f"schema version {store.schema_version()}")
+
+
+@cli.command(short_help="Show database, schema version and active session.")
+def status() -> None:
+    """Show the database, schema version, pending migrations and the active session."""
+    with _store(migrate=False) as store:
+        where = store.url
+        if store.embedded_data_dir is not None:
+            where += f"\n{'':17}(embedded PostgreSQL, data dir {store.embedded_data_dir})"
+        click.echo(f"{'database:':<17}{where}")
+        version = store.schema_version()
+        click.echo(f"{'schema version:':<17}{version}")
+        pending = store.pending_migrations()
+        click.echo(f"{'pending:':<17}{', '.join(pending) if pending else 'none'}")
+        if version == 0:
+            click.echo(f"{'active session:':<17}- (no schema: run `ikigai-store migrate`)")
+            return
+        active = store.get_active_session()
+        if active is None:
+            click.echo(f"{'active session:':<17}none")
+        else:
+            title = store.get_session(active).title
+            click.echo(f"{'active session:':<17}{active}" + (f"  {title}" if title else ""))
+
+
+@cli.command(
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    short_help="Show the embedded server's paths, or run psql/pg_dump on it.",
+)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def embedded(command: tuple[str, ...]) -> None:
+    """Show where the embedded PostgreSQL keeps its data and socket, or run COMMAND on it.
+
+    COMMAND (psql, pg_dump, pg_restore, ...) runs with the server started, PGHOST, PGUSER and
+    PGDATABASE set to the store's database and the bundled PostgreSQL binaries first on PATH; the
+    server stops afterwards unless something else uses it. Ignores --database. Example:
+    ikigai-store embedded psql
+    """
+    from ..embedded import embedded_info, run_client
+
+    if command:
+        code = run_client(command)
+        raise SystemExit(code if code >= 0 else 128 - code)  # killed by a signal: 128 + signum
+    info = embedded_info()
+    running = f"running (pid {info.pid})" if info.pid else "not running (starts on first use)"
+    made_by = f"PostgreSQL {info.data_version}" if info.data_version else "none yet (first use)"
+    if info.data_version not in (None, info.version):
+        made_by += " (the binaries cannot open it: `ikigai-store status` says what to do)"
+    for label, value in (
+        ("data dir", f"{info.data_dir}"),
+        ("data version", made_by),
+        ("socket dir", info.socket_dir),
+        ("database URL", info.url),
+        ("binaries", f"{info.bin_dir} (PostgreSQL {info.version})"),
+        ("server", running),
+    ):
+        click.echo(f"{label + ':':<17}{value}")

@@ -1,0 +1,105 @@
+"""CLI commands on the event stream: ``append``, ``replay``, ``search``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from ..models import VALID_KINDS
+from .app import SESSION_OPTION, _active_or, _store, cli
+from .render import _context_json, _echo_context, _echo_hits
+
+# ---------------------------------------------------------------- events
+
+
+def _parse_data(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"--data is not valid JSON: {exc}") from exc
+
+
+@cli.command(
+    short_help="Append one event to a session and print its id.",
+    epilog="Kinds: " + ", ".join(sorted(VALID_KINDS)) + ". Examples:\n\n"
+    "\b\n"
+    "  ikigai-store append user 'Add a --verbose flag'\n"
+    '  ikigai-store append mark approach-a --data \'{"label": "approach-a"}\'\n'
+    "  ikigai-store append rewind --data '{\"target_message_id\": 42}'\n"
+    "  ikigai-store append clear",
+)
+@SESSION_OPTION
+@click.argument("kind")
+@click.argument("content", required=False)
+@click.option("--data", metavar="JSON", default=None, help="Structured data, as JSON text.")
+@click.option(
+    "--agent",
+    "agent_uuid",
+    metavar="UUID",
+    default=None,
+    help="Record the event as this agent's (the session defaults to the agent's).",
+)
+def append(
+    session_id: int | None,
+    kind: str,
+    content: str | None,
+    data: str | None,
+    agent_uuid: str | None,
+) -> None:
+    """Append one event of KIND (with optional CONTENT) and print its id.
+
+    A mark's label is data.label; a rewind names its mark with data.target_message_id.
+    """
+    parsed = _parse_data(data)
+    with _store() as store:
+        if session_id is None and agent_uuid is not None:
+            sid = store.get_agent(agent_uuid).session_id
+        else:
+            sid = _active_or(store, session_id)
+        click.echo(store.append(sid, kind, content, parsed, agent_uuid=agent_uuid).id)
+
+
+@cli.command(short_help="Print the context a session replays to.")
+@SESSION_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def replay(session_id: int | None, as_json: bool) -> None:
+    """Print the context a session replays to (honouring clear, mark and rewind).
+
+    One line per message in context (position, id, kind, content cut to one line), then the mark
+    stack and any rewinds that were skipped because their mark was gone.
+    """
+    with _store() as store:
+        sid = _active_or(store, session_id)
+        ctx = store.replay_session(sid)
+    if as_json:
+        click.echo(json.dumps(_context_json(sid, ctx), ensure_ascii=False, indent=2))
+        return
+    click.echo(f"session {sid}: {len(ctx.messages)} message(s) in context")
+    _echo_context(ctx)
+
+
+@cli.command()
+@click.argument("query")
+@click.option(
+    "--session",
+    "-s",
+    "session_id",
+    type=int,
+    default=None,
+    metavar="ID",
+    help="Only search this session (default: every session).",
+)
+@click.option("--limit", "-n", type=int, default=20, show_default=True, help="Most hits to show.")
+def search(query: str, session_id: int | None, limit: int) -> None:
+    """Full-text search over every message, best match first.
+
+    QUERY uses web-search syntax: "quoted phrase", `or`, -excluded. Matches in the snippet are
+    shown in [brackets]. Rewound and cleared messages are still found: history is never lost.
+    """
+    with _store() as store:
+        hits = store.search(query, session_id=session_id, limit=limit)
+    _echo_hits(hits)
