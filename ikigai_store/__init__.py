@@ -43,7 +43,7 @@ from .models import (
 from .sql import aqueries, queries
 from .store import MAX_SEARCH_LIMIT, UNSET, Store, new_agent_uuid, open
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "AGENT_STATUSES",
