@@ -3,7 +3,10 @@
 Owns the agent operations shared by both faces (see ``ops``). Invariants:
 - an agent is one row; a fork points at its parent and its fork point (the parent's newest own
   event when forked, 0 for none) and inherits the parent's history up to it without copying;
-- status moves running -> dead -> reaped only (``kill_agent`` takes the running subtree);
+- status moves running -> dead -> reaped only (``kill_agent`` takes the running subtree); a dead
+  or reaped agent accepts no events and no forks, and an ended session no new agents;
+- "agent zero" is the session's oldest *running* root: ``ensure_root_agent`` never returns a dead
+  root (when every root has died it creates a new one);
 - lineage replay is one statement at any depth (the range walk of queries/agents.sql joined to
   each range's events) and folds exactly like session replay;
 - agent uuids made here are 22 characters of base64url that never start with "-".
@@ -15,7 +18,7 @@ import base64
 import enum
 import os
 
-from .errors import Conflict, InvalidArgument, NotFound
+from .errors import InvalidArgument, NotFound
 from .models import Agent, Message, ReplayContext, ReplayRange
 from .ops import Op, atomic, events, many, one
 from .replay import fold
@@ -75,21 +78,26 @@ def create_agent(
 ) -> Op[Agent]:
     check_id(session_id, "session_id")
     check_texts(name=name, provider=provider, model=model, thinking_level=thinking_level)
-    try:
-        row = yield one(
-            "create_agent",
-            uuid=new_agent_uuid(),
-            session_id=session_id,
-            name=name,
-            provider=provider,
-            model=model,
-            thinking_level=thinking_level,
-        )
-    except Conflict as exc:
-        if exc.sqlstate != "23503":  # not the session's foreign key
-            raise
-        raise InvalidArgument(f"session {session_id} does not exist") from exc
+    row = yield one(
+        "create_agent",
+        uuid=new_agent_uuid(),
+        session_id=session_id,
+        name=name,
+        provider=provider,
+        model=model,
+        thinking_level=thinking_level,
+    )
+    if row is None:
+        raise (yield from _session_refuses(session_id))
     return Agent.from_row(row)
+
+
+def _session_refuses(session_id: int) -> Op[InvalidArgument]:
+    """Why a session took no new agent: it does not exist, or it has ended (rare path)."""
+    session = yield one("session_exists", session_id=session_id)
+    if not session["exists"]:
+        return InvalidArgument(f"session {session_id} does not exist")
+    return InvalidArgument(f"session {session_id} has ended: it accepts no new agents")
 
 
 def fork_agent(
@@ -112,7 +120,9 @@ def fork_agent(
     )
     if row is None:
         parent = yield from require_agent(parent_uuid)
-        raise InvalidArgument(f"agent {parent_uuid} is {parent.status}, not running")
+        if parent.status != "running":
+            raise InvalidArgument(f"agent {parent_uuid} is {parent.status}, not running")
+        raise (yield from _session_refuses(parent.session_id))
     return Agent.from_row(row)
 
 
@@ -204,8 +214,11 @@ def ensure_root_agent(session_id: int, fields: dict[str, str | None]) -> Op[Agen
     if unknown:
         raise InvalidArgument(f"unknown agent fields: {', '.join(sorted(unknown))}")
     check_texts(**fields)
-    if (yield one("lock_session", session_id=session_id)) is None:
+    session = yield one("lock_session", session_id=session_id)
+    if session is None:
         raise NotFound(f"session {session_id} does not exist")
+    if session["ended"]:
+        raise InvalidArgument(f"session {session_id} has ended: it accepts no new agents")
     row = yield one("session_root_agent", session_id=session_id)
     if row is None:
         row = yield one(

@@ -2,9 +2,10 @@
 
 Owns appending events and reading them back, for both faces (see ``ops``). Invariants:
 - events are ordered by ``id`` only; ``messages`` rows are never updated or deleted here;
-- an append is one statement: the foreign keys refuse a missing session and an agent that is
-  not one of that session's, and a rewind is inserted only if its target is a mark of the same
-  session (checked in the same statement, so the check cannot race the insert);
+- an append is one statement that inserts only into a session that exists and has not ended,
+  for no agent or a running agent of that session, and for a rewind only if its target is a
+  mark of the same session: the checks cannot race the insert (the rows are locked FOR SHARE),
+  so no event ever lands in an ended session or on a dead agent;
 - bad input raises ``InvalidArgument`` before anything is written; why a write was refused is
   worked out only on that rare path;
 - replay reads only the events after the session's newest clear and folds them (``replay.fold``).
@@ -74,13 +75,20 @@ def _why_refused(
     session_id: int, agent_uuid: str | None, target: int | None
 ) -> Op[InvalidArgument]:
     """Why an append wrote nothing (only computed on that rare path)."""
-    exists = yield one("session_exists", session_id=session_id)
-    if not exists["exists"]:
+    session = yield one("session_exists", session_id=session_id)
+    if not session["exists"]:
         return InvalidArgument(f"session {session_id} does not exist")
+    if session["ended"]:
+        return InvalidArgument(f"session {session_id} has ended: it accepts no more events")
     if agent_uuid is not None:
         agent = yield one("get_agent", uuid=agent_uuid)
         if agent is None or int(agent["session_id"]) != session_id:
             return InvalidArgument(f"agent {agent_uuid} is not an agent of session {session_id}")
+        if agent["status"] != "running":
+            return InvalidArgument(
+                f"agent {agent_uuid} is {agent['status']}: it accepts no more events "
+                "(append agent_killed before kill_agent)"
+            )
     return InvalidArgument(f"rewind target {target} is not a mark event of session {session_id}")
 
 

@@ -1,7 +1,12 @@
 -- name: create_agent(uuid, session_id, name, provider, model, thinking_level)^
--- Register a root agent (no parent, nothing inherited) in a session; returns the row.
+-- Register a root agent (no parent, nothing inherited) in a session that has not ended; returns
+-- the row, or nothing when the session is missing or ended (its row is locked FOR SHARE, so a
+-- concurrent end_session waits or is seen).
 INSERT INTO agents (uuid, session_id, name, provider, model, thinking_level)
-VALUES (:uuid, :session_id, :name, :provider, :model, :thinking_level)
+SELECT :uuid, s.id, :name, :provider, :model, :thinking_level
+FROM sessions AS s
+WHERE s.id = :session_id AND s.ended_at IS NULL
+FOR SHARE OF s
 RETURNING id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at,
           ended_at, provider, model, thinking_level, idle;
 
@@ -10,7 +15,7 @@ RETURNING id, uuid, session_id, name, parent_uuid, fork_message_id, status, crea
 -- the parent's newest own event (one backward probe of idx_messages_agent), or 0 when the
 -- parent has none ("inherits none of the parent's own events"). Unset provider, model and
 -- thinking_level are inherited from the parent. Nothing is returned if the parent is missing
--- or not running.
+-- or not running, or its session has ended (both rows locked FOR SHARE, as for appends).
 INSERT INTO agents (uuid, session_id, name, parent_uuid, fork_message_id, provider, model,
                     thinking_level)
 SELECT :uuid, p.session_id, :name, p.uuid,
@@ -18,7 +23,9 @@ SELECT :uuid, p.session_id, :name, p.uuid,
        COALESCE(:provider, p.provider), COALESCE(:model, p.model),
        COALESCE(:thinking_level, p.thinking_level)
 FROM agents AS p
-WHERE p.uuid = :parent_uuid AND p.status = 'running'
+JOIN sessions AS s ON s.id = p.session_id
+WHERE p.uuid = :parent_uuid AND p.status = 'running' AND s.ended_at IS NULL
+FOR SHARE OF p, s
 RETURNING id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at,
           ended_at, provider, model, thinking_level, idle;
 
@@ -83,15 +90,17 @@ RETURNING id, uuid, session_id, name, parent_uuid, fork_message_id, status, crea
           ended_at, provider, model, thinking_level, idle;
 
 -- name: lock_session(session_id)^
--- Lock a session's row for the rest of the transaction (serialises ensure_root_agent).
-SELECT id FROM sessions WHERE id = :session_id FOR UPDATE;
+-- Lock a session's row for the rest of the transaction (serialises ensure_root_agent); returns
+-- whether it has ended, or nothing if it does not exist.
+SELECT id, ended_at IS NOT NULL AS ended FROM sessions WHERE id = :session_id FOR UPDATE;
 
 -- name: session_root_agent(session_id)^
--- The session's first root agent ("agent zero"), or nothing.
+-- The session's oldest running root agent ("agent zero"), or nothing: a dead root is never
+-- returned (ensure_root_agent then creates a new one).
 SELECT id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at, ended_at,
        provider, model, thinking_level, idle
 FROM agents
-WHERE session_id = :session_id AND parent_uuid IS NULL
+WHERE session_id = :session_id AND parent_uuid IS NULL AND status = 'running'
 ORDER BY id
 LIMIT 1;
 

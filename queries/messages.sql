@@ -1,20 +1,36 @@
 -- name: append_message(session_id, agent_uuid, kind, content, data)^
--- Append one event; returns the stored row. Rows are never updated: id is the order.
--- The foreign keys reject a missing session and an agent that is not one of that session's.
--- data is JSON text, validated and serialised once by the caller.
+-- Append one event; returns the stored row, or nothing when the write is refused: the session
+-- is missing or ended, or agent_uuid is not a running agent of that session. The rows checked
+-- are locked FOR SHARE until commit, so a concurrent end_session or kill_agent either waits for
+-- this append or is seen by it (READ COMMITTED re-checks a locked row's newest version): no
+-- event lands in an ended session or on a dead agent. data is JSON text, validated and
+-- serialised once by the caller. Rows are never updated: id is the order.
 INSERT INTO messages (session_id, agent_uuid, kind, content, data)
-VALUES (:session_id, :agent_uuid, :kind, :content, CAST(:data AS jsonb))
+SELECT s.id, :agent_uuid, :kind, :content, CAST(:data AS jsonb)
+FROM sessions AS s
+WHERE s.id = :session_id AND s.ended_at IS NULL
+  AND (CAST(:agent_uuid AS text) IS NULL OR EXISTS (
+        SELECT 1 FROM agents AS a
+        WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
+        FOR SHARE))
+FOR SHARE OF s
 RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
 
 -- name: append_rewind(session_id, agent_uuid, content, data, target_message_id)^
--- Append a rewind only if its target is a mark event of the same session; nothing is returned
--- (and nothing written) otherwise. One statement, so the check cannot race the insert.
+-- append_message for a rewind: also refused (nothing returned, nothing written) unless its
+-- target is a mark event of the same session. One statement, so no check can race the insert.
 INSERT INTO messages (session_id, agent_uuid, kind, content, data)
-SELECT :session_id, :agent_uuid, 'rewind', :content, CAST(:data AS jsonb)
-WHERE EXISTS (
-    SELECT 1 FROM messages
-    WHERE id = :target_message_id AND session_id = :session_id AND kind = 'mark'
-)
+SELECT s.id, :agent_uuid, 'rewind', :content, CAST(:data AS jsonb)
+FROM sessions AS s
+WHERE s.id = :session_id AND s.ended_at IS NULL
+  AND (CAST(:agent_uuid AS text) IS NULL OR EXISTS (
+        SELECT 1 FROM agents AS a
+        WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
+        FOR SHARE))
+  AND EXISTS (
+        SELECT 1 FROM messages AS m
+        WHERE m.id = :target_message_id AND m.session_id = s.id AND m.kind = 'mark')
+FOR SHARE OF s
 RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
 
 -- name: session_messages(session_id)
@@ -29,5 +45,6 @@ ORDER BY id;
 SELECT count(*) AS count FROM messages WHERE session_id = :session_id;
 
 -- name: session_exists(session_id)^
--- True when the session exists.
-SELECT EXISTS (SELECT 1 FROM sessions WHERE id = :session_id) AS exists;
+-- Whether the session exists, and whether it has ended (rare paths: why a write was refused).
+SELECT EXISTS (SELECT 1 FROM sessions WHERE id = :session_id) AS exists,
+       EXISTS (SELECT 1 FROM sessions WHERE id = :session_id AND ended_at IS NOT NULL) AS ended;

@@ -180,7 +180,10 @@ class RefWorld:
     def append(
         self, uuid: str, id: int, kind: str, content: str | None = None, data: Any = None
     ) -> RefEvent:
-        """Record one event of agent ``uuid``; ids are strictly increasing across the session."""
+        """Record one event of running agent ``uuid``; ids are strictly increasing across the
+        session. A dead agent takes no events."""
+        if not self.agents[uuid].running:
+            raise ValueError(f"agent {uuid} is dead")
         if id <= self.last_id:
             raise ValueError(f"id {id} is not greater than {self.last_id}")
         event = RefEvent(id, kind, content, data)

@@ -258,7 +258,8 @@ def test_rewind_without_matching_mark_is_rejected(ikigai_store: ik.Store, sid: i
 
 
 def test_killed_subtree(ikigai_store: ik.Store, sid: int) -> None:
-    """kill_agent kills the subtree and returns it; dead agents leave running_agents, can't fork."""
+    """kill_agent kills the subtree and returns it; dead agents leave running_agents, can't fork
+    and take no more events (issue 6: they used to accept them silently)."""
     store = ikigai_store
     root = store.create_agent(sid)
     a = store.fork_agent(root.uuid)
@@ -273,8 +274,10 @@ def test_killed_subtree(ikigai_store: ik.Store, sid: int) -> None:
     for dead in (a, b, c):
         with pytest.raises(ik.InvalidArgument):
             store.fork_agent(dead.uuid)
-    b1 = say(store, b)  # appending to a dead agent is allowed
-    assert ids(store, b.uuid)[-1] == b1
+    before = ids(store, b.uuid)
+    with pytest.raises(ik.InvalidArgument, match="is dead"):
+        say(store, b)
+    assert ids(store, b.uuid) == before
 
 
 def test_running_agents_parents_first(ikigai_store: ik.Store, sid: int) -> None:

@@ -133,28 +133,43 @@ class AgentMachine(RuleBasedStateMachine):
         with pytest.raises(ik.InvalidArgument):
             self.store.fork_agent(self.pick(data, self.dead()))
 
+    @precondition(lambda self: self.running())
     @rule(data=st.data(), kind=st.sampled_from(ORDINARY_KINDS), content=contents)
     def append_ordinary(self, data: st.DataObject, kind: str, content: str | None) -> None:
-        """An ordinary event on any agent, running or dead."""
-        self.append(self.pick(data, self.agents()), kind, content)
+        """An ordinary event on a running agent."""
+        self.append(self.pick(data, self.running()), kind, content)
 
+    @precondition(lambda self: self.dead())
+    @rule(data=st.data(), kind=st.sampled_from([*ORDINARY_KINDS, "mark", "clear"]))
+    def append_to_dead_is_rejected(self, data: st.DataObject, kind: str) -> None:
+        """A dead agent takes no event: InvalidArgument, and nothing is written."""
+        assert self.sid is not None
+        uuid = self.pick(data, self.dead())
+        before = self.store.count_messages(self.sid)
+        with pytest.raises(ik.InvalidArgument, match="dead"):
+            self.store.append(self.sid, kind, "late", agent_uuid=uuid)
+        assert self.store.count_messages(self.sid) == before
+
+    @precondition(lambda self: self.running())
     @rule(data=st.data(), label=labels)
     def mark_via_store(self, data: st.DataObject, label: str | None) -> None:
         """store.mark appends a mark whose data is {"label": label}."""
-        uuid = self.pick(data, self.agents())
+        uuid = self.pick(data, self.running())
         message = self.store.mark(uuid, label)
         assert (message.kind, message.data) == ("mark", {"label": label})
         self.record(uuid, message)
 
+    @precondition(lambda self: self.running())
     @rule(data=st.data(), label=labels)
     def mark_via_append(self, data: st.DataObject, label: str | None) -> None:
         """A mark appended directly with data {"label": label}."""
-        self.append(self.pick(data, self.agents()), "mark", label, {"label": label})
+        self.append(self.pick(data, self.running()), "mark", label, {"label": label})
 
+    @precondition(lambda self: self.running())
     @rule(data=st.data(), via_store=st.booleans())
     def clear(self, data: st.DataObject, via_store: bool) -> None:
         """A clear, through store.clear or a plain append."""
-        uuid = self.pick(data, self.agents())
+        uuid = self.pick(data, self.running())
         if via_store:
             message = self.store.clear(uuid)
             assert message.kind == "clear"
@@ -162,27 +177,28 @@ class AgentMachine(RuleBasedStateMachine):
         else:
             self.append(uuid, "clear")
 
-    @precondition(lambda self: self.with_marks())
+    @precondition(lambda self: set(self.with_marks()) & set(self.running()))
     @rule(data=st.data())
     def rewind_to_current_mark(self, data: st.DataObject) -> None:
         """A rewind to a mark on the agent's current stack (own or inherited) is applied."""
-        uuid = self.pick(data, self.with_marks())
+        uuid = self.pick(data, sorted(set(self.with_marks()) & set(self.running())))
         stack = [mark_id for mark_id, _, _ in self.model.replay(uuid)[1]]
         target = data.draw(st.sampled_from(stack), label="target")
         self.append(uuid, "rewind", None, {"target_message_id": target})
 
-    @precondition(lambda self: self.model.mark_ids())
+    @precondition(lambda self: self.model.mark_ids() and self.running())
     @rule(data=st.data())
     def rewind_to_any_session_mark(self, data: st.DataObject) -> None:
         """A rewind to any mark of the session: live, stale, or of another branch."""
-        uuid = self.pick(data, self.agents())
+        uuid = self.pick(data, self.running())
         target = data.draw(st.sampled_from(self.model.mark_ids()), label="target")
         self.append(uuid, "rewind", None, {"target_message_id": target})
 
+    @precondition(lambda self: self.running())
     @rule(data=st.data(), label=labels)
     def rewind_via_store(self, data: st.DataObject, label: str | None) -> None:
         """store.rewind targets the newest matching mark on the current stack, or raises."""
-        uuid = self.pick(data, self.agents())
+        uuid = self.pick(data, self.running())
         target = self.model.rewind_target(uuid, label)
         if target is None:
             with pytest.raises(ik.InvalidArgument):
@@ -203,6 +219,7 @@ class AgentMachine(RuleBasedStateMachine):
         assert len(killed) == len(set(killed))
         assert set(killed) == self.model.kill(uuid)
 
+    @precondition(lambda self: self.running())
     @rule(data=st.data())
     def several_in_one_transaction(self, data: st.DataObject) -> None:
         """Events on several agents grouped in store.transaction() count as if one by one."""
@@ -219,7 +236,7 @@ class AgentMachine(RuleBasedStateMachine):
                 self._batch_step(step, data)
 
     def _batch_step(self, step: str, data: st.DataObject) -> None:
-        uuid = self.pick(data, self.agents())
+        uuid = self.pick(data, self.running())
         mark_ids = self.model.mark_ids()
         if step == "rewind" and mark_ids:
             target = data.draw(st.sampled_from(mark_ids), label="target")

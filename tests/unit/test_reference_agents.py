@@ -206,7 +206,7 @@ def test_rewind_target_picks_newest_matching_mark() -> None:
 
 
 def test_kill_subtree() -> None:
-    """Killing an agent kills its running descendants only; dead agents cannot be forked."""
+    """Killing an agent kills its running descendants only; dead agents take no fork, no event."""
     w = World()
     w.create("r")
     w.fork("a", "r")
@@ -217,7 +217,8 @@ def test_kill_subtree() -> None:
     assert w.kill("r") == {"r", "s"}
     with pytest.raises(ValueError):
         w.fork("x", "b")
-    w.add("b")  # appending to a dead agent is allowed
+    with pytest.raises(ValueError):
+        w.add("b")
 
 
 def test_ids_must_increase_across_agents() -> None:
