@@ -30,6 +30,7 @@ from .models import (
     AGENT_STATUSES,
     VALID_KINDS,
     Agent,
+    DeepJSON,
     Mark,
     Message,
     ReplayContext,
@@ -42,11 +43,15 @@ from .models import (
 )
 from .sql import aqueries, queries
 from .store import MAX_SEARCH_LIMIT, UNSET, Store, new_agent_uuid, open
+from .validate import MAX_CONTENT_BYTES, MAX_DATA_BYTES, MAX_JSON_DEPTH
 
 __version__ = "0.3.0"
 
 __all__ = [
     "AGENT_STATUSES",
+    "MAX_CONTENT_BYTES",
+    "MAX_DATA_BYTES",
+    "MAX_JSON_DEPTH",
     "MAX_SEARCH_LIMIT",
     "UNSET",
     "VALID_KINDS",
@@ -57,6 +62,7 @@ __all__ = [
     "ConnectionLost",
     "DatabaseError",
     "DatabaseUnavailable",
+    "DeepJSON",
     "IkigaiStoreError",
     "InvalidArgument",
     "Mark",

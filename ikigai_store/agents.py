@@ -22,7 +22,7 @@ from .errors import InvalidArgument, NotFound
 from .models import Agent, Message, ReplayContext, ReplayRange
 from .ops import Op, atomic, events, many, one
 from .replay import fold
-from .validate import check_id, check_text, check_texts, check_uuid
+from .validate import check_id, check_int, check_text, check_texts, check_uuid
 
 __all__ = [
     "UNSET",
@@ -233,8 +233,8 @@ def ensure_root_agent(session_id: int, fields: dict[str, str | None]) -> Op[Agen
 
 def find_clear(agent_uuid: str, max_id: int | None) -> Op[int]:
     check_uuid(agent_uuid)
-    if max_id is not None and (isinstance(max_id, bool) or not isinstance(max_id, int)):
-        raise InvalidArgument("max_id must be an integer or None")
+    if max_id is not None:
+        check_int(max_id, "max_id")
     row = yield one("find_clear", agent_uuid=agent_uuid, max_id=max_id)
     return int(row["clear_id"])
 
@@ -251,6 +251,9 @@ def query_range(replay_range: ReplayRange) -> Op[list[Message]]:
     if not isinstance(replay_range, ReplayRange):
         raise InvalidArgument("query_range needs a ReplayRange")
     check_uuid(replay_range.agent_uuid)
+    check_int(replay_range.start_id, "start_id")
+    if replay_range.end_id is not None:
+        check_int(replay_range.end_id, "end_id")
     found = yield events(
         "query_range",
         agent_uuid=replay_range.agent_uuid,

@@ -20,7 +20,7 @@ from .models import VALID_KINDS, Message, ReplayContext, is_valid_kind
 from .ops import Op, events, one
 from .replay import fold, rewind_target
 from .sessions import require_session
-from .validate import check_id, check_text, check_uuid, dump_json
+from .validate import check_content, check_id, check_int, check_uuid, dump_json
 
 __all__ = ["append", "count_messages", "messages", "replay_session"]
 
@@ -35,7 +35,7 @@ def append(
         )
     if agent_uuid is not None:
         check_uuid(agent_uuid)
-    check_text(content, "content")
+    check_content(content)
     data_json = dump_json(data)
     label = data.get("label") if kind == "mark" and isinstance(data, dict) else None
     if label is not None and not isinstance(label, str):
@@ -45,6 +45,7 @@ def append(
         target = rewind_target(data)
         if target is None:
             raise InvalidArgument("a rewind needs an integer data.target_message_id")
+        check_int(target, "data.target_message_id", minimum=1)
     try:
         if target is None:
             row = yield one(

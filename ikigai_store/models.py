@@ -8,6 +8,7 @@ kinds ``Store.append`` accepts.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,6 +18,7 @@ __all__ = [
     "AGENT_STATUSES",
     "VALID_KINDS",
     "Agent",
+    "DeepJSON",
     "Mark",
     "Message",
     "ReplayContext",
@@ -24,6 +26,7 @@ __all__ = [
     "SearchHit",
     "Session",
     "UnsavedMessage",
+    "decode_json",
     "is_valid_kind",
     "tool_result",
 ]
@@ -46,6 +49,29 @@ VALID_KINDS: frozenset[str] = frozenset(
         "agent_killed",
     }
 )
+
+
+@dataclass(frozen=True, slots=True)
+class DeepJSON:
+    """A stored JSON value nested too deeply for Python to decode (json.loads recurses).
+
+    The store never writes one (``append`` refuses data deeper than ``MAX_JSON_DEPTH``), but
+    rows written by other programs or older versions may hold one; reading them must not fail,
+    so ``Message.data`` is then this wrapper around the JSON text as PostgreSQL returned it.
+    """
+
+    text: str
+
+
+def decode_json(text: str | bytes) -> Any:
+    """``json.loads``, except that a value too deep to decode becomes ``DeepJSON(text)``.
+
+    Installed as the jsonb loader of the store's connections: decoding never fails on a row.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return DeepJSON(text if isinstance(text, str) else bytes(text).decode("utf-8"))
 
 
 def is_valid_kind(kind: object) -> bool:

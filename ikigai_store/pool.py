@@ -28,11 +28,13 @@ from contextlib import asynccontextmanager, contextmanager
 
 import psycopg
 from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
 from .config import redact, scrub
 from .db import connect
 from .errors import ConnectError, StoreClosed, first_line
+from .models import decode_json
 
 __all__ = ["AConn", "AsyncPool", "Conn", "Pool"]
 
@@ -76,6 +78,7 @@ class Pool:
             max_size=self._max_size,
             timeout=self._timeout,
             name="ikigai_store",
+            configure=_configure,
             open=False,
         )
         pool.open(wait=False)
@@ -145,6 +148,15 @@ class Pool:
         pool.close()
 
 
+def _configure(conn: Conn) -> None:
+    """Every pooled connection decodes jsonb with ``decode_json`` (never fails on a row)."""
+    set_json_loads(decode_json, conn)
+
+
+async def _aconfigure(conn: AConn) -> None:
+    set_json_loads(decode_json, conn)
+
+
 def _close_in_background(pool: ConnectionPool[Conn]) -> None:
     """Close a replaced pool without making the caller wait for its worker threads."""
     threading.Thread(target=pool.close, name="ikigai_store-close-pool", daemon=True).start()
@@ -207,6 +219,7 @@ class AsyncPool:
             max_size=self._max_size,
             timeout=self._timeout,
             name="ikigai_store_async",
+            configure=_aconfigure,
             open=False,
         )
         await pool.open(wait=False)

@@ -15,7 +15,10 @@ from typing import Any
 from .errors import InvalidArgument
 
 __all__ = [
+    "MAX_CONTENT_BYTES",
+    "MAX_DATA_BYTES",
     "MAX_ID",
+    "MAX_JSON_DEPTH",
     "check_id",
     "check_limit",
     "check_seconds",
@@ -27,6 +30,13 @@ __all__ = [
 
 #: Largest value of PostgreSQL's bigint (ids, limits).
 MAX_ID = 2**63 - 1
+#: Deepest nesting of lists and objects ``data`` may have (``{"a": [1]}`` is 2 deep).
+MAX_JSON_DEPTH = 256
+#: Largest ``content`` an event may have, in UTF-8 bytes (64 MiB); only its first 100,000
+#: characters are searchable.
+MAX_CONTENT_BYTES = 64 * 2**20
+#: Largest ``data`` an event may have, as UTF-8 JSON text (64 MiB).
+MAX_DATA_BYTES = 64 * 2**20
 
 
 def check_id(value: object, name: str) -> None:
@@ -59,6 +69,24 @@ def check_seconds(value: object, name: str) -> None:
         raise InvalidArgument(f"{name} must be a number of seconds in (0, 86400], got {value!r}")
 
 
+def check_int(value: object, name: str, *, minimum: int = -MAX_ID - 1) -> None:
+    """An integer (not a bool) in [minimum, MAX_ID]: it must fit PostgreSQL's bigint."""
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_ID:
+        raise InvalidArgument(f"{name} must be an integer in [{minimum}, {MAX_ID}], got {value!r}")
+
+
+def check_content(value: object) -> None:
+    """``check_text`` and at most ``MAX_CONTENT_BYTES`` of UTF-8."""
+    check_text(value, "content")
+    if isinstance(value, str) and len(value) > MAX_CONTENT_BYTES // 4:
+        size = len(value.encode("utf-8"))
+        if size > MAX_CONTENT_BYTES:
+            raise InvalidArgument(
+                f"content is {size} bytes; the most an event holds is {MAX_CONTENT_BYTES} "
+                "(MAX_CONTENT_BYTES)"
+            )
+
+
 def check_text(value: object, name: str) -> None:
     """None, or a string PostgreSQL can store (UTF-8, no NUL)."""
     if value is None:
@@ -79,26 +107,48 @@ def check_texts(**values: object) -> None:
         check_text(value, name)
 
 
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(_has_nul(v) for v in value)
-    return False
+def check_json(data: Any) -> None:
+    """What JSON and jsonb can hold, checked without recursion (so any nesting is refused
+    cleanly): object keys are strings, nesting is at most ``MAX_JSON_DEPTH``, no NUL in text."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                raise InvalidArgument(
+                    "data contains a NUL character, which PostgreSQL cannot store"
+                )
+            continue
+        if isinstance(value, (dict, list, tuple)):
+            if depth >= MAX_JSON_DEPTH:
+                raise InvalidArgument(
+                    f"data is nested deeper than {MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)"
+                )
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if not isinstance(key, str):
+                        raise InvalidArgument(
+                            f"data has a {type(key).__name__} object key {key!r}: JSON object "
+                            "keys are strings (convert it yourself, e.g. str(key))"
+                        )
+                    stack.append((key, depth + 1))
+                    stack.append((item, depth + 1))
+            else:
+                stack.extend((item, depth + 1) for item in value)
 
 
 def dump_json(data: Any) -> str | None:
     """Serialise ``data`` once, rejecting what JSON or PostgreSQL's jsonb cannot hold."""
     if data is None:
         return None
+    check_json(data)
     try:
         text = json.dumps(data, allow_nan=False, ensure_ascii=False)
         text.encode("utf-8")  # lone surrogates
+    except RecursionError:
+        raise InvalidArgument("data is nested too deeply for this call stack") from None
     except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
         raise InvalidArgument(f"data is not JSON-serialisable: {exc}") from exc
-    # json escapes NUL as \u0000; only then is the (slower) exact walk needed.
-    if "\\u0000" in text and _has_nul(data):
-        raise InvalidArgument("data contains a NUL character, which PostgreSQL cannot store")
+    if len(text) > MAX_DATA_BYTES // 4 and len(text.encode("utf-8")) > MAX_DATA_BYTES:
+        raise InvalidArgument(f"data is more than {MAX_DATA_BYTES} bytes of JSON (MAX_DATA_BYTES)")
     return text

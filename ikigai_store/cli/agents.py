@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -10,7 +9,7 @@ import click
 
 from ..models import Agent
 from .app import SESSION_OPTION, _active_or, _store, cli
-from .render import _context_json, _echo_agents, _echo_context, _echo_ranges, _short
+from .render import _context_json, _echo_agents, _echo_context, _echo_ranges, _short, json_text
 
 # ---------------------------------------------------------------- agents
 
@@ -164,7 +163,7 @@ def agent_replay(uuid: str, as_json: bool) -> None:
         ctx = store.replay_agent(uuid)
     if as_json:
         doc = {"agent_uuid": me.uuid, **_context_json(me.session_id, ctx)}
-        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+        click.echo(json_text(doc, indent=2))
         return
     inherited = sum(1 for m in ctx.messages if m.agent_uuid != me.uuid)
     click.echo(

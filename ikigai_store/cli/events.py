@@ -9,7 +9,7 @@ import click
 
 from ..models import VALID_KINDS
 from .app import SESSION_OPTION, _active_or, _store, cli
-from .render import _context_json, _echo_context, _echo_hits
+from .render import _context_json, _echo_context, _echo_hits, json_text
 
 # ---------------------------------------------------------------- events
 
@@ -76,7 +76,7 @@ def replay(session_id: int | None, as_json: bool) -> None:
         sid = _active_or(store, session_id)
         ctx = store.replay_session(sid)
     if as_json:
-        click.echo(json.dumps(_context_json(sid, ctx), ensure_ascii=False, indent=2))
+        click.echo(json_text(_context_json(sid, ctx), indent=2))
         return
     click.echo(f"session {sid}: {len(ctx.messages)} message(s) in context")
     _echo_context(ctx)

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from ..models import Agent, Message, ReplayContext, SearchHit, Session
+from ..models import Agent, DeepJSON, Message, ReplayContext, SearchHit, Session
 from ..store import Store
 
 #: Width a message's content is cut to in one-line listings.
@@ -40,8 +40,21 @@ def _describe(msg: Message) -> str:
     if msg.content is not None:
         return _one_line(msg.content)
     if msg.data is not None:
-        return _one_line(json.dumps(msg.data, ensure_ascii=False))
+        return _one_line(json_text(msg.data))
     return ""
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    """JSON for output. Never fails on stored data: a ``DeepJSON`` is shown as its text (a
+    string), and a value too deep for the indenting encoder is written compactly."""
+
+    def default(obj: object) -> str:
+        return obj.text if isinstance(obj, DeepJSON) else str(obj)
+
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=indent, default=default)
+    except RecursionError:  # the indenting encoder recurses in Python, twice per level
+        return json.dumps(value, ensure_ascii=False, default=default)
 
 
 def _short(uuid: str | None) -> str:

@@ -30,8 +30,9 @@ ALL = [
     "0003-agents",
     "0004-messages-agent-uuid",
     "0005-lineage-walk-and-kinds",
+    "0006-search-bounded-prefix",
 ]
-LATEST = 5
+LATEST = 6
 
 
 def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -74,7 +75,10 @@ def test_fresh_database_gets_seed_schema(ikigai_empty_db_url: str) -> None:
         ("agent_uuid", "text", "YES"),
     ]
     idx = _indexes(url)
-    assert "to_tsvector('english'::regconfig, content)" in idx["idx_messages_search"]
+    assert (
+        "to_tsvector('english'::regconfig, \"left\"(content, 100000))"
+        in (idx["idx_messages_search"])
+    )
     assert idx["idx_messages_session"].endswith("(session_id, id)")
     assert "started_at DESC" in idx["idx_sessions_started"]
     assert "WHERE (kind = 'clear'::text)" in idx["idx_messages_session_clear"]
@@ -177,7 +181,6 @@ def test_adopts_c_era_database(ikigai_empty_db_url: str) -> None:
     url = ikigai_empty_db_url
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(C_ERA_SCHEMA)
-    search_index = _indexes(url)["idx_messages_search"]
     before = _q(url, "SELECT * FROM messages ORDER BY id")
     assert migrate.pending(url) == ALL[1:]  # what apply will run; pending itself records nothing
     # pending() is read-only: not even yoyo's bookkeeping tables are created
@@ -188,7 +191,8 @@ def test_adopts_c_era_database(ikigai_empty_db_url: str) -> None:
         == before
     )
     idx = _indexes(url)
-    assert idx["idx_messages_search"] == search_index
+    # the C program's whole-content search index became the bounded-prefix one (0006)
+    assert '"left"(content, 100000)' in idx["idx_messages_search"]
     assert idx["idx_messages_session"].endswith("(session_id, id)")
     assert idx["idx_messages_session_created"].endswith("(session_id, created_at)")
     assert _version(url) == LATEST
