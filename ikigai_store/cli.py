@@ -5,8 +5,13 @@ Owns argument parsing, the rendering of sessions, replayed contexts and search h
 - no SQL here: every operation is a call on ``Store`` (or ``ikigai_store.db`` helpers for URL
   resolution and redaction);
 - a database URL is only ever printed through ``config.redact`` (``store.url`` is redacted);
-- user errors (every ``IkigaiStoreError``, bad JSON, no active session) print one ``Error: ...``
-  line on stderr and exit with status 1, never a traceback;
+- user errors (every ``IkigaiStoreError``, bad JSON, no active session) and usage errors
+  (unknown option or command, missing argument, bad value) print one ``Error: ...`` line on
+  stderr and exit with status 1, never a traceback or click's usage block; a command group given
+  no command prints its help and exits 0;
+- the free-text arguments (``search`` QUERY, ``append`` CONTENT) may start with ``-``: an
+  argument is an option only when it is one of the command's options or looks like a long
+  option (``--word``); ``append KIND -`` reads CONTENT from standard input, verbatim;
 - commands that print an id for scripts (``session new``, ``append``, ``agent new``, ``agent
   zero``) print that id alone; ``agent fork`` prints the child's uuid alone on its first line;
 - ``demo`` writes only to the session it creates, kills the agents it created and ends that
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -39,15 +45,105 @@ CONTENT_WIDTH = 100
 SHORT_UUID = 8
 
 
+@contextmanager
+def _one_line_usage_errors() -> Iterator[None]:
+    """Turn click's usage errors (exit 2 and a usage block) into one ``Error: ...`` line, exit 1."""
+    try:
+        yield
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "ikigai-store"
+        message = " ".join(exc.format_message().split())
+        raise click.ClickException(f"{message} (see: {where} --help)") from exc
+
+
 class _Cli(click.Group):
-    """The root group: turns library errors raised by any subcommand into ``Error: ...``."""
+    """The root group: library and usage errors of any subcommand become ``Error: ...``."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        with _one_line_usage_errors():  # the root's own options
+            return super().make_context(info_name, args, parent, **extra)
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except IkigaiStoreError as exc:
-            # Our messages show URLs only through config.redact (tests/unit/test_urls.py).
-            raise click.ClickException(str(exc) or type(exc).__name__) from exc
+        with _one_line_usage_errors():  # subcommands' arguments, unknown commands
+            try:
+                return super().invoke(ctx)
+            except IkigaiStoreError as exc:
+                # Our messages show URLs only through config.redact (tests/unit/test_urls.py).
+                raise click.ClickException(str(exc) or type(exc).__name__) from exc
+
+
+#: A misspelt or unknown long option (``--sesion``): left to click, which names it.
+_LONG_OPTION = re.compile(r"--[A-Za-z][\w-]*(=.*)?", re.DOTALL)
+
+
+class _TextArgs(click.Command):
+    """A command whose positional arguments are free text that may start with ``-``.
+
+    click reads every argument starting with ``-`` as an option, so ``search "-foo bar"`` or
+    ``append user "--- a/x.c"`` would fail. Here an argument is an option only when it is one of
+    the command's options (``-n 5``, ``--limit=5``, ``-n5``) or looks like a long option
+    (``--word``, so that a misspelt option is still reported); every other argument is
+    positional, wherever it stands. ``--`` still ends the options.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _positionals_last(ctx, self.get_params(ctx), args))
+
+
+def _positionals_last(
+    ctx: click.Context, params: Sequence[click.Parameter], args: Sequence[str]
+) -> list[str]:
+    """``args`` with the options (and their values) first, then ``--`` and the positionals."""
+    options = {
+        name: p
+        for p in params
+        if isinstance(p, click.Option)
+        for name in (*p.opts, *p.secondary_opts)
+    }
+    head: list[str] = []
+    positionals: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            positionals.extend(args[i:])
+            break
+        option = options.get(arg)
+        if option is not None:
+            head.append(arg)
+            if not (option.is_flag or option.count):
+                head.extend(args[i : i + option.nargs])
+                i += option.nargs
+        elif _LONG_OPTION.fullmatch(arg) or _short_with_value(ctx, options, arg):
+            head.append(arg)
+        else:
+            positionals.append(arg)
+    return [*head, "--", *positionals] if positionals else head
+
+
+def _short_with_value(ctx: click.Context, options: dict[str, click.Option], arg: str) -> bool:
+    """True for ``-n5``: a short option of ours taking a value, glued to a valid value."""
+    option = options.get(arg[:2])
+    if len(arg) <= 2 or arg[1] == "-" or option is None or option.is_flag or option.count:
+        return False
+    try:
+        option.type.convert(arg[2:], option, ctx)
+    except click.BadParameter:
+        return False
+    return True
+
+
+def _show_help_without_command(ctx: click.Context) -> None:
+    """A group run without a command prints its help (exit 0) rather than a usage error."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
 
 
 @contextmanager
@@ -254,7 +350,12 @@ def _echo_ranges(store: Store, uuid: str, indent: str = "") -> None:
 # ------------------------------------------------------------------------------------ commands
 
 
-@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    "ikigai-store",
+    cls=_Cli,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--database",
     metavar="URL",
@@ -263,7 +364,8 @@ def _echo_ranges(store: Store, uuid: str, indent: str = "") -> None:
     "else $DATABASE_URL, else the embedded PostgreSQL started on demand.",
 )
 @click.version_option(__version__, prog_name="ikigai-store")
-def cli(database: str | None) -> None:
+@click.pass_context
+def cli(ctx: click.Context, database: str | None) -> None:
     """ikigai-store: sessions, events, replay and search for LLM coding agents.
 
     Every command works on one database, chosen by --database. Commands other than `status` and
@@ -271,6 +373,7 @@ def cli(database: str | None) -> None:
 
     For a guided tour of mark, rewind, clear, search and agent forks, run: ikigai-store demo
     """
+    _show_help_without_command(ctx)
 
 
 @cli.command()
@@ -312,9 +415,11 @@ def status() -> None:
 # ---------------------------------------------------------------- session
 
 
-@cli.group()
-def session() -> None:
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def session(ctx: click.Context) -> None:
     """Create, list, inspect, end and title sessions."""
+    _show_help_without_command(ctx)
 
 
 @session.command("new")
@@ -398,6 +503,15 @@ def _parse_data(text: str | None) -> Any:
         raise click.ClickException(f"--data is not valid JSON: {exc}") from exc
 
 
+def _read_stdin() -> str:
+    """All of standard input, decoded as UTF-8 (a user error if it is not)."""
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise click.ClickException("standard input is not valid UTF-8 text") from None
+
+
 _SESSION_OPTION = click.option(
     "--session",
     "-s",
@@ -410,10 +524,12 @@ _SESSION_OPTION = click.option(
 
 
 @cli.command(
+    cls=_TextArgs,
     short_help="Append one event to a session and print its id.",
     epilog="Kinds: " + ", ".join(sorted(VALID_KINDS)) + ". Examples:\n\n"
     "\b\n"
     "  ikigai-store append user 'Add a --verbose flag'\n"
+    "  make test 2>&1 | ikigai-store append tool_result -\n"
     '  ikigai-store append mark approach-a --data \'{"label": "approach-a"}\'\n'
     "  ikigai-store append rewind --data '{\"target_message_id\": 42}'\n"
     "  ikigai-store append clear",
@@ -438,9 +554,13 @@ def append(
 ) -> None:
     """Append one event of KIND (with optional CONTENT) and print its id.
 
-    A mark's label is data.label; a rewind names its mark with data.target_message_id.
+    CONTENT `-` reads the content from standard input, stored verbatim (trailing newline
+    included). CONTENT may start with '-' ("- item", "--- a/file"). A mark's label is data.label;
+    a rewind names its mark with data.target_message_id.
     """
     parsed = _parse_data(data)
+    if content == "-":
+        content = _read_stdin()
     with _store() as store:
         if session_id is None and agent_uuid is not None:
             sid = store.get_agent(agent_uuid).session_id
@@ -468,7 +588,7 @@ def replay(session_id: int | None, as_json: bool) -> None:
     _echo_context(ctx)
 
 
-@cli.command()
+@cli.command(cls=_TextArgs)
 @click.argument("query")
 @click.option(
     "--session",
@@ -483,24 +603,33 @@ def replay(session_id: int | None, as_json: bool) -> None:
 def search(query: str, session_id: int | None, limit: int) -> None:
     """Full-text search over every message, best match first.
 
-    QUERY uses web-search syntax: "quoted phrase", `or`, -excluded. Matches in the snippet are
-    shown in [brackets]. Rewound and cleared messages are still found: history is never lost.
+    QUERY uses web-search syntax: "quoted phrase", `or`, -excluded; it may start with '-'
+    (`search "-lexer parser"`). Matches in the snippet are shown in [brackets]. Rewound and
+    cleared messages are still found: history is never lost. A query with no searchable word
+    (only stop words such as "the") is an error: it could match nothing.
     """
     with _store() as store:
         hits = store.search(query, session_id=session_id, limit=limit)
+        if not hits and not store.search_terms(query):
+            raise click.ClickException(
+                f"the query {query!r} has no searchable word (only stop words such as 'the', "
+                "or punctuation): nothing to search"
+            )
     _echo_hits(hits)
 
 
 # ---------------------------------------------------------------- agents
 
 
-@cli.group()
-def agent() -> None:
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def agent(ctx: click.Context) -> None:
     """Create, fork, list, kill and replay agents.
 
     A fork inherits its parent's history up to the fork point without copying any event; replay
     reads the inherited ranges, then the agent's own events.
     """
+    _show_help_without_command(ctx)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
