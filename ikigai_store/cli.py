@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import click
 
 from . import __version__
+from ._resources import migrations_dir
 from .errors import IkigaiStoreError
 from .models import VALID_KINDS, Agent, Message, ReplayContext, SearchHit, Session
 from .store import Store
@@ -360,16 +361,17 @@ def _echo_ranges(store: Store, uuid: str, indent: str = "") -> None:
     "--database",
     metavar="URL",
     default=None,
-    help="PostgreSQL URL (postgresql://... or key=value). Default: $IKIGAI_DATABASE_URL, "
-    "else $DATABASE_URL, else the embedded PostgreSQL started on demand.",
+    help="PostgreSQL URL (postgresql://..., postgresql+psycopg://... as yoyo spells it, or "
+    "key=value). Default: $IKIGAI_DATABASE_URL, else $DATABASE_URL, else the embedded "
+    "PostgreSQL started on demand.",
 )
 @click.version_option(__version__, prog_name="ikigai-store")
 @click.pass_context
 def cli(ctx: click.Context, database: str | None) -> None:
     """ikigai-store: sessions, events, replay and search for LLM coding agents.
 
-    Every command works on one database, chosen by --database. Commands other than `status` and
-    `migrate` apply pending migrations first.
+    Every command works on one database, chosen by --database. Commands that use it, other than
+    `status` and `migrate`, apply pending migrations first.
 
     For a guided tour of mark, rewind, clear, search and agent forks, run: ikigai-store demo
     """
@@ -387,6 +389,18 @@ def migrate() -> None:
         click.echo(f"applying {len(pending)} migration(s) to {store.url}...")
         store.migrate(progress=lambda migration_id: click.echo(f"  applying {migration_id}"))
         click.echo(f"schema version {store.schema_version()}")
+
+
+@cli.command("migrations-path", short_help="Print the installed migrations directory.")
+def migrations_path() -> None:
+    """Print the directory of the packaged yoyo migrations (no database is opened).
+
+    For plain yoyo, from any directory (with DATABASE_URL=postgresql+psycopg://...):
+
+    \b
+      yoyo apply --batch -d "$DATABASE_URL" "$(ikigai-store migrations-path)"
+    """
+    click.echo(migrations_dir())
 
 
 @cli.command(short_help="Show database, schema version and active session.")

@@ -16,6 +16,7 @@ from click.testing import CliRunner, Result
 
 import ikigai_store as ik
 from ikigai_store.cli import cli
+from ikigai_store.config import to_yoyo_url
 
 pytestmark = pytest.mark.db
 
@@ -193,6 +194,14 @@ def test_status_redacts_password(ikigai_db_url: str) -> None:
     assert result.stderr.startswith("Error: ")
     assert "s3cret" not in result.output
     assert "u:***@127.0.0.1" in result.stderr
+
+
+def test_database_option_accepts_yoyo_spelling(ikigai_db_url: str) -> None:
+    """`--database postgresql+psycopg://...` (yoyo's spelling) reaches the same database."""
+    sid = new_session(ikigai_db_url)
+    yoyo_url = to_yoyo_url(ikigai_db_url)
+    assert yoyo_url.startswith("postgresql+psycopg://")
+    assert re.search(rf"^active session:\s+{sid}$", ok(yoyo_url, "status"), re.M)
 
 
 def test_migrate_up_to_date(ikigai_db_url: str) -> None:
@@ -698,7 +707,8 @@ def test_stopword_only_search_says_so(ikigai_db_url: str) -> None:
 def test_help_documents_every_command(ikigai_db_url: str) -> None:
     """`--help` lists every command and each command has its own help text."""
     top = ok(ikigai_db_url, "--help")
-    for name in ("migrate", "status", "session", "append", "replay", "search", "demo"):
+    commands = ("migrate", "migrations-path", "status", "session", "append", "replay", "search")
+    for name in (*commands, "demo"):
         assert name in top
         assert "Usage: " in ok(ikigai_db_url, name, "--help")
     for name in ("new", "list", "show", "end", "title"):
