@@ -6,7 +6,7 @@ The convention (the README's "Development" section states it too):
   shared with other blocks) in an empty directory;
 - a ```sh, ```bash or ```shell block runs with ``bash -e -o pipefail`` (it fails at the first
   failing command) in an empty directory, or, when its first line starts with
-  ``# from a checkout``, in a fresh copy of the checkout's git-tracked files;
+  ``# from a checkout``, in a fresh copy of the checkout (the files git tracks or would track);
 - a block with any other fence (```console, ```text, ```sql, a bare ```) is shown, never run:
   use it for what must not run here (destructive or privileged commands, tools that may be
   missing such as psql, the CI script itself) and for output and diagrams.
@@ -183,9 +183,12 @@ def block_env(database_url: str, data_dir: Path) -> dict[str, str]:
 
 
 def copy_checkout(dest: Path) -> None:
-    """Copy the checkout's git-tracked files (as they are in the work tree) into ``dest``."""
+    """Copy the checkout (tracked and untracked files git does not ignore, as they are in the
+    work tree) into ``dest``."""
     listed = subprocess.run(
-        ["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=False
+        ["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=False,
     )
     if listed.returncode != 0:
         pytest.skip("not a git checkout: the quick start runs from one")
