@@ -343,6 +343,9 @@ class AsyncStore:
     ) -> list[SearchHit]:
         return await self._run(search.search(query, session_id, limit))
 
+    async def search_terms(self, query: str) -> str:
+        return await self._run(search.search_terms(query))
+
     async def truncate_all(self) -> None:
         return await self._run(admin.truncate_all())
 

@@ -397,6 +397,14 @@ class Store:
         """
         return self._run(search.search(query, session_id, limit))
 
+    def search_terms(self, query: str) -> str:
+        """The tsquery ``search(query)`` runs, as text (``'parser' & !'lexer'``).
+
+        Empty when the query has no searchable word (empty, only stop words such as "the",
+        only punctuation): such a query can match nothing, and ``search`` returns ``[]``.
+        """
+        return self._run(search.search_terms(query))
+
     def truncate_all(self) -> None:
         """Delete every session and event and restart the ids (for tests)."""
         return self._run(admin.truncate_all())

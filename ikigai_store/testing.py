@@ -32,6 +32,7 @@ import pytest
 
 from . import migrate
 from .aio import AsyncStore
+from .config import resolve_url
 from .db import admin_url, create_database, drop_database
 from .embedded import embedded_server_url, testing_data_dir
 from .store import Store
@@ -87,7 +88,7 @@ def ikigai_server_url() -> str:
     for name in ("IKIGAI_TEST_DATABASE_URL", "DATABASE_URL"):
         value = os.environ.get(name)
         if value:
-            return value
+            return resolve_url(value) or value  # yoyo's postgresql+psycopg:// spelling too
     if os.environ.get("PGHOST"):
         return "postgresql:///" + os.environ.get("PGDATABASE", "postgres")
     return embedded_server_url(testing_data_dir())

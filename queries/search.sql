@@ -22,3 +22,8 @@ FROM hits
 JOIN messages AS m ON m.id = hits.id
 CROSS JOIN q
 ORDER BY hits.rank DESC, m.id DESC;
+
+-- name: search_terms(query)^
+-- The tsquery that search_messages runs for :query, as text ('parser' & !'lexer'): empty when
+-- the query has no searchable word (empty, only stop words such as "the", only punctuation).
+SELECT websearch_to_tsquery('english', :query)::text AS terms;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .._resources import migrations_dir
 from .app import _store, cli
 
 
@@ -18,6 +19,18 @@ def migrate() -> None:
         click.echo(f"applying {len(pending)} migration(s) to {store.url}...")
         store.migrate(progress=lambda migration_id: click.echo(f"  applying {migration_id}"))
         click.echo(f"schema version {store.schema_version()}")
+
+
+@cli.command("migrations-path", short_help="Print the installed migrations directory.")
+def migrations_path() -> None:
+    """Print the directory of the packaged yoyo migrations (no database is opened).
+
+    For plain yoyo, from any directory (with DATABASE_URL=postgresql+psycopg://...):
+
+    \b
+      yoyo apply --batch -d "$DATABASE_URL" "$(ikigai-store migrations-path)"
+    """
+    click.echo(migrations_dir())
 
 
 @cli.command(short_help="Show database, schema version and active session.")

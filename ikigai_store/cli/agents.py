@@ -8,19 +8,21 @@ from typing import Any, TypeVar
 import click
 
 from ..models import Agent
-from .app import SESSION_OPTION, _active_or, _store, cli
+from .app import SESSION_OPTION, _active_or, _show_help_without_command, _store, cli
 from .render import _context_json, _echo_agents, _echo_context, _echo_ranges, _short, json_text
 
 # ---------------------------------------------------------------- agents
 
 
-@cli.group()
-def agent() -> None:
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def agent(ctx: click.Context) -> None:
     """Create, fork, list, kill and replay agents.
 
     A fork inherits its parent's history up to the fork point without copying any event; replay
     reads the inherited ranges, then the agent's own events.
     """
+    _show_help_without_command(ctx)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -1,12 +1,19 @@
 """The root ``ikigai-store`` group: global options, error handling, opening the store.
 
-Owns what every command shares. Invariant: user errors (every ``IkigaiStoreError``, bad JSON,
-no active session) print one ``Error: ...`` line on stderr and exit with status 1.
+Owns what every command shares. Invariants:
+- user errors (every ``IkigaiStoreError``, bad JSON, no active session) and usage errors (unknown
+  option or command, missing argument, bad value) print one ``Error: ...`` line on stderr and
+  exit with status 1, never a traceback or click's usage block; a command group given no command
+  prints its help and exits 0;
+- the free-text arguments of ``_TextArgs`` commands (``search`` QUERY, ``append`` CONTENT) may
+  start with ``-``: an argument is an option only when it is one of the command's options or
+  looks like a long option (``--word``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,15 +27,105 @@ from ..store import open as open_store
 __all__ = ["SESSION_OPTION", "cli"]
 
 
+@contextmanager
+def _one_line_usage_errors() -> Iterator[None]:
+    """Turn click's usage errors (exit 2 and a usage block) into one ``Error: ...`` line, exit 1."""
+    try:
+        yield
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "ikigai-store"
+        message = " ".join(exc.format_message().split())
+        raise click.ClickException(f"{message} (see: {where} --help)") from exc
+
+
 class _Cli(click.Group):
-    """The root group: turns library errors raised by any subcommand into ``Error: ...``."""
+    """The root group: library and usage errors of any subcommand become ``Error: ...``."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        with _one_line_usage_errors():  # the root's own options
+            return super().make_context(info_name, args, parent, **extra)
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except IkigaiStoreError as exc:
-            # Our messages show URLs only through config.redact (tests/unit/test_urls.py).
-            raise click.ClickException(str(exc) or type(exc).__name__) from exc
+        with _one_line_usage_errors():  # subcommands' arguments, unknown commands
+            try:
+                return super().invoke(ctx)
+            except IkigaiStoreError as exc:
+                # Our messages show URLs only through config.redact (tests/unit/test_urls.py).
+                raise click.ClickException(str(exc) or type(exc).__name__) from exc
+
+
+#: A misspelt or unknown long option (``--sesion``): left to click, which names it.
+_LONG_OPTION = re.compile(r"--[A-Za-z][\w-]*(=.*)?", re.DOTALL)
+
+
+class _TextArgs(click.Command):
+    """A command whose positional arguments are free text that may start with ``-``.
+
+    click reads every argument starting with ``-`` as an option, so ``search "-foo bar"`` or
+    ``append user "--- a/x.c"`` would fail. Here an argument is an option only when it is one of
+    the command's options (``-n 5``, ``--limit=5``, ``-n5``) or looks like a long option
+    (``--word``, so that a misspelt option is still reported); every other argument is
+    positional, wherever it stands. ``--`` still ends the options.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _positionals_last(ctx, self.get_params(ctx), args))
+
+
+def _positionals_last(
+    ctx: click.Context, params: Sequence[click.Parameter], args: Sequence[str]
+) -> list[str]:
+    """``args`` with the options (and their values) first, then ``--`` and the positionals."""
+    options = {
+        name: p
+        for p in params
+        if isinstance(p, click.Option)
+        for name in (*p.opts, *p.secondary_opts)
+    }
+    head: list[str] = []
+    positionals: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            positionals.extend(args[i:])
+            break
+        option = options.get(arg)
+        if option is not None:
+            head.append(arg)
+            if not (option.is_flag or option.count):
+                head.extend(args[i : i + option.nargs])
+                i += option.nargs
+        elif _LONG_OPTION.fullmatch(arg) or _short_with_value(ctx, options, arg):
+            head.append(arg)
+        else:
+            positionals.append(arg)
+    return [*head, "--", *positionals] if positionals else head
+
+
+def _short_with_value(ctx: click.Context, options: dict[str, click.Option], arg: str) -> bool:
+    """True for ``-n5``: a short option of ours taking a value, glued to a valid value."""
+    option = options.get(arg[:2])
+    if len(arg) <= 2 or arg[1] == "-" or option is None or option.is_flag or option.count:
+        return False
+    try:
+        option.type.convert(arg[2:], option, ctx)
+    except click.BadParameter:
+        return False
+    return True
+
+
+def _show_help_without_command(ctx: click.Context) -> None:
+    """A group run without a command prints its help (exit 0) rather than a usage error."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
 
 
 @contextmanager
@@ -55,23 +152,31 @@ def _active_or(store: Store, session_id: int | None) -> int:
 # ------------------------------------------------------------------------------------ commands
 
 
-@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    "ikigai-store",
+    cls=_Cli,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--database",
     metavar="URL",
     default=None,
-    help="PostgreSQL URL (postgresql://... or key=value). Default: $IKIGAI_DATABASE_URL, "
-    "else $DATABASE_URL, else the embedded PostgreSQL started on demand.",
+    help="PostgreSQL URL (postgresql://..., postgresql+psycopg://... as yoyo spells it, or "
+    "key=value). Default: $IKIGAI_DATABASE_URL, else $DATABASE_URL, else the embedded "
+    "PostgreSQL started on demand.",
 )
 @click.version_option(__version__, prog_name="ikigai-store")
-def cli(database: str | None) -> None:
+@click.pass_context
+def cli(ctx: click.Context, database: str | None) -> None:
     """ikigai-store: sessions, events, replay and search for LLM coding agents.
 
-    Every command works on one database, chosen by --database. Commands other than `status` and
-    `migrate` apply pending migrations first.
+    Every command works on one database, chosen by --database. Commands that use it, other than
+    `status` and `migrate`, apply pending migrations first.
 
     For a guided tour of mark, rewind, clear, search and agent forks, run: ikigai-store demo
     """
+    _show_help_without_command(ctx)
 
 
 SESSION_OPTION = click.option(

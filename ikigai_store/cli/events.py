@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import click
 
 from ..models import VALID_KINDS
-from .app import SESSION_OPTION, _active_or, _store, cli
+from .app import SESSION_OPTION, _active_or, _store, _TextArgs, cli
 from .render import _context_json, _echo_context, _echo_hits, json_text
 
 # ---------------------------------------------------------------- events
+
+
+def _read_stdin() -> str:
+    """All of standard input, decoded as UTF-8 (a user error if it is not)."""
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise click.ClickException("standard input is not valid UTF-8 text") from None
 
 
 def _parse_data(text: str | None) -> Any:
@@ -24,10 +34,12 @@ def _parse_data(text: str | None) -> Any:
 
 
 @cli.command(
+    cls=_TextArgs,
     short_help="Append one event to a session and print its id.",
     epilog="Kinds: " + ", ".join(sorted(VALID_KINDS)) + ". Examples:\n\n"
     "\b\n"
     "  ikigai-store append user 'Add a --verbose flag'\n"
+    "  make test 2>&1 | ikigai-store append tool_result -\n"
     '  ikigai-store append mark approach-a --data \'{"label": "approach-a"}\'\n'
     "  ikigai-store append rewind --data '{\"target_message_id\": 42}'\n"
     "  ikigai-store append clear",
@@ -52,9 +64,13 @@ def append(
 ) -> None:
     """Append one event of KIND (with optional CONTENT) and print its id.
 
-    A mark's label is data.label; a rewind names its mark with data.target_message_id.
+    CONTENT `-` reads the content from standard input, stored verbatim (trailing newline
+    included). CONTENT may start with '-' ("- item", "--- a/file"). A mark's label is data.label;
+    a rewind names its mark with data.target_message_id.
     """
     parsed = _parse_data(data)
+    if content == "-":
+        content = _read_stdin()
     with _store() as store:
         if session_id is None and agent_uuid is not None:
             sid = store.get_agent(agent_uuid).session_id
@@ -82,7 +98,7 @@ def replay(session_id: int | None, as_json: bool) -> None:
     _echo_context(ctx)
 
 
-@cli.command()
+@cli.command(cls=_TextArgs)
 @click.argument("query")
 @click.option(
     "--session",
@@ -97,9 +113,16 @@ def replay(session_id: int | None, as_json: bool) -> None:
 def search(query: str, session_id: int | None, limit: int) -> None:
     """Full-text search over every message, best match first.
 
-    QUERY uses web-search syntax: "quoted phrase", `or`, -excluded. Matches in the snippet are
-    shown in [brackets]. Rewound and cleared messages are still found: history is never lost.
+    QUERY uses web-search syntax: "quoted phrase", `or`, -excluded; it may start with '-'
+    (`search "-lexer parser"`). Matches in the snippet are shown in [brackets]. Rewound and
+    cleared messages are still found: history is never lost. A query with no searchable word
+    (only stop words such as "the") is an error: it could match nothing.
     """
     with _store() as store:
         hits = store.search(query, session_id=session_id, limit=limit)
+        if not hits and not store.search_terms(query):
+            raise click.ClickException(
+                f"the query {query!r} has no searchable word (only stop words such as 'the', "
+                "or punctuation): nothing to search"
+            )
     _echo_hits(hits)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import click
 
-from .app import _active_or, _store, cli
+from .app import _active_or, _show_help_without_command, _store, cli
 from .render import _session_title, _when
 
 # ---------------------------------------------------------------- session
 
 
-@cli.group()
-def session() -> None:
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def session(ctx: click.Context) -> None:
     """Create, list, inspect, end and title sessions."""
+    _show_help_without_command(ctx)
 
 
 @session.command("new")

@@ -16,6 +16,7 @@ from click.testing import CliRunner, Result
 
 import ikigai_store as ik
 from ikigai_store.cli import cli
+from ikigai_store.config import to_yoyo_url
 
 pytestmark = pytest.mark.db
 
@@ -193,6 +194,14 @@ def test_status_redacts_password(ikigai_db_url: str) -> None:
     assert result.stderr.startswith("Error: ")
     assert "s3cret" not in result.output
     assert "u:***@127.0.0.1" in result.stderr
+
+
+def test_database_option_accepts_yoyo_spelling(ikigai_db_url: str) -> None:
+    """`--database postgresql+psycopg://...` (yoyo's spelling) reaches the same database."""
+    sid = new_session(ikigai_db_url)
+    yoyo_url = to_yoyo_url(ikigai_db_url)
+    assert yoyo_url.startswith("postgresql+psycopg://")
+    assert re.search(rf"^active session:\s+{sid}$", ok(yoyo_url, "status"), re.M)
 
 
 def test_migrate_up_to_date(ikigai_db_url: str) -> None:
@@ -520,13 +529,186 @@ def test_title_needs_title_or_clear(ikigai_db_url: str) -> None:
     assert "either a TITLE or --clear" in fails(ikigai_db_url, "session", "title", str(sid))
 
 
+# ------------------------------------------------------------------------------ usage errors
+
+
+def usage_error(url: str, *args: str) -> str:
+    """Run the CLI, assert a usage error: exit 1, exactly one `Error:` line, nothing on stdout."""
+    result = run(url, *args)
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("Error: ")
+    return result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "help_of"),
+    [
+        (["append", "--bogus", "user", "x"], "No such option", "ikigai-store append"),
+        (["append"], "Missing argument 'KIND'", "ikigai-store append"),
+        (
+            ["session", "list", "--limit", "x"],
+            "'x' is not a valid integer",
+            "ikigai-store session list",
+        ),
+        (["session", "show"], "Missing argument 'ID'", "ikigai-store session show"),
+        (["search", "one", "two"], "unexpected extra argument (two)", "ikigai-store search"),
+        (["session", "nope"], "No such command 'nope'", "ikigai-store session"),
+        (["nope"], "No such command 'nope'", "ikigai-store"),
+        (["--bogus", "status"], "No such option", "ikigai-store"),
+        (["append", "--sesion", "1", "user"], "Did you mean", "ikigai-store append"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_1(
+    ikigai_db_url: str, args: list[str], message: str, help_of: str
+) -> None:
+    """Unknown options, missing arguments, bad values and unknown commands exit 1 with one line
+    naming the problem and where to find help (not click's exit 2 and usage block)."""
+    err = usage_error(ikigai_db_url, *args)
+    assert message in err
+    assert "--bogus" in err or "--bogus" not in args
+    assert err.rstrip().endswith(f"(see: {help_of} --help)")
+
+
+@pytest.mark.slow
+def test_usage_error_exit_status_of_the_program() -> None:
+    """The installed program (`python -m ikigai_store`) exits 1 with one line on a bad option."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "ikigai_store", "--bogus"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout) == (1, "")
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("Error: No such option")
+    assert "--bogus" in line
+    assert line.endswith(" (see: ikigai-store --help)")
+
+
+@pytest.mark.parametrize("args", [[], ["agent"], ["session"]])
+def test_group_without_command_prints_its_help(ikigai_db_url: str, args: list[str]) -> None:
+    """A command group given no command prints its help on stdout and exits 0."""
+    out = ok(ikigai_db_url, *args)
+    assert out.startswith("Usage: ")
+    assert "Commands:" in out
+
+
+# ------------------------------------------------------------------------------ text arguments
+
+
+def test_append_reads_content_from_stdin(ikigai_db_url: str) -> None:
+    """`append KIND -` stores standard input verbatim (trailing newline included)."""
+    sid = new_session(ikigai_db_url)
+    result = CliRunner().invoke(
+        cli,
+        ["--database", ikigai_db_url, "append", "-s", str(sid), "user", "-"],
+        input="hi\nthere\n",
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(ok(ikigai_db_url, "replay", "--session", str(sid), "--json"))
+    assert [(m["id"], m["content"]) for m in doc["messages"]] == [
+        (int(result.stdout), "hi\nthere\n")
+    ]
+
+
+def test_append_stdin_must_be_utf8(ikigai_db_url: str) -> None:
+    """Standard input that is not UTF-8 is a user error and nothing is written."""
+    sid = new_session(ikigai_db_url)
+    result = CliRunner().invoke(
+        cli,
+        ["--database", ikigai_db_url, "append", "-s", str(sid), "user", "-"],
+        input=b"caf\xe9",
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 1
+    assert result.stderr == "Error: standard input is not valid UTF-8 text\n"
+    assert "(empty context)" in ok(ikigai_db_url, "replay", "--session", str(sid))
+
+
+@pytest.mark.slow
+def test_append_reads_a_large_tool_log_from_a_pipe(ikigai_db_url: str) -> None:
+    """A 4 MB tool log piped into `append tool_result -` by a real process is stored whole.
+
+    (Its vocabulary is small: content whose full-text vector exceeds PostgreSQL's 1 MB tsvector
+    limit is refused by the search index whatever the CLI does.)
+    """
+    sid = new_session(ikigai_db_url)
+    log = "".join(
+        f"PASS tests/test_{i % 300}.py::test_{i % 97} ok \u2713\n" for i in range(120_000)
+    )
+    assert len(log.encode()) > 4_000_000
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "ikigai_store", "--database", ikigai_db_url),
+            *("append", "--session", str(sid), "tool_result", "-"),
+        ],
+        input=log.encode(),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    with ik.open(ikigai_db_url, migrate=False) as store:
+        [stored] = store.messages(sid)
+    assert (stored.id, stored.kind, stored.content) == (int(proc.stdout), "tool_result", log)
+
+
+@pytest.mark.parametrize(
+    "text", ["-x", "- a list item", "--- a/parser.c", "-1", "--two words", "-s not a session"]
+)
+def test_append_content_may_start_with_dash(ikigai_db_url: str, text: str) -> None:
+    """CONTENT starting with '-' is content, not an option, wherever the options are."""
+    sid = new_session(ikigai_db_url)
+    first = add(ikigai_db_url, sid, "user", text)
+    second = int(ok(ikigai_db_url, "append", "user", text, "--session", str(sid)).strip())
+    doc = json.loads(ok(ikigai_db_url, "replay", "--session", str(sid), "--json"))
+    assert [(m["id"], m["content"]) for m in doc["messages"]] == [(first, text), (second, text)]
+
+
+def test_search_query_may_start_with_dash(ikigai_db_url: str) -> None:
+    """A QUERY starting with '-' (an excluded term) is the query, with options before or after
+    it; `--` still works, and real options keep working."""
+    sid = new_session(ikigai_db_url)
+    add(ikigai_db_url, sid, "user", "alpha beta quux")
+    gamma = add(ikigai_db_url, sid, "user", "alpha gamma quux")
+    s = str(sid)
+    for args in (
+        ["-beta alpha", "--session", s],
+        ["--session", s, "-n", "5", "-beta alpha"],
+        ["-beta alpha", "-s", s, "--limit=5"],
+        [f"-s{s}", "-beta alpha", "-n5"],
+        ["--session", s, "--", "-beta alpha"],
+    ):
+        out = ok(ikigai_db_url, "search", *args)
+        assert [int(x.split()[1]) for x in out.splitlines()[1:]] == [gamma], args
+    assert "No such option" in usage_error(ikigai_db_url, "search", "alpha", "--bogus")
+
+
+def test_stopword_only_search_says_so(ikigai_db_url: str) -> None:
+    """A query of stop words only exits 1 saying there is nothing to search (not "no matches");
+    a query with a real word and no hit still prints "no matches" and exits 0."""
+    result = run(ikigai_db_url, "search", "the and of")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        "Error: the query 'the and of' has no searchable word (only stop words such as "
+        "'the', or punctuation): nothing to search\n"
+    )
+    assert "nothing to search" in fails(ikigai_db_url, "search", "")
+    assert ok(ikigai_db_url, "search", "the zzzunfindablezzz").strip() == "no matches"
+
+
 # ------------------------------------------------------------------------------ entry point
 
 
 def test_help_documents_every_command(ikigai_db_url: str) -> None:
     """`--help` lists every command and each command has its own help text."""
     top = ok(ikigai_db_url, "--help")
-    for name in ("migrate", "status", "session", "append", "replay", "search", "demo"):
+    commands = ("migrate", "migrations-path", "status", "session", "append", "replay", "search")
+    for name in (*commands, "demo"):
         assert name in top
         assert "Usage: " in ok(ikigai_db_url, name, "--help")
     for name in ("new", "list", "show", "end", "title"):

@@ -106,6 +106,26 @@ def test_empty_query_finds_nothing(ikigai_store: ik.Store, corpus: object) -> No
     assert ikigai_store.search("the") == []
 
 
+@pytest.mark.parametrize("query", ["", "   ", "the", "the and of", "!!! ???", "-the"])
+def test_search_terms_empty_when_nothing_is_searchable(ikigai_store: ik.Store, query: str) -> None:
+    """search_terms is '' for empty, stop-word-only and punctuation-only queries."""
+    assert ikigai_store.search_terms(query) == ""
+    assert ikigai_store.search(query) == []
+
+
+def test_search_terms_shows_the_tsquery(ikigai_store: ik.Store) -> None:
+    """search_terms is the stemmed tsquery search runs: stop words dropped, -term negated."""
+    assert ikigai_store.search_terms("the parsers -lexer") == "'parser' & !'lexer'"
+    assert ikigai_store.search_terms('"quick fox" or dog') == "'quick' <-> 'fox' | 'dog'"
+
+
+@pytest.mark.parametrize("query", [None, 3, "a\x00b"])
+def test_search_terms_bad_query(ikigai_store: ik.Store, query: object) -> None:
+    """A query that is not text, or holds a NUL, raises InvalidArgument."""
+    with pytest.raises(ik.InvalidArgument):
+        ikigai_store.search_terms(query)  # type: ignore[arg-type]
+
+
 def test_hyphenated_term(ikigai_store: ik.Store, corpus: tuple[int, int, list[ik.Message]]) -> None:
     """A hyphenated query finds the hyphenated word."""
     assert {h.message.id for h in ikigai_store.search("foo-bar")} == {corpus[2][2].id}
