@@ -12,7 +12,6 @@ it); blocking work (starting the embedded server, migrations) runs in a worker t
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -28,7 +27,7 @@ from .config import redact, resolve_url
 from .errors import ConnectionLost, IkigaiStoreError, translate
 from .models import Agent, Message, ReplayContext, ReplayRange, SearchHit, Session
 from .pool import AConn, AsyncPool
-from .store import Store, check_pool_options
+from .store import Store, check_pool_options, resolve_target
 from .validate import check_seconds
 
 __all__ = ["AsyncStore", "open_async"]
@@ -71,15 +70,7 @@ def open_async(
     check_seconds(migration_lock_timeout, "migration_lock_timeout")
 
     async def make() -> AsyncStore:
-        resolved = resolve_url(url)
-        data_dir = None
-        revive = None
-        if resolved is None:
-            from .embedded import default_data_dir, embedded_url
-
-            data_dir = default_data_dir()
-            resolved = await asyncio.to_thread(embedded_url, data_dir)
-            revive = functools.partial(embedded_url, data_dir)  # restarts a server that died
+        resolved, data_dir, revive = await asyncio.to_thread(resolve_target, url)
         store = await AsyncStore.connect(
             resolved, pool_size=pool_size, timeout=timeout, on_unavailable=revive
         )

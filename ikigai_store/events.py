@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import Conflict, InvalidArgument
+from .errors import InvalidArgument
 from .models import VALID_KINDS, Message, ReplayContext, is_valid_kind
 from .ops import Op, events, one
 from .replay import fold, rewind_target
@@ -46,27 +46,15 @@ def append(
         if target is None:
             raise InvalidArgument("a rewind needs an integer data.target_message_id")
         check_int(target, "data.target_message_id", minimum=1)
-    try:
-        if target is None:
-            row = yield one(
-                "append_message",
-                session_id=session_id,
-                agent_uuid=agent_uuid,
-                kind=kind,
-                content=content,
-                data=data_json,
-            )
-        else:
-            row = yield one(
-                "append_rewind",
-                session_id=session_id,
-                agent_uuid=agent_uuid,
-                content=content,
-                data=data_json,
-                target_message_id=target,
-            )
-    except Conflict as refused:  # a foreign key: the session or the agent
-        raise (yield from _why_refused(session_id, agent_uuid, target)) from refused
+    row = yield one(
+        "append_message",
+        session_id=session_id,
+        agent_uuid=agent_uuid,
+        kind=kind,
+        content=content,
+        data=data_json,
+        target_message_id=target,
+    )
     if row is None:
         raise (yield from _why_refused(session_id, agent_uuid, target))
     return Message.from_row(row)

@@ -47,6 +47,20 @@ def check_pool_options(pool_size: object, timeout: object) -> None:
     check_seconds(timeout, "timeout")
 
 
+def resolve_target(url: str | None) -> tuple[str, Path | None, Callable[[], object] | None]:
+    """(URL, embedded data dir or None, hook restarting a dead embedded server or None).
+
+    Starts the embedded server when no URL is given or configured (blocking).
+    """
+    resolved = resolve_url(url)
+    if resolved is not None:
+        return resolved, None, None
+    from .embedded import default_data_dir, embedded_url
+
+    data_dir = default_data_dir()
+    return embedded_url(data_dir), data_dir, functools.partial(embedded_url, data_dir)
+
+
 def open(
     url: str | None = None,
     *,
@@ -65,15 +79,7 @@ def open(
     """
     check_pool_options(pool_size, timeout)
     check_seconds(migration_lock_timeout, "migration_lock_timeout")
-    resolved = resolve_url(url)
-    data_dir = None
-    revive = None
-    if resolved is None:
-        from .embedded import default_data_dir, embedded_url
-
-        data_dir = default_data_dir()
-        resolved = embedded_url(data_dir)
-        revive = functools.partial(embedded_url, data_dir)  # restarts a server that died
+    resolved, data_dir, revive = resolve_target(url)
     store = Store(resolved, pool_size=pool_size, timeout=timeout, on_unavailable=revive)
     store.embedded_data_dir = data_dir
     if migrate:

@@ -1,10 +1,12 @@
--- name: append_message(session_id, agent_uuid, kind, content, data)^
+-- name: append_message(session_id, agent_uuid, kind, content, data, target_message_id)^
 -- Append one event; returns the stored row, or nothing when the write is refused: the session
--- is missing or ended, or agent_uuid is not a running agent of that session. The rows checked
--- are locked FOR SHARE until commit, so a concurrent end_session or kill_agent either waits for
--- this append or is seen by it (READ COMMITTED re-checks a locked row's newest version): no
--- event lands in an ended session or on a dead agent. data is JSON text, validated and
--- serialised once by the caller. Rows are never updated: id is the order.
+-- is missing or ended, agent_uuid is not a running agent of that session, or (a rewind, when
+-- target_message_id is given) the target is not a mark event of the same session. One
+-- statement, so no check can race the insert; the rows checked are locked FOR SHARE until
+-- commit, so a concurrent end_session or kill_agent either waits for this append or is seen by
+-- it (READ COMMITTED re-checks a locked row's newest version): no event lands in an ended
+-- session or on a dead agent. data is JSON text, validated and serialised once by the caller.
+-- Rows are never updated: id is the order.
 INSERT INTO messages (session_id, agent_uuid, kind, content, data)
 SELECT s.id, :agent_uuid, :kind, :content, CAST(:data AS jsonb)
 FROM sessions AS s
@@ -13,23 +15,9 @@ WHERE s.id = :session_id AND s.ended_at IS NULL
         SELECT 1 FROM agents AS a
         WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
         FOR SHARE))
-FOR SHARE OF s
-RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
-
--- name: append_rewind(session_id, agent_uuid, content, data, target_message_id)^
--- append_message for a rewind: also refused (nothing returned, nothing written) unless its
--- target is a mark event of the same session. One statement, so no check can race the insert.
-INSERT INTO messages (session_id, agent_uuid, kind, content, data)
-SELECT s.id, :agent_uuid, 'rewind', :content, CAST(:data AS jsonb)
-FROM sessions AS s
-WHERE s.id = :session_id AND s.ended_at IS NULL
-  AND (CAST(:agent_uuid AS text) IS NULL OR EXISTS (
-        SELECT 1 FROM agents AS a
-        WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
-        FOR SHARE))
-  AND EXISTS (
+  AND (CAST(:target_message_id AS bigint) IS NULL OR EXISTS (
         SELECT 1 FROM messages AS m
-        WHERE m.id = :target_message_id AND m.session_id = s.id AND m.kind = 'mark')
+        WHERE m.id = :target_message_id AND m.session_id = s.id AND m.kind = 'mark'))
 FOR SHARE OF s
 RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
 

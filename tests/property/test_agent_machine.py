@@ -65,6 +65,11 @@ class AgentMachine(RuleBasedStateMachine):
         """Agents whose current replay has at least one mark on the stack."""
         return [a for a in self.model.agents if self.model.replay(a)[1]]
 
+    def running_with_marks(self) -> list[str]:
+        """Running agents with a mark on their stack, in creation order (drawn by position)."""
+        running = set(self.running())
+        return [a for a in self.with_marks() if a in running]
+
     def pick(self, data: st.DataObject, choices: list[str], label: str = "agent") -> str:
         return data.draw(st.sampled_from(choices), label=label)
 
@@ -177,11 +182,11 @@ class AgentMachine(RuleBasedStateMachine):
         else:
             self.append(uuid, "clear")
 
-    @precondition(lambda self: set(self.with_marks()) & set(self.running()))
+    @precondition(lambda self: self.running_with_marks())
     @rule(data=st.data())
     def rewind_to_current_mark(self, data: st.DataObject) -> None:
         """A rewind to a mark on the agent's current stack (own or inherited) is applied."""
-        uuid = self.pick(data, sorted(set(self.with_marks()) & set(self.running())))
+        uuid = self.pick(data, self.running_with_marks())
         stack = [mark_id for mark_id, _, _ in self.model.replay(uuid)[1]]
         target = data.draw(st.sampled_from(stack), label="target")
         self.append(uuid, "rewind", None, {"target_message_id": target})
