@@ -115,14 +115,29 @@ def translate(exc: psycopg.Error, conn: psycopg.Connection[Any] | None = None) -
     an integrity violation a ``Conflict`` naming its constraint; anything else ``DatabaseError``
     with PostgreSQL's first line.
     """
-    if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) and (
-        conn is None or conn.closed or conn.broken
-    ):
+    if _connection_lost(exc, conn):
         return ConnectionLost(f"database connection lost: {first_line(exc)}")
     if isinstance(exc, psycopg.IntegrityError):
         diag = exc.diag
         return Conflict(first_line(exc), constraint=diag.constraint_name, sqlstate=diag.sqlstate)
     return DatabaseError(first_line(exc))
+
+
+#: SQLSTATEs that end the session: class 08 (connection exception) and the shutdowns of 57P.
+_LOST_STATES = ("08", "57P01", "57P02", "57P03")
+
+
+def _connection_lost(exc: psycopg.Error, conn: psycopg.Connection[Any] | None) -> bool:
+    """True when the error means the connection is gone (not, say, a serialization failure or
+    a statement timeout, which psycopg also files under OperationalError)."""
+    if not isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+        return False
+    if conn is not None and (conn.closed or conn.broken):
+        return True
+    state = exc.sqlstate
+    if state is not None:
+        return state.startswith(_LOST_STATES)
+    return conn is None  # no SQLSTATE: a client-side failure (e.g. the socket closed)
 
 
 def first_line(exc: BaseException) -> str:

@@ -131,9 +131,11 @@ class Pool:
                     raise
                 pool = self._pool  # replaced after an outage while this thread waited
             except PoolTimeout:
-                self._suspect = True
-                self.probe().close()  # raises with the server's reason when it is down
-                self._suspect = False
+                try:
+                    self.probe().close()
+                except ConnectError:
+                    self._suspect = True  # the server is down, not merely busy
+                    raise
                 raise _busy(self._timeout, self._max_size) from None
         try:
             yield conn
@@ -278,9 +280,11 @@ class AsyncPool:
                     raise
                 pool = await self._current()  # replaced after an outage while this task waited
             except PoolTimeout:
-                self._suspect = True
-                await (await self.probe()).close()
-                self._suspect = False
+                try:
+                    await (await self.probe()).close()
+                except ConnectError:
+                    self._suspect = True  # the server is down, not merely busy
+                    raise
                 raise _busy(self._timeout, self._max_size) from None
         try:
             yield conn

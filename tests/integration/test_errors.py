@@ -52,3 +52,26 @@ def test_other_errors_are_database_errors(ikigai_db_url: str) -> None:
     error = translate(_violation(ikigai_db_url, "SELECT 1/0"))
     assert type(error) is ik.DatabaseError
     assert "division by zero" in str(error)
+
+
+def test_operational_errors_that_keep_the_connection_are_not_connection_lost(
+    ikigai_db_url: str,
+) -> None:
+    """A statement timeout (an OperationalError) is a DatabaseError even with no connection to
+    inspect: only connection-class SQLSTATEs (08, 57P0x) or a broken connection mean 'lost'."""
+    exc = _violation(ikigai_db_url, "SET statement_timeout = 1; SELECT pg_sleep(1)")
+    assert isinstance(exc, psycopg.OperationalError)
+    error = translate(exc, None)
+    assert type(error) is ik.DatabaseError, error
+    assert not isinstance(error, ik.DatabaseUnavailable)
+
+
+def test_admin_shutdown_is_connection_lost(ikigai_db_url: str) -> None:
+    """pg_terminate_backend's error (SQLSTATE 57P01) is ConnectionLost."""
+    with psycopg.connect(ikigai_db_url, autocommit=True) as victim:
+        pid = victim.info.backend_pid
+        with psycopg.connect(ikigai_db_url, autocommit=True) as killer:
+            killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(psycopg.OperationalError) as info:
+            victim.execute("SELECT 1")
+    assert isinstance(translate(info.value, None), ik.ConnectionLost)
