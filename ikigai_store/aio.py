@@ -70,6 +70,12 @@ def open_async(
     check_seconds(migration_lock_timeout, "migration_lock_timeout")
 
     async def make() -> AsyncStore:
+        if resolve_url(url) is None:
+            # The embedded server starts in a worker thread, where signal handlers cannot be
+            # installed: install the SIGTERM/SIGHUP release here, on the loop's thread.
+            from .embedded import install_exit_hooks
+
+            install_exit_hooks()
         resolved, data_dir, revive = await asyncio.to_thread(resolve_target, url)
         store = await AsyncStore.connect(
             resolved, pool_size=pool_size, timeout=timeout, on_unavailable=revive

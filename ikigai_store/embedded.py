@@ -463,7 +463,7 @@ def _server_for(data_dir: Path | None) -> _Embedded:
             _embedded[path] = server
         else:
             server.ensure_running()
-        _install_exit_hooks()
+        install_exit_hooks()
         return server
 
 
@@ -495,8 +495,12 @@ def _release_all(timeout: float | None = None) -> None:
         server.release(timeout)
 
 
-def _install_exit_hooks() -> None:
-    """Release at exit; make SIGTERM and SIGHUP exits too (once, from the main thread)."""
+def install_exit_hooks() -> None:
+    """Release at exit; make SIGTERM and SIGHUP exits too (once, from the main thread).
+
+    Called by every start; ``open_async`` also calls it on the event loop's thread before it
+    starts the server in a worker thread (where signal handlers cannot be installed).
+    """
     global _exit_hooks_installed, _signals_installed
     if not _exit_hooks_installed:
         atexit.register(_release_all)

@@ -406,6 +406,39 @@ def test_signal_stops_the_server_of_its_last_user(data_dir: Path, signame: str) 
     assert _wait_stopped(data_dir, timeout=10)
 
 
+ASYNC_USER = textwrap.dedent(
+    """
+    import asyncio, sys
+    import ikigai_store as ik
+
+    async def main():
+        async with ik.open_async() as store:
+            await store.append(await store.create_session(), "user", "async")
+            print("{}", flush=True)
+            await asyncio.sleep(120)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_sigterm_stops_the_server_of_an_async_user(data_dir: Path) -> None:
+    """open_async starts the server in a worker thread; SIGTERM still releases and stops it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-W", "error", "-c", ASYNC_USER],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(data_dir),
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline(), proc.communicate(timeout=30)[1]
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGTERM, err
+    assert _wait_stopped(data_dir, timeout=10)
+
+
 HANDLERS = textwrap.dedent(
     """
     import json, signal, sys
