@@ -56,6 +56,10 @@ def _normalise(url: object, source: str = "database URL") -> str:
         raise InvalidArgument(f"{source} must be a non-empty string")
     if "\x00" in url:
         raise InvalidArgument(f"{source} contains a NUL character")
+    try:
+        url.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"{source} is not valid Unicode text") from None
     url = _libpq_form(url)
     if _is_uri(url):
         if not url.startswith(_SCHEMES):
@@ -83,7 +87,7 @@ def _parse(url: str) -> dict[str, str] | None:
     """libpq's reading of ``url`` (None when it cannot read it)."""
     try:
         return {k: str(v) for k, v in conninfo_to_dict(url).items()}
-    except (psycopg.Error, UnicodeDecodeError):  # %-escapes that are not UTF-8
+    except (psycopg.Error, UnicodeError):  # %-escapes or text that is not UTF-8
         return None
 
 

@@ -125,7 +125,16 @@ def test_yoyo_spelling_is_accepted() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", ["", "   ", "mysql://h/db", "sqlite:///x.db", "postgresql+psycopg2://h/db", "h\x00"]
+    "bad",
+    [
+        "",
+        "   ",
+        "mysql://h/db",
+        "sqlite:///x.db",
+        "postgresql+psycopg2://h/db",
+        "h\x00",
+        "postgresql://\ud800@h/db",
+    ],
 )
 def test_bad_urls_rejected(bad: str) -> None:
     """Empty URLs and non-PostgreSQL schemes raise InvalidArgument."""
