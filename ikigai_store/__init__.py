@@ -13,7 +13,7 @@ PostgreSQL that starts itself when no database URL is configured.
 
 from __future__ import annotations
 
-from .aio import AsyncStore, open_async
+from .aio import AsyncIdentityCalls, AsyncMailCalls, AsyncStore, open_async
 from .errors import (
     Conflict,
     ConnectError,
@@ -28,9 +28,17 @@ from .errors import (
 )
 from .models import (
     AGENT_STATUSES,
+    MAIL_STATES,
+    PRIORITIES,
     VALID_KINDS,
     Agent,
     DeepJSON,
+    Identity,
+    IdentityStatus,
+    InboxItem,
+    Mail,
+    MailCounts,
+    MailHit,
     Mark,
     Message,
     ReplayContext,
@@ -42,20 +50,32 @@ from .models import (
     tool_result,
 )
 from .sql import aqueries, queries
-from .store import MAX_SEARCH_LIMIT, UNSET, Store, new_agent_uuid, open
+from .store import (
+    MAX_SEARCH_LIMIT,
+    UNSET,
+    IdentityCalls,
+    MailCalls,
+    Store,
+    new_agent_uuid,
+    open,
+)
 from .validate import MAX_CONTENT_BYTES, MAX_DATA_BYTES, MAX_JSON_DEPTH
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 __all__ = [
     "AGENT_STATUSES",
+    "MAIL_STATES",
     "MAX_CONTENT_BYTES",
     "MAX_DATA_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_SEARCH_LIMIT",
+    "PRIORITIES",
     "UNSET",
     "VALID_KINDS",
     "Agent",
+    "AsyncIdentityCalls",
+    "AsyncMailCalls",
     "AsyncStore",
     "Conflict",
     "ConnectError",
@@ -63,8 +83,16 @@ __all__ = [
     "DatabaseError",
     "DatabaseUnavailable",
     "DeepJSON",
+    "Identity",
+    "IdentityCalls",
+    "IdentityStatus",
     "IkigaiStoreError",
+    "InboxItem",
     "InvalidArgument",
+    "Mail",
+    "MailCalls",
+    "MailCounts",
+    "MailHit",
     "Mark",
     "Message",
     "MigrationError",

@@ -12,25 +12,44 @@ it); blocking work (starting the embedded server, migrations) runs in a worker t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Generator
+import builtins
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
 
-from . import admin, agents, events, ops, search, sessions
+from . import admin, agents, events, identities, mail, ops, search, sessions
 from . import migrate as _migrate
 from .agents import UNSET, Unset
 from .config import redact, resolve_url
 from .errors import ConnectionLost, IkigaiStoreError, translate
-from .models import Agent, Message, ReplayContext, ReplayRange, SearchHit, Session
+from .identities import identity_name
+from .models import (
+    Agent,
+    Identity,
+    IdentityStatus,
+    InboxItem,
+    Mail,
+    MailCounts,
+    MailHit,
+    Message,
+    ReplayContext,
+    ReplayRange,
+    SearchHit,
+    Session,
+)
+from .notify import RETRY, AsyncListener
 from .pool import AConn, AsyncPool
-from .store import Store, check_pool_options, resolve_target
+from .store import IdentityCalls, MailCalls, Store, check_pool_options, resolve_target
 from .validate import check_seconds
 
-__all__ = ["AsyncStore", "open_async"]
+__all__ = ["AsyncIdentityCalls", "AsyncMailCalls", "AsyncStore", "open_async"]
 
 T = TypeVar("T")
 
@@ -104,6 +123,11 @@ class AsyncStore:
         self._pinned: ContextVar[AConn | None] = ContextVar(
             f"ikigai_async_store_{id(self)}", default=None
         )
+        self._listener = AsyncListener(pool.probe)
+        #: Identities: named participants of mail (``AsyncIdentityCalls``).
+        self.identities = AsyncIdentityCalls(self)
+        #: Direct mail between identities (``AsyncMailCalls``).
+        self.mail = AsyncMailCalls(self)
 
     @classmethod
     async def connect(
@@ -141,6 +165,7 @@ class AsyncStore:
 
     async def close(self) -> None:
         """Close every connection of the store. Idempotent."""
+        await self._listener.close()
         await self._pool.close()
 
     # ---------------------------------------------------------------- running operations
@@ -347,6 +372,195 @@ class AsyncStore:
         return await self._run(admin.truncate_all())
 
 
-for _name, _method in vars(AsyncStore).items():
-    if not _name.startswith("_") and callable(_method) and _method.__doc__ is None:
-        _method.__doc__ = getattr(Store, _name).__doc__
+class AsyncIdentityCalls:
+    """``IdentityCalls`` for ``AsyncStore`` (``store.identities``): the same calls, awaited.
+
+    Wherever an identity is expected, its name or an ``Identity`` is accepted.
+    """
+
+    def __init__(self, store: AsyncStore) -> None:
+        self._store = store
+
+    async def register(
+        self,
+        name: str | None = None,
+        *,
+        project_key: str | None = None,
+        git_branch: str | None = None,
+        purpose: str | None = None,
+        working_dir: str | None = None,
+        hostname: str | None = None,
+        agent_uuid: str | None = None,
+    ) -> Identity:
+        return await self._store._run(
+            identities.register(
+                name, project_key, git_branch, purpose, working_dir, hostname, agent_uuid
+            )
+        )
+
+    async def get(self, name: str | Identity) -> Identity:
+        return await self._store._run(identities.get(name))
+
+    async def list(
+        self, *, project_key: str | None = None, include_retired: bool = False
+    ) -> list[Identity]:
+        return await self._store._run(identities.list_identities(project_key, include_retired))
+
+    async def for_session(
+        self, session_key: str, *, project_key: str | None = None, git_branch: str | None = None
+    ) -> Identity:
+        return await self._store._run(identities.for_session(session_key, project_key, git_branch))
+
+    async def for_agent(self, agent_uuid: str) -> Identity:
+        return await self._store._run(identities.for_agent(agent_uuid))
+
+    async def heartbeat(self, name: str | Identity) -> Identity:
+        return await self._store._run(identities.heartbeat(name))
+
+    async def retire(self, name: str | Identity) -> Identity:
+        return await self._store._run(identities.retire(name))
+
+    async def discover(self, *, project_key: str | None = None) -> builtins.list[IdentityStatus]:
+        return await self._store._run(identities.discover(project_key))
+
+
+class AsyncMailCalls:
+    """``MailCalls`` for ``AsyncStore`` (``store.mail``): the same calls, awaited.
+
+    Wherever an identity is expected, its name or an ``Identity`` is accepted.
+    """
+
+    def __init__(self, store: AsyncStore) -> None:
+        self._store = store
+
+    async def send(
+        self,
+        sender: str | Identity,
+        to: Sequence[str | Identity] | str | Identity,
+        subject: str,
+        body: str,
+        *,
+        thread_id: str | None = None,
+        parent_id: int | None = None,
+        priority: str = "normal",
+        deadline_at: datetime | None = None,
+        attachments: Any = None,
+        metadata: Any = None,
+        idempotency_key: str | None = None,
+    ) -> Mail:
+        return await self._store._run(
+            mail.send(
+                sender,
+                to,
+                subject,
+                body,
+                thread_id,
+                parent_id,
+                priority,
+                deadline_at,
+                attachments,
+                metadata,
+                idempotency_key,
+            )
+        )
+
+    async def reply(
+        self,
+        sender: str | Identity,
+        mail_id: int,
+        body: str,
+        *,
+        subject: str | None = None,
+        priority: str = "normal",
+        metadata: Any = None,
+        idempotency_key: str | None = None,
+    ) -> Mail:
+        return await self._store._run(
+            mail.reply(sender, mail_id, body, subject, priority, metadata, idempotency_key)
+        )
+
+    async def inbox(
+        self,
+        identity: str | Identity,
+        *,
+        state: str | None = None,
+        priority: str | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> list[InboxItem]:
+        return await self._store._run(mail.inbox(identity, state, priority, limit, before_id))
+
+    async def read(self, identity: str | Identity, mail_id: int) -> InboxItem:
+        return await self._store._run(mail.read(identity, mail_id))
+
+    async def set_state(
+        self,
+        identity: str | Identity,
+        mail_id: int,
+        state: str,
+        *,
+        snoozed_until: datetime | timedelta | None = None,
+    ) -> InboxItem:
+        return await self._store._run(mail.set_state(identity, mail_id, state, snoozed_until))
+
+    async def ack(self, identity: str | Identity, mail_id: int) -> InboxItem:
+        return await self._store._run(mail.ack(identity, mail_id))
+
+    async def set_thread_state(self, identity: str | Identity, thread_id: str, state: str) -> int:
+        return await self._store._run(mail.set_thread_state(identity, thread_id, state))
+
+    async def thread(self, thread_id: str, *, identity: str | Identity | None = None) -> list[Mail]:
+        return await self._store._run(mail.thread(thread_id, identity))
+
+    async def sent(self, identity: str | Identity, *, limit: int = 50) -> list[Mail]:
+        return await self._store._run(mail.sent(identity, limit))
+
+    async def delete_sent(self, identity: str | Identity, mail_id: int) -> None:
+        return await self._store._run(mail.delete_sent(identity, mail_id))
+
+    async def counts(self, identity: str | Identity) -> MailCounts:
+        return await self._store._run(mail.counts(identity))
+
+    async def search(
+        self, query: str, *, identity: str | Identity | None = None, limit: int = 50
+    ) -> list[MailHit]:
+        return await self._store._run(mail.search(query, identity, limit))
+
+    async def wait(self, identity: str | Identity, timeout: float) -> InboxItem | None:
+        seconds = mail.check_wait_timeout(timeout)
+        deadline = time.monotonic() + seconds
+        key = await self._store._run(mail.wait_target(identity))
+        name = identity_name(identity)
+        listener = self._store._listener
+        event = listener.register(key) if seconds > 0 else None
+        try:
+            while True:
+                if event is not None:
+                    event.clear()
+                item, wake = await self._store._run(mail.claim_next(name))
+                remaining = deadline - time.monotonic()
+                if item is not None or event is None or remaining <= 0:
+                    return item
+                pause = remaining if wake is None else min(remaining, wake + 0.001)
+                pause = pause if listener.listening else min(pause, RETRY)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(event.wait(), pause)
+        finally:
+            if event is not None:
+                listener.unregister(key, event)
+
+    async def wake_snoozed(self) -> int:
+        return await self._store._run(mail.wake_snoozed())
+
+    async def purge_trash(self, older_than: timedelta = timedelta(days=30)) -> int:
+        return await self._store._run(mail.purge_trash(older_than))
+
+
+for _cls, _twin in (
+    (AsyncStore, Store),
+    (AsyncIdentityCalls, IdentityCalls),
+    (AsyncMailCalls, MailCalls),
+):
+    for _name, _method in vars(_cls).items():
+        if not _name.startswith("_") and callable(_method) and _method.__doc__ is None:
+            _method.__doc__ = getattr(_twin, _name).__doc__

@@ -16,9 +16,17 @@ from typing import Any
 
 __all__ = [
     "AGENT_STATUSES",
+    "MAIL_STATES",
+    "PRIORITIES",
     "VALID_KINDS",
     "Agent",
     "DeepJSON",
+    "Identity",
+    "IdentityStatus",
+    "InboxItem",
+    "Mail",
+    "MailCounts",
+    "MailHit",
     "Mark",
     "Message",
     "ReplayContext",
@@ -235,3 +243,151 @@ class ReplayRange:
             start_id=int(row["start_id"]),
             end_id=None if end is None else int(end),
         )
+
+
+# ---------------------------------------------------------------- identities and mail
+
+#: A recipient's states of a mail (see ``Store.mail.set_state`` for the allowed moves).
+MAIL_STATES: tuple[str, ...] = ("unread", "read", "starred", "snoozed", "archived", "trash")
+#: Priorities of a mail, most pressing first.
+PRIORITIES: tuple[str, ...] = ("urgent", "normal", "low")
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """A named, long-lived participant (a person, an agent instance); never deleted, only
+    retired. ``agent_uuid`` binds it to one runtime agent when set."""
+
+    id: int
+    name: str
+    project_key: str | None
+    git_branch: str | None
+    purpose: str | None
+    working_dir: str | None
+    hostname: str | None
+    agent_uuid: str | None
+    created_at: datetime
+    last_active_at: datetime
+    retired_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Identity:
+        return cls(
+            id=int(row["id"]),
+            name=row["name"],
+            project_key=row["project_key"],
+            git_branch=row["git_branch"],
+            purpose=row["purpose"],
+            working_dir=row["working_dir"],
+            hostname=row["hostname"],
+            agent_uuid=row["agent_uuid"],
+            created_at=row["created_at"],
+            last_active_at=row["last_active_at"],
+            retired_at=row["retired_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class IdentityStatus:
+    """An identity, its unread count and ``status``: ``active`` (seen in the last 5 minutes),
+    ``idle`` (in the last 30) or ``offline``."""
+
+    identity: Identity
+    unread: int
+    status: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> IdentityStatus:
+        return cls(Identity.from_row(row), int(row["unread"]), row["status"])
+
+
+@dataclass(frozen=True, slots=True)
+class Mail:
+    """One sent mail: ``id`` is its order; ``to`` the recipients' names (sorted)."""
+
+    id: int
+    thread_id: str
+    parent_id: int | None
+    sender: str
+    to: tuple[str, ...]
+    subject: str
+    body: str
+    priority: str
+    deadline_at: datetime | None
+    attachments: Any
+    metadata: Any
+    idempotency_key: str | None
+    deleted_by_sender: bool
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Mail:
+        parent = row["parent_id"]
+        return cls(
+            id=int(row["id"]),
+            thread_id=row["thread_id"],
+            parent_id=None if parent is None else int(parent),
+            sender=row["sender"],
+            to=tuple(row["recipients"] or ()),
+            subject=row["subject"],
+            body=row["body"],
+            priority=row["priority"],
+            deadline_at=row["deadline_at"],
+            attachments=row["attachments"],
+            metadata=row["metadata"],
+            idempotency_key=row["idempotency_key"],
+            deleted_by_sender=bool(row["deleted_by_sender"]),
+            created_at=row["created_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class InboxItem:
+    """A mail as one recipient holds it. A snooze that has passed reads as ``unread`` (with
+    ``snoozed_until`` None), exactly as if ``wake_snoozed()`` had run."""
+
+    mail: Mail
+    state: str
+    read_at: datetime | None
+    acked_at: datetime | None
+    snoozed_until: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> InboxItem:
+        return cls(
+            mail=Mail.from_row(row),
+            state=row["state"],
+            read_at=row["read_at"],
+            acked_at=row["acked_at"],
+            snoozed_until=row["snoozed_until"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MailCounts:
+    """One identity's mailbox counts (``unread`` includes passed snoozes; ``snoozed`` only
+    sleeping ones)."""
+
+    unread: int
+    urgent_unread: int
+    starred: int
+    snoozed: int
+    archived: int
+    trash: int
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> MailCounts:
+        return cls(**{f: int(row[f]) for f in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True, slots=True)
+class MailHit:
+    """A mail search hit: the mail, its rank (subject weighs more than body) and a snippet."""
+
+    mail: Mail
+    rank: float
+    snippet: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> MailHit:
+        return cls(mail=Mail.from_row(row), rank=float(row["rank"]), snippet=row["snippet"])

@@ -16,26 +16,52 @@ method per operation. The work itself lives in the area modules (``sessions``, `
 
 from __future__ import annotations
 
+import builtins
 import functools
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
 
-from . import admin, agents, events, ops, search, sessions
+from . import admin, agents, events, identities, mail, ops, search, sessions
 from . import migrate as _migrate
 from .agents import UNSET, Unset, new_agent_uuid
 from .config import redact, resolve_url
 from .errors import ConnectionLost, IkigaiStoreError, InvalidArgument, translate
-from .models import Agent, Message, ReplayContext, ReplayRange, SearchHit, Session
+from .identities import identity_name
+from .models import (
+    Agent,
+    Identity,
+    IdentityStatus,
+    InboxItem,
+    Mail,
+    MailCounts,
+    MailHit,
+    Message,
+    ReplayContext,
+    ReplayRange,
+    SearchHit,
+    Session,
+)
+from .notify import RETRY, Listener
 from .pool import Conn, Pool
 from .search import MAX_SEARCH_LIMIT
 from .validate import check_seconds
 
-__all__ = ["MAX_SEARCH_LIMIT", "UNSET", "Store", "new_agent_uuid", "open"]
+__all__ = [
+    "MAX_SEARCH_LIMIT",
+    "UNSET",
+    "IdentityCalls",
+    "MailCalls",
+    "Store",
+    "new_agent_uuid",
+    "open",
+]
 
 T = TypeVar("T")
 
@@ -113,6 +139,11 @@ class Store:
             self._conninfo, max_size=pool_size, timeout=timeout, on_unavailable=on_unavailable
         )
         self._pinned: ContextVar[Conn | None] = ContextVar(f"ikigai_store_{id(self)}", default=None)
+        self._listener = Listener(self._pool.probe)
+        #: Identities: named participants of mail (``IdentityCalls``).
+        self.identities = IdentityCalls(self)
+        #: Direct mail between identities (``MailCalls``).
+        self.mail = MailCalls(self)
 
     @property
     def url(self) -> str:
@@ -130,6 +161,7 @@ class Store:
 
     def close(self) -> None:
         """Close every connection of the store. Idempotent."""
+        self._listener.close()
         self._pool.close()
 
     # ---------------------------------------------------------------- running operations
@@ -414,3 +446,257 @@ class Store:
     def truncate_all(self) -> None:
         """Delete every session and event and restart the ids (for tests)."""
         return self._run(admin.truncate_all())
+
+
+class IdentityCalls:
+    """``store.identities``: named participants of mail (see ``ikigai_store.identities``).
+
+    Wherever an identity is expected, its name or an ``Identity`` is accepted.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def register(
+        self,
+        name: str | None = None,
+        *,
+        project_key: str | None = None,
+        git_branch: str | None = None,
+        purpose: str | None = None,
+        working_dir: str | None = None,
+        hostname: str | None = None,
+        agent_uuid: str | None = None,
+    ) -> Identity:
+        """Create an identity (a memorable name such as ``BraveOtter`` when ``name`` is None).
+
+        ``InvalidArgument`` for a name not matching ``NAME_PATTERN``, a name already taken, an
+        unknown ``agent_uuid`` or one already bound to another identity.
+        """
+        return self._store._run(
+            identities.register(
+                name, project_key, git_branch, purpose, working_dir, hostname, agent_uuid
+            )
+        )
+
+    def get(self, name: str | Identity) -> Identity:
+        """One identity (retired ones too); ``NotFound`` if there is none of that name."""
+        return self._store._run(identities.get(name))
+
+    def list(
+        self, *, project_key: str | None = None, include_retired: bool = False
+    ) -> list[Identity]:
+        """Identities (of one project), most recently active first."""
+        return self._store._run(identities.list_identities(project_key, include_retired))
+
+    def for_session(
+        self, session_key: str, *, project_key: str | None = None, git_branch: str | None = None
+    ) -> Identity:
+        """The identity of an external session (e.g. a Claude Code session id).
+
+        Resolution: the key's mapping (unless that identity was retired), else the project's
+        most recently active identity (when ``project_key`` is given), else a new identity with
+        a memorable name; the mapping is stored. Refreshes ``last_active_at``. Concurrent first
+        calls with one key resolve to one identity.
+        """
+        return self._store._run(identities.for_session(session_key, project_key, git_branch))
+
+    def for_agent(self, agent_uuid: str) -> Identity:
+        """The identity bound to a runtime agent, created on first use (named like the agent
+        when that name is valid and free, else memorably). ``NotFound`` for an unknown agent."""
+        return self._store._run(identities.for_agent(agent_uuid))
+
+    def heartbeat(self, name: str | Identity) -> Identity:
+        """Set ``last_active_at`` to now. ``InvalidArgument`` if the identity is retired."""
+        return self._store._run(identities.heartbeat(name))
+
+    def retire(self, name: str | Identity) -> Identity:
+        """Retire an identity: it keeps its mail but can no longer send or receive.
+        Retiring again changes nothing."""
+        return self._store._run(identities.retire(name))
+
+    def discover(self, *, project_key: str | None = None) -> builtins.list[IdentityStatus]:
+        """Identities that are not retired, with unread counts and status (``active``: seen in
+        the last 5 minutes, ``idle``: in the last 30, ``offline``), in one query."""
+        return self._store._run(identities.discover(project_key))
+
+
+class MailCalls:
+    """``store.mail``: direct mail between identities (see ``ikigai_store.mail``).
+
+    Wherever an identity is expected, its name or an ``Identity`` is accepted.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def send(
+        self,
+        sender: str | Identity,
+        to: Sequence[str | Identity] | str | Identity,
+        subject: str,
+        body: str,
+        *,
+        thread_id: str | None = None,
+        parent_id: int | None = None,
+        priority: str = "normal",
+        deadline_at: datetime | None = None,
+        attachments: Any = None,
+        metadata: Any = None,
+        idempotency_key: str | None = None,
+    ) -> Mail:
+        """Send a mail to every identity in ``to`` (atomically: all recipients or none).
+
+        Starts a new thread unless ``thread_id`` or ``parent_id`` (a mail of that thread) is
+        given. ``InvalidArgument`` (nothing written) for an unknown or retired recipient, a
+        retired sender, bad priority, a naive ``deadline_at``, JSON that jsonb cannot hold.
+        ``NotFound`` for an unknown sender. With ``idempotency_key`` (unique per sender), the
+        same request again returns the original mail and writes nothing, while a different
+        request with a used key raises ``Conflict``.
+        """
+        return self._store._run(
+            mail.send(
+                sender,
+                to,
+                subject,
+                body,
+                thread_id,
+                parent_id,
+                priority,
+                deadline_at,
+                attachments,
+                metadata,
+                idempotency_key,
+            )
+        )
+
+    def reply(
+        self,
+        sender: str | Identity,
+        mail_id: int,
+        body: str,
+        *,
+        subject: str | None = None,
+        priority: str = "normal",
+        metadata: Any = None,
+        idempotency_key: str | None = None,
+    ) -> Mail:
+        """Reply in the mail's thread (``parent_id=mail_id``) to every participant of the
+        thread (senders and recipients) except the replier and retired identities.
+
+        The subject defaults to ``Re: <subject>`` (never ``Re: Re:``). ``NotFound`` unless the
+        sender sent or received ``mail_id``; ``InvalidArgument`` when no one is left to reply
+        to. Idempotency keys as for ``send``.
+        """
+        return self._store._run(
+            mail.reply(sender, mail_id, body, subject, priority, metadata, idempotency_key)
+        )
+
+    def inbox(
+        self,
+        identity: str | Identity,
+        *,
+        state: str | None = None,
+        priority: str | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> list[InboxItem]:
+        """An identity's mail, newest first: by default unread, read and starred (archived,
+        trash and sleeping snoozes hidden); ``state`` picks one state (``"snoozed"``: the
+        sleeping ones). Pass the last item's ``mail.id`` as ``before_id`` for the next page."""
+        return self._store._run(mail.inbox(identity, state, priority, limit, before_id))
+
+    def read(self, identity: str | Identity, mail_id: int) -> InboxItem:
+        """Open a mail: unread becomes read (other states stay); ``read_at`` is set the first
+        time. ``NotFound`` unless the identity received it."""
+        return self._store._run(mail.read(identity, mail_id))
+
+    def set_state(
+        self,
+        identity: str | Identity,
+        mail_id: int,
+        state: str,
+        *,
+        snoozed_until: datetime | timedelta | None = None,
+    ) -> InboxItem:
+        """Move the identity's copy of a mail to ``state`` along the allowed transitions
+        (``mail.TRANSITIONS``); anything else, including staying in the same state (except
+        re-snoozing), raises ``InvalidArgument`` naming both states and changes nothing.
+
+        ``"snoozed"`` needs ``snoozed_until`` in the future: an aware datetime, or a timedelta
+        from now. A snooze that has passed counts as unread everywhere.
+        """
+        return self._store._run(mail.set_state(identity, mail_id, state, snoozed_until))
+
+    def ack(self, identity: str | Identity, mail_id: int) -> InboxItem:
+        """Acknowledge a mail: ``acked_at`` is set once, an unread mail becomes read.
+        Idempotent."""
+        return self._store._run(mail.ack(identity, mail_id))
+
+    def set_thread_state(self, identity: str | Identity, thread_id: str, state: str) -> int:
+        """Apply a transition to each of the identity's mails in a thread where it is allowed,
+        in one statement; return how many moved. (``"snoozed"`` is refused: snooze one mail.)"""
+        return self._store._run(mail.set_thread_state(identity, thread_id, state))
+
+    def thread(self, thread_id: str, *, identity: str | Identity | None = None) -> list[Mail]:
+        """Every mail of a thread in id order (only those ``identity`` sent or received, when
+        given); ``[]`` for an unknown thread."""
+        return self._store._run(mail.thread(thread_id, identity))
+
+    def sent(self, identity: str | Identity, *, limit: int = 50) -> list[Mail]:
+        """What the identity sent, newest first (without those removed by ``delete_sent``)."""
+        return self._store._run(mail.sent(identity, limit))
+
+    def delete_sent(self, identity: str | Identity, mail_id: int) -> None:
+        """Hide a sent mail from the sender's ``sent`` view only (recipients keep it)."""
+        return self._store._run(mail.delete_sent(identity, mail_id))
+
+    def counts(self, identity: str | Identity) -> MailCounts:
+        """The identity's mailbox counts, in one query."""
+        return self._store._run(mail.counts(identity))
+
+    def search(
+        self, query: str, *, identity: str | Identity | None = None, limit: int = 50
+    ) -> list[MailHit]:
+        """Full-text search of subjects (weighted higher) and bodies, best first, in web-search
+        syntax (quotes, ``or``, ``-term``); any text is accepted. With ``identity``: only mail
+        it sent or received. ``limit`` is capped at ``MAX_SEARCH_LIMIT``."""
+        return self._store._run(mail.search(query, identity, limit))
+
+    def wait(self, identity: str | Identity, timeout: float) -> InboxItem | None:
+        """The identity's oldest unread mail, marked read, waiting up to ``timeout`` seconds
+        for one to arrive; None if none did.
+
+        Wakes within milliseconds of the sending commit (LISTEN/NOTIFY on one extra connection
+        per store, not a pooled one; no polling). Concurrent waiters never get the same mail.
+        Inside ``store.transaction()`` the mail is marked read in that transaction.
+        """
+        seconds = mail.check_wait_timeout(timeout)
+        deadline = time.monotonic() + seconds
+        key = self._store._run(mail.wait_target(identity))
+        name = identity_name(identity)
+        listener = self._store._listener
+        event = listener.register(key) if seconds > 0 else None
+        try:
+            while True:
+                if event is not None:
+                    event.clear()
+                item, wake = self._store._run(mail.claim_next(name))
+                remaining = deadline - time.monotonic()
+                if item is not None or event is None or remaining <= 0:
+                    return item
+                pause = remaining if wake is None else min(remaining, wake + 0.001)
+                event.wait(pause if listener.listening else min(pause, RETRY))
+        finally:
+            if event is not None:
+                listener.unregister(key, event)
+
+    def wake_snoozed(self) -> int:
+        """Turn every passed snooze into unread (they already count as unread); return how
+        many."""
+        return self._store._run(mail.wake_snoozed())
+
+    def purge_trash(self, older_than: timedelta = timedelta(days=30)) -> int:
+        """Delete recipient copies that have been in trash longer than ``older_than``; return
+        how many."""
+        return self._store._run(mail.purge_trash(older_than))

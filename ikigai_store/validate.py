@@ -75,14 +75,14 @@ def check_int(value: object, name: str, *, minimum: int = -MAX_ID - 1) -> None:
         raise InvalidArgument(f"{name} must be an integer in [{minimum}, {MAX_ID}], got {value!r}")
 
 
-def check_content(value: object) -> None:
+def check_content(value: object, name: str = "content") -> None:
     """``check_text`` and at most ``MAX_CONTENT_BYTES`` of UTF-8."""
-    check_text(value, "content")
+    check_text(value, name)
     if isinstance(value, str) and len(value) > MAX_CONTENT_BYTES // 4:
         size = len(value.encode("utf-8"))
         if size > MAX_CONTENT_BYTES:
             raise InvalidArgument(
-                f"content is {size} bytes; the most an event holds is {MAX_CONTENT_BYTES} "
+                f"{name} is {size} bytes; the most it may hold is {MAX_CONTENT_BYTES} "
                 "(MAX_CONTENT_BYTES)"
             )
 
@@ -107,7 +107,7 @@ def check_texts(**values: object) -> None:
         check_text(value, name)
 
 
-def check_json(data: Any) -> None:
+def check_json(data: Any, name: str = "data") -> None:
     """What JSON and jsonb can hold, checked without recursion (so any nesting is refused
     cleanly): object keys are strings, nesting is at most ``MAX_JSON_DEPTH``, no NUL in text."""
     stack: list[tuple[Any, int]] = [(data, 0)]
@@ -116,19 +116,19 @@ def check_json(data: Any) -> None:
         if isinstance(value, str):
             if "\x00" in value:
                 raise InvalidArgument(
-                    "data contains a NUL character, which PostgreSQL cannot store"
+                    f"{name} contains a NUL character, which PostgreSQL cannot store"
                 )
             continue
         if isinstance(value, (dict, list, tuple)):
             if depth >= MAX_JSON_DEPTH:
                 raise InvalidArgument(
-                    f"data is nested deeper than {MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)"
+                    f"{name} is nested deeper than {MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)"
                 )
             if isinstance(value, dict):
                 for key, item in value.items():
                     if not isinstance(key, str):
                         raise InvalidArgument(
-                            f"data has a {type(key).__name__} object key {key!r}: JSON object "
+                            f"{name} has a {type(key).__name__} object key {key!r}: JSON object "
                             "keys are strings (convert it yourself, e.g. str(key))"
                         )
                     stack.append((key, depth + 1))
@@ -137,18 +137,20 @@ def check_json(data: Any) -> None:
                 stack.extend((item, depth + 1) for item in value)
 
 
-def dump_json(data: Any) -> str | None:
+def dump_json(data: Any, name: str = "data") -> str | None:
     """Serialise ``data`` once, rejecting what JSON or PostgreSQL's jsonb cannot hold."""
     if data is None:
         return None
-    check_json(data)
+    check_json(data, name)
     try:
         text = json.dumps(data, allow_nan=False, ensure_ascii=False)
         text.encode("utf-8")  # lone surrogates
     except RecursionError:
-        raise InvalidArgument("data is nested too deeply for this call stack") from None
+        raise InvalidArgument(f"{name} is nested too deeply for this call stack") from None
     except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
-        raise InvalidArgument(f"data is not JSON-serialisable: {exc}") from exc
+        raise InvalidArgument(f"{name} is not JSON-serialisable: {exc}") from exc
     if len(text) > MAX_DATA_BYTES // 4 and len(text.encode("utf-8")) > MAX_DATA_BYTES:
-        raise InvalidArgument(f"data is more than {MAX_DATA_BYTES} bytes of JSON (MAX_DATA_BYTES)")
+        raise InvalidArgument(
+            f"{name} is more than {MAX_DATA_BYTES} bytes of JSON (MAX_DATA_BYTES)"
+        )
     return text

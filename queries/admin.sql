@@ -44,4 +44,5 @@ SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = :name) AS exists;
 
 -- name: truncate_all()#
 -- Empty every application table and restart the id sequences (tests only).
-TRUNCATE TABLE messages, agents, sessions RESTART IDENTITY CASCADE;
+TRUNCATE TABLE mail_recipients, mail, session_identities, identities, messages, agents, sessions
+    RESTART IDENTITY CASCADE;

@@ -70,6 +70,8 @@ class SyncView:
         attr = getattr(self.async_store, name)
         if inspect.iscoroutinefunction(attr):
             return lambda *args, **kwargs: self._call(attr(*args, **kwargs))
+        if isinstance(attr, (ik.AsyncIdentityCalls, ik.AsyncMailCalls)):
+            return _NamespaceView(attr, self._call)
         return attr
 
     @contextmanager
@@ -96,6 +98,20 @@ class SyncView:
                 raise
         else:
             self._call(manager.__aexit__(None, None, None))
+
+
+class _NamespaceView:
+    """``store.identities`` / ``store.mail`` of an async store, seen as sync."""
+
+    def __init__(self, namespace: Any, call: Any) -> None:
+        self._namespace = namespace
+        self._call = call
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._namespace, name)
+        if inspect.iscoroutinefunction(attr):
+            return lambda *args, **kwargs: self._call(attr(*args, **kwargs))
+        return attr
 
 
 class _SyncConnection:

@@ -31,8 +31,9 @@ ALL = [
     "0004-messages-agent-uuid",
     "0005-lineage-walk-and-kinds",
     "0006-search-bounded-prefix",
+    "0007-identities-and-mail",
 ]
-LATEST = 6
+LATEST = 7
 
 
 def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 
+import pytest
+
 import ikigai_store as ik
 
 # Differences that are the point of each face.
@@ -20,18 +22,37 @@ def _public(cls: type) -> dict[str, object]:
     }
 
 
-def test_same_public_names() -> None:
-    """Store and AsyncStore have the same public methods and properties (the face's own aside)."""
-    sync, asyn = _public(ik.Store), _public(ik.AsyncStore)
+#: (sync class, async twin): the stores and their namespaces (store.identities, store.mail).
+TWINS = [
+    (ik.Store, ik.AsyncStore),
+    (ik.IdentityCalls, ik.AsyncIdentityCalls),
+    (ik.MailCalls, ik.AsyncMailCalls),
+]
+
+
+@pytest.mark.parametrize(("sync_cls", "async_cls"), TWINS)
+def test_same_public_names(sync_cls: type, async_cls: type) -> None:
+    """Each sync class and its async twin have the same public methods and properties."""
+    sync, asyn = _public(sync_cls), _public(async_cls)
     assert set(sync) - SYNC_ONLY == set(asyn) - ASYNC_ONLY
 
 
-def test_same_signatures_and_async_methods() -> None:
+def test_namespaces_are_the_same_on_both_faces() -> None:
+    """Both stores expose store.identities and store.mail, typed as the twin classes."""
+    for attr, (sync_cls, async_cls) in {"identities": TWINS[1], "mail": TWINS[2]}.items():
+        assert f"self.{attr} = {sync_cls.__name__}(self)" in inspect.getsource(ik.Store.__init__)
+        assert f"self.{attr} = {async_cls.__name__}(self)" in inspect.getsource(
+            ik.AsyncStore.__init__
+        )
+
+
+@pytest.mark.parametrize(("sync_cls", "async_cls"), TWINS)
+def test_same_signatures_and_async_methods(sync_cls: type, async_cls: type) -> None:
     """Each twin has the same signature; the async one is a coroutine (or async context manager)."""
-    for name, member in _public(ik.Store).items():
+    for name, member in _public(sync_cls).items():
         if name in SYNC_ONLY or isinstance(member, property):
             continue
-        twin = getattr(ik.AsyncStore, name)
+        twin = getattr(async_cls, name)
         assert inspect.signature(member).parameters.keys() == (
             inspect.signature(twin).parameters.keys()
         ), name
@@ -51,7 +72,7 @@ def test_same_signatures_and_async_methods() -> None:
 
 def test_twins_are_documented() -> None:
     """Every public method of both faces has a docstring (the async ones default to Store's)."""
-    for cls in (ik.Store, ik.AsyncStore):
+    for cls in [c for pair in TWINS for c in pair]:
         for name, member in _public(cls).items():
             if name.startswith("_"):
                 continue

@@ -1,0 +1,340 @@
+"""Identities: the named, long-lived participants of mail (seed 004's ``agents`` table).
+
+Owns registering, resolving (by session key, by runtime agent), heartbeats, retiring and
+discovery, for both faces (see ``ops``). Invariants:
+- a name is unique and matches ``NAME_PATTERN``; identities are never deleted: ``retire`` keeps
+  every mail they sent or received, and a retired identity neither sends nor receives;
+- ``for_session`` resolves in Subtrate's order (the session key's mapping, then the project's
+  most recently active identity, then a new identity with a memorable name) and ``for_agent``
+  creates the agent's identity on first use; both hold a transaction-scoped advisory lock on
+  their key, so concurrent first calls create one identity, not two;
+- every time comes from the database (``ikigai_now()``), never from this process.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+from .errors import InvalidArgument, NotFound
+from .models import Identity, IdentityStatus
+from .ops import Op, atomic, many, one
+from .validate import check_text, check_texts, check_uuid
+
+__all__ = [
+    "NAME_PATTERN",
+    "discover",
+    "for_agent",
+    "for_session",
+    "get",
+    "heartbeat",
+    "identity_name",
+    "list_identities",
+    "memorable_name",
+    "register",
+    "retire",
+]
+
+#: What an identity name looks like: 1-64 characters, letters, digits, ``.``, ``_``, ``-``, not
+#: starting with punctuation.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+_ADJECTIVES = [
+    "Amber",
+    "Azure",
+    "Bold",
+    "Brave",
+    "Bright",
+    "Brisk",
+    "Calm",
+    "Clever",
+    "Coral",
+    "Crimson",
+    "Curious",
+    "Daring",
+    "Eager",
+    "Early",
+    "Fair",
+    "Fleet",
+    "Gentle",
+    "Golden",
+    "Grand",
+    "Green",
+    "Happy",
+    "Honest",
+    "Indigo",
+    "Jolly",
+    "Keen",
+    "Kind",
+    "Lively",
+    "Lucky",
+    "Merry",
+    "Mighty",
+    "Misty",
+    "Noble",
+    "Olive",
+    "Patient",
+    "Proud",
+    "Quick",
+    "Quiet",
+    "Rapid",
+    "Ready",
+    "Rosy",
+    "Ruby",
+    "Scarlet",
+    "Silent",
+    "Silver",
+    "Steady",
+    "Sunny",
+    "Swift",
+    "Tidy",
+    "Vivid",
+    "Warm",
+    "Wise",
+]
+_NOUNS = [
+    "Badger",
+    "Beacon",
+    "Birch",
+    "Brook",
+    "Canyon",
+    "Castle",
+    "Cedar",
+    "Comet",
+    "Condor",
+    "Coyote",
+    "Crane",
+    "Delta",
+    "Falcon",
+    "Fern",
+    "Fjord",
+    "Forest",
+    "Fox",
+    "Glacier",
+    "Harbor",
+    "Hawk",
+    "Heron",
+    "Island",
+    "Lagoon",
+    "Lantern",
+    "Lark",
+    "Maple",
+    "Meadow",
+    "Mesa",
+    "Otter",
+    "Owl",
+    "Panda",
+    "Pine",
+    "Prairie",
+    "Quartz",
+    "Raven",
+    "Reef",
+    "River",
+    "Robin",
+    "Sparrow",
+    "Spruce",
+    "Summit",
+    "Thistle",
+    "Tiger",
+    "Tundra",
+    "Valley",
+    "Walrus",
+    "Willow",
+    "Wolf",
+    "Wren",
+]
+
+
+def memorable_name() -> str:
+    """A random adjective+noun name, e.g. ``BraveOtter`` (about 2,500 of them)."""
+    return secrets.choice(_ADJECTIVES) + secrets.choice(_NOUNS)
+
+
+def _candidates(base: str) -> list[str]:
+    """``base``, then ``base2``, ``base3``, ... (the numeric suffix on a collision)."""
+    return [base] + [f"{base}{n}" for n in range(2, 10_000)]
+
+
+def identity_name(identity: object, what: str = "identity") -> str:
+    """The name of ``identity`` (a name or an ``Identity``); ``InvalidArgument`` otherwise."""
+    if isinstance(identity, Identity):
+        return identity.name
+    check_name(identity, what)
+    assert isinstance(identity, str)
+    return identity
+
+
+def check_name(name: object, what: str = "name") -> None:
+    """``InvalidArgument`` unless ``name`` matches ``NAME_PATTERN``."""
+    if not isinstance(name, str) or NAME_PATTERN.fullmatch(name) is None:
+        shown = name if not isinstance(name, str) or len(name) <= 80 else name[:80] + "..."
+        raise InvalidArgument(
+            f"{what} must be a name of 1-64 letters, digits, '.', '_' or '-' not starting "
+            f"with punctuation, got {shown!r}"
+        )
+
+
+def register(
+    name: str | None,
+    project_key: str | None,
+    git_branch: str | None,
+    purpose: str | None,
+    working_dir: str | None,
+    hostname: str | None,
+    agent_uuid: str | None,
+) -> Op[Identity]:
+    if name is not None:
+        check_name(name)
+    check_texts(
+        project_key=project_key,
+        git_branch=git_branch,
+        purpose=purpose,
+        working_dir=working_dir,
+        hostname=hostname,
+    )
+    if agent_uuid is not None:
+        check_uuid(agent_uuid)
+    fields = {
+        "project_key": project_key,
+        "git_branch": git_branch,
+        "purpose": purpose,
+        "working_dir": working_dir,
+        "hostname": hostname,
+        "agent_uuid": agent_uuid,
+    }
+    if name is None:
+        return (yield from _create_memorable(memorable_name(), fields))
+    row = yield one("register_identity", name=name, **fields)
+    if row is None:
+        why = yield one("register_refusal", name=name, agent_uuid=agent_uuid)
+        if why["name_taken"]:
+            raise InvalidArgument(f"identity {name!r} already exists")
+        if agent_uuid is not None and not why["agent_exists"]:
+            raise InvalidArgument(f"agent {agent_uuid} does not exist")
+        raise InvalidArgument(
+            f"agent {agent_uuid} is already bound to identity {why['bound_to']!r}"
+        )
+    return Identity.from_row(row)
+
+
+def _create_memorable(base: str, fields: dict[str, str | None]) -> Op[Identity]:
+    """A new identity named ``base`` or, when taken, ``base2``, ``base3``, ..."""
+    for candidate in _candidates(base):
+        row = yield one("register_identity", name=candidate, **fields)
+        if row is not None:
+            return Identity.from_row(row)
+        if fields.get("agent_uuid") is not None:
+            why = yield one("register_refusal", name=candidate, agent_uuid=fields["agent_uuid"])
+            if not why["name_taken"]:
+                raise InvalidArgument(f"agent {fields['agent_uuid']} cannot be bound")
+    raise InvalidArgument(f"no free name left for {base!r}")  # pragma: no cover
+
+
+def get(name: object) -> Op[Identity]:
+    return (yield from require(identity_name(name)))
+
+
+def require(name: str) -> Op[Identity]:
+    """The identity called ``name``, or ``NotFound``."""
+    row = yield one("get_identity", name=name)
+    if row is None:
+        raise NotFound(f"identity {name!r} does not exist")
+    return Identity.from_row(row)
+
+
+def list_identities(project_key: str | None, include_retired: bool) -> Op[list[Identity]]:
+    check_text(project_key, "project_key")
+    if not isinstance(include_retired, bool):
+        raise InvalidArgument("include_retired must be a bool")
+    rows = yield many("list_identities", project_key=project_key, include_retired=include_retired)
+    return [Identity.from_row(r) for r in rows]
+
+
+def heartbeat(identity: object) -> Op[Identity]:
+    name = identity_name(identity)
+    row = yield one("heartbeat_identity", name=name)
+    if row is None:
+        found = yield from require(name)
+        raise InvalidArgument(f"identity {found.name!r} is retired")
+    return Identity.from_row(row)
+
+
+def retire(identity: object) -> Op[Identity]:
+    name = identity_name(identity)
+    row = yield one("retire_identity", name=name)
+    if row is None:
+        raise NotFound(f"identity {name!r} does not exist")
+    return Identity.from_row(row)
+
+
+def discover(project_key: str | None) -> Op[list[IdentityStatus]]:
+    check_text(project_key, "project_key")
+    rows = yield many("discover_identities", project_key=project_key)
+    return [IdentityStatus.from_row(r) for r in rows]
+
+
+def _check_key(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidArgument(f"{what} must be a non-empty string, got {value!r}")
+    check_text(value, what)
+    return value
+
+
+@atomic
+def for_session(session_key: str, project_key: str | None, git_branch: str | None) -> Op[Identity]:
+    key = _check_key(session_key, "session_key")
+    check_texts(project_key=project_key, git_branch=git_branch)
+    yield one("lock_identity_key", key="session:" + key)
+    row = yield one("touch_session_identity", session_key=key)
+    if row is not None:
+        return Identity.from_row(row)
+    identity = None
+    if project_key is not None:
+        found = yield one("project_identity", project_key=project_key)
+        identity = None if found is None else Identity.from_row(found)
+    if identity is None:
+        identity = yield from _create_memorable(
+            memorable_name(),
+            {
+                "project_key": project_key,
+                "git_branch": git_branch,
+                "purpose": None,
+                "working_dir": None,
+                "hostname": None,
+                "agent_uuid": None,
+            },
+        )
+    row = yield one(
+        "map_session_identity",
+        session_key=key,
+        identity_id=identity.id,
+        project_key=project_key,
+        git_branch=git_branch,
+    )
+    return Identity.from_row(row)
+
+
+@atomic
+def for_agent(agent_uuid: str) -> Op[Identity]:
+    check_uuid(agent_uuid)
+    yield one("lock_identity_key", key="agent:" + agent_uuid)
+    row = yield one("touch_agent_identity", agent_uuid=agent_uuid)
+    if row is not None:
+        return Identity.from_row(row)
+    agent = yield one("get_agent", uuid=agent_uuid)
+    if agent is None:
+        raise NotFound(f"agent {agent_uuid} does not exist")
+    fields: dict[str, str | None] = {
+        "project_key": None,
+        "git_branch": None,
+        "purpose": None,
+        "working_dir": None,
+        "hostname": None,
+        "agent_uuid": agent_uuid,
+    }
+    name = agent["name"]
+    if isinstance(name, str) and NAME_PATTERN.fullmatch(name):
+        row = yield one("register_identity", name=name, **fields)
+        if row is not None:
+            return Identity.from_row(row)
+    return (yield from _create_memorable(memorable_name(), fields))

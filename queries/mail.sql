@@ -1,0 +1,300 @@
+-- Agent mail (migration 0007): one mail row per send, one recipient row per recipient, each
+-- with a guarded state. Reads go through the views mail_view (names instead of ids) and
+-- mailbox (effective state: a snooze whose time has passed is unread). Order is mail.id.
+
+-- name: send_mail(sender, recipients, thread_id, new_thread_id, parent_id, subject, body, priority, deadline_at, attachments, metadata, idempotency_key, request_hash)^
+-- Send one mail: the mail row and one unread recipient row per name of :recipients (distinct,
+-- sorted), atomically, in one statement. The sender and the recipients are locked FOR SHARE,
+-- so a concurrent retire lands before (the send is refused) or after (the mail is delivered).
+-- No row when the sender or a recipient is missing or retired, the parent is not in the
+-- thread, or the sender already used :idempotency_key (mail.py explains which).
+WITH s AS (
+    SELECT id FROM identities WHERE name = :sender AND retired_at IS NULL FOR SHARE
+), r AS (
+    SELECT id FROM identities
+    WHERE name = ANY(CAST(:recipients AS text[])) AND retired_at IS NULL
+    FOR SHARE
+), t AS (
+    SELECT CAST(:parent_id AS bigint) AS parent_id,
+           COALESCE(CAST(:thread_id AS text),
+                    (SELECT p.thread_id FROM mail AS p WHERE p.id = :parent_id),
+                    CAST(:new_thread_id AS text)) AS thread_id
+), m AS (
+    INSERT INTO mail (thread_id, parent_id, sender_id, subject, body, priority, deadline_at,
+                      attachments, metadata, idempotency_key, request_hash)
+    SELECT t.thread_id, t.parent_id, s.id, :subject, :body, :priority, :deadline_at,
+           CAST(:attachments AS jsonb), CAST(:metadata AS jsonb), :idempotency_key, :request_hash
+    FROM s, t
+    WHERE (SELECT count(*) FROM r) = cardinality(CAST(:recipients AS text[]))
+      AND (t.parent_id IS NULL
+           OR EXISTS (SELECT 1 FROM mail AS p
+                      WHERE p.id = t.parent_id AND p.thread_id = t.thread_id))
+    ON CONFLICT (sender_id, idempotency_key) DO NOTHING
+    RETURNING *
+), delivered AS (
+    INSERT INTO mail_recipients (mail_id, identity_id)
+    SELECT m.id, r.id FROM m, r
+)
+SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender,
+       CAST(:recipients AS text[]) AS recipients, m.subject, m.body, m.priority, m.deadline_at,
+       m.attachments, m.metadata, m.idempotency_key, m.deleted_by_sender, m.created_at
+FROM m;
+
+-- name: mail_by_key(sender, idempotency_key)^
+-- The mail a sender sent with an idempotency key, and the hash of its request.
+SELECT v.*, m.request_hash
+FROM mail AS m
+JOIN identities AS s ON s.id = m.sender_id
+JOIN mail_view AS v ON v.id = m.id
+WHERE s.name = :sender AND m.idempotency_key = :idempotency_key;
+
+-- name: send_refusal(sender, recipients, parent_id)^
+-- Why send_mail wrote nothing, besides a used key (rare path): the sender's state, the
+-- recipients that do not exist or are retired, and the parent's thread.
+SELECT (SELECT CASE WHEN retired_at IS NULL THEN 'active' ELSE 'retired' END
+        FROM identities WHERE name = :sender) AS sender_state,
+       ARRAY(SELECT n FROM unnest(CAST(:recipients AS text[])) AS n
+             WHERE NOT EXISTS (SELECT 1 FROM identities WHERE name = n)
+             ORDER BY n) AS missing,
+       ARRAY(SELECT name FROM identities
+             WHERE name = ANY(CAST(:recipients AS text[])) AND retired_at IS NOT NULL
+             ORDER BY name) AS retired,
+       (SELECT thread_id FROM mail WHERE id = :parent_id) AS parent_thread,
+       EXISTS (SELECT 1 FROM mail WHERE id = :parent_id) AS parent_exists;
+
+-- name: reply_context(mail_id, replier)^
+-- What a reply to :mail_id needs: its thread and subject, whether :replier sent or received
+-- it, and the thread's other participants (senders and recipients) that are not retired.
+SELECT m.thread_id, m.subject,
+       (s.name = :replier OR EXISTS (
+            SELECT 1 FROM mail_recipients AS r JOIN identities AS i ON i.id = r.identity_id
+            WHERE r.mail_id = m.id AND i.name = :replier)) AS participant,
+       ARRAY(SELECT i.name
+             FROM identities AS i
+             WHERE i.retired_at IS NULL AND i.name <> :replier
+               AND (i.id IN (SELECT t.sender_id FROM mail AS t WHERE t.thread_id = m.thread_id)
+                    OR i.id IN (SELECT r.identity_id
+                                FROM mail AS t JOIN mail_recipients AS r ON r.mail_id = t.id
+                                WHERE t.thread_id = m.thread_id))
+             ORDER BY i.name) AS participants
+FROM mail AS m
+JOIN identities AS s ON s.id = m.sender_id
+WHERE m.id = :mail_id;
+
+-- name: inbox(identity, state, priority, before_id, limit)
+-- An identity's mail, newest first. :state NULL shows unread, read and starred (passed snoozes
+-- are unread); 'snoozed' shows sleeping snoozes only. Keyset pagination: ids < :before_id.
+SELECT v.*, b.state, b.read_at, b.acked_at, b.snoozed_until
+FROM mailbox AS b
+JOIN mail_view AS v ON v.id = b.mail_id
+WHERE b.identity_id = (SELECT id FROM identities WHERE name = :identity)
+  AND CASE WHEN CAST(:state AS text) IS NULL THEN b.state IN ('unread', 'read', 'starred')
+           ELSE b.state = :state END
+  AND (CAST(:priority AS text) IS NULL OR v.priority = :priority)
+  AND (CAST(:before_id AS bigint) IS NULL OR b.mail_id < :before_id)
+ORDER BY b.mail_id DESC
+LIMIT :limit;
+
+-- name: read_mail(identity, mail_id)^
+-- Open a mail: an unread one (or a passed snooze) becomes read; any other state stays. read_at
+-- is set the first time. No row unless the identity received it.
+WITH u AS (
+    UPDATE mail_recipients AS r
+    SET state = CASE WHEN b.state = 'unread' THEN 'read' ELSE r.state END,
+        snoozed_until = b.snoozed_until,
+        read_at = COALESCE(r.read_at, ikigai_now()),
+        state_changed_at = CASE WHEN b.state = 'unread' THEN ikigai_now()
+                                ELSE r.state_changed_at END
+    FROM mailbox AS b
+    WHERE b.identity_id = (SELECT id FROM identities WHERE name = :identity)
+      AND b.mail_id = :mail_id
+      AND r.identity_id = b.identity_id AND r.mail_id = b.mail_id
+    RETURNING r.mail_id, r.state, r.read_at, r.acked_at, r.snoozed_until
+)
+SELECT v.*, u.state, u.read_at, u.acked_at, u.snoozed_until
+FROM u JOIN mail_view AS v ON v.id = u.mail_id;
+
+-- name: set_mail_state(identity, mail_id, state, from_states, snooze_at, snooze_for)^
+-- The guarded transition: moves the recipient row to :state only from one of :from_states
+-- (effective states; mail.py holds the table) and, for snoozed, only to a future time
+-- (:snooze_at, or now + :snooze_for). No row: not a recipient, or not allowed now.
+WITH u AS (
+    UPDATE mail_recipients AS r
+    SET state = :state,
+        snoozed_until = CASE WHEN :state = 'snoozed'
+                             THEN COALESCE(CAST(:snooze_at AS timestamptz),
+                                           ikigai_now() + CAST(:snooze_for AS interval))
+                        END,
+        read_at = CASE WHEN :state = 'read' THEN COALESCE(r.read_at, ikigai_now())
+                       ELSE r.read_at END,
+        state_changed_at = ikigai_now()
+    FROM mailbox AS b
+    WHERE b.identity_id = (SELECT id FROM identities WHERE name = :identity)
+      AND b.mail_id = :mail_id
+      AND r.identity_id = b.identity_id AND r.mail_id = b.mail_id
+      AND b.state = ANY(CAST(:from_states AS text[]))
+      AND (:state <> 'snoozed'
+           OR COALESCE(CAST(:snooze_at AS timestamptz),
+                       ikigai_now() + CAST(:snooze_for AS interval)) > ikigai_now())
+    RETURNING r.mail_id, r.state, r.read_at, r.acked_at, r.snoozed_until
+)
+SELECT v.*, u.state, u.read_at, u.acked_at, u.snoozed_until
+FROM u JOIN mail_view AS v ON v.id = u.mail_id;
+
+-- name: mailbox_entry(identity, mail_id)^
+-- A recipient row's effective state (rare path: why a transition was refused). identity_id is
+-- NULL when the identity does not exist; state NULL when it did not receive the mail.
+SELECT i.id AS identity_id, b.state, ikigai_now() AS now
+FROM (SELECT 1) AS one
+LEFT JOIN identities AS i ON i.name = :identity
+LEFT JOIN mailbox AS b ON b.identity_id = i.id AND b.mail_id = :mail_id;
+
+-- name: ack_mail(identity, mail_id)^
+-- Acknowledge: acked_at is set once; an unread mail (or passed snooze) becomes read. Idempotent.
+WITH u AS (
+    UPDATE mail_recipients AS r
+    SET acked_at = COALESCE(r.acked_at, ikigai_now()),
+        state = CASE WHEN b.state = 'unread' THEN 'read' ELSE r.state END,
+        snoozed_until = b.snoozed_until,
+        read_at = CASE WHEN b.state = 'unread' THEN COALESCE(r.read_at, ikigai_now())
+                       ELSE r.read_at END,
+        state_changed_at = CASE WHEN b.state = 'unread' THEN ikigai_now()
+                                ELSE r.state_changed_at END
+    FROM mailbox AS b
+    WHERE b.identity_id = (SELECT id FROM identities WHERE name = :identity)
+      AND b.mail_id = :mail_id
+      AND r.identity_id = b.identity_id AND r.mail_id = b.mail_id
+    RETURNING r.mail_id, r.state, r.read_at, r.acked_at, r.snoozed_until
+)
+SELECT v.*, u.state, u.read_at, u.acked_at, u.snoozed_until
+FROM u JOIN mail_view AS v ON v.id = u.mail_id;
+
+-- name: set_thread_state(identity, thread_id, state, from_states)!
+-- The guarded transition for each of the identity's mails in a thread where it is allowed (one
+-- statement).
+UPDATE mail_recipients AS r
+SET state = :state,
+    snoozed_until = NULL,
+    read_at = CASE WHEN :state = 'read' THEN COALESCE(r.read_at, ikigai_now())
+                   ELSE r.read_at END,
+    state_changed_at = ikigai_now()
+FROM mailbox AS b
+WHERE b.identity_id = (SELECT id FROM identities WHERE name = :identity)
+  AND b.mail_id IN (SELECT id FROM mail WHERE thread_id = :thread_id)
+  AND r.identity_id = b.identity_id AND r.mail_id = b.mail_id
+  AND b.state = ANY(CAST(:from_states AS text[]));
+
+-- name: thread_mail(thread_id, identity)
+-- A thread's mails in id order; with :identity, only those it sent or received.
+SELECT v.*
+FROM mail_view AS v
+WHERE v.thread_id = :thread_id
+  AND (CAST(:identity AS text) IS NULL
+       OR v.sender = :identity
+       OR EXISTS (SELECT 1 FROM mail_recipients AS r JOIN identities AS i ON i.id = r.identity_id
+                  WHERE r.mail_id = v.id AND i.name = :identity))
+ORDER BY v.id;
+
+-- name: sent_mail(identity, limit)
+-- What an identity sent, newest first, without the mails it deleted from this view.
+SELECT v.*
+FROM mail_view AS v
+WHERE v.sender_id = (SELECT id FROM identities WHERE name = :identity)
+  AND NOT v.deleted_by_sender
+ORDER BY v.id DESC
+LIMIT :limit;
+
+-- name: delete_sent(identity, mail_id)^
+-- Hide a mail from its sender's sent view (recipients keep it). No row unless it is theirs.
+UPDATE mail SET deleted_by_sender = true
+WHERE id = :mail_id AND sender_id = (SELECT id FROM identities WHERE name = :identity)
+RETURNING id;
+
+-- name: mail_counts(identity)^
+-- An identity's mailbox counts in one statement (no row: no such identity).
+SELECT count(*) FILTER (WHERE b.state = 'unread') AS unread,
+       count(*) FILTER (WHERE b.state = 'unread' AND m.priority = 'urgent') AS urgent_unread,
+       count(*) FILTER (WHERE b.state = 'starred') AS starred,
+       count(*) FILTER (WHERE b.state = 'snoozed') AS snoozed,
+       count(*) FILTER (WHERE b.state = 'archived') AS archived,
+       count(*) FILTER (WHERE b.state = 'trash') AS trash
+FROM identities AS i
+LEFT JOIN mailbox AS b ON b.identity_id = i.id
+LEFT JOIN mail AS m ON m.id = b.mail_id
+WHERE i.name = :identity
+GROUP BY i.id;
+
+-- name: search_mail(query, identity, limit)
+-- Full-text search of subject (weight A) and body (weight B), best first, newest on ties;
+-- with :identity, only mail it sent or received. The GIN index on the stored search_vector
+-- drives the scan; snippets are computed for the rows that survive the LIMIT only.
+WITH q AS (
+    SELECT websearch_to_tsquery('english', :query) AS tsq
+), me AS (
+    SELECT id FROM identities WHERE name = :identity
+), hits AS (
+    SELECT m.id, ts_rank_cd(m.search_vector, q.tsq) AS rank
+    FROM mail AS m, q
+    WHERE m.search_vector @@ q.tsq
+      AND (CAST(:identity AS text) IS NULL
+           OR m.sender_id = (SELECT id FROM me)
+           OR EXISTS (SELECT 1 FROM mail_recipients AS r
+                      WHERE r.mail_id = m.id AND r.identity_id = (SELECT id FROM me)))
+    ORDER BY rank DESC, m.id DESC
+    LIMIT :limit
+)
+SELECT v.*, hits.rank,
+       ts_headline('english', left(v.body, 100000), q.tsq,
+                   'StartSel=[, StopSel=], MaxWords=30, MinWords=10, MaxFragments=2') AS snippet
+FROM hits
+JOIN mail_view AS v ON v.id = hits.id
+CROSS JOIN q
+ORDER BY hits.rank DESC, v.id DESC;
+
+-- name: claim_unread(identity)^
+-- For wait: the identity's oldest unread mail (or passed snooze), marked read. SKIP LOCKED: two
+-- waiters never take the same row (the loser moves on to the next one, or finds none).
+WITH c AS (
+    SELECT r.identity_id, r.mail_id
+    FROM mail_recipients AS r
+    WHERE r.identity_id = (SELECT id FROM identities WHERE name = :identity)
+      AND r.state IN ('unread', 'snoozed')
+      AND (r.state = 'unread' OR r.snoozed_until <= ikigai_now())
+    ORDER BY r.mail_id
+    LIMIT 1
+    FOR UPDATE OF r SKIP LOCKED
+), u AS (
+    UPDATE mail_recipients AS r
+    SET state = 'read', snoozed_until = NULL, read_at = COALESCE(r.read_at, ikigai_now()),
+        state_changed_at = ikigai_now()
+    FROM c
+    WHERE r.identity_id = c.identity_id AND r.mail_id = c.mail_id
+    RETURNING r.mail_id, r.state, r.read_at, r.acked_at, r.snoozed_until
+)
+SELECT v.*, u.state, u.read_at, u.acked_at, u.snoozed_until
+FROM u JOIN mail_view AS v ON v.id = u.mail_id;
+
+-- name: wait_target(identity)^
+-- For wait: the identity's id (the NOTIFY payload names it) and the seconds until its next
+-- sleeping snooze wakes (NULL: none), by the database's clock.
+SELECT i.id,
+       EXTRACT(EPOCH FROM (SELECT min(r.snoozed_until) FROM mail_recipients AS r
+                           WHERE r.identity_id = i.id AND r.state = 'snoozed')
+                          - ikigai_now()) AS next_wake
+FROM identities AS i
+WHERE i.name = :identity;
+
+-- name: wake_snoozed()!
+-- Materialise passed snoozes as unread (they already count as unread).
+UPDATE mail_recipients
+SET state = 'unread', snoozed_until = NULL, state_changed_at = ikigai_now()
+WHERE state = 'snoozed' AND snoozed_until <= ikigai_now();
+
+-- name: purge_trash(older_than)!
+-- Delete recipient rows that have been in trash for longer than :older_than.
+DELETE FROM mail_recipients
+WHERE state = 'trash' AND state_changed_at <= ikigai_now() - CAST(:older_than AS interval);
+
+-- name: listen_mail()!
+-- Subscribe this connection to the channel migration 0007's trigger notifies (notify.py).
+LISTEN ikigai_mail;

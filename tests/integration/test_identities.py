@@ -1,0 +1,185 @@
+"""Identities: registration, resolution by session and agent, heartbeat, retire, discover."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+import ikigai_store as ik
+from ikigai_store.identities import NAME_PATTERN
+from tests.mailtools import Clock, rows
+
+pytestmark = pytest.mark.db
+
+
+def test_register_and_get(ikigai_store: ik.Store) -> None:
+    """register stores every field; get returns the same identity."""
+    made = ikigai_store.identities.register(
+        "alice",
+        project_key="proj",
+        git_branch="main",
+        purpose="reviewer",
+        working_dir="/src",
+        hostname="box",
+    )
+    assert (made.name, made.project_key, made.git_branch, made.purpose) == (
+        "alice",
+        "proj",
+        "main",
+        "reviewer",
+    )
+    assert (made.working_dir, made.hostname, made.retired_at) == ("/src", "box", None)
+    assert ikigai_store.identities.get("alice") == made
+    assert ikigai_store.identities.get(made) == made
+
+
+def test_memorable_names(ikigai_store: ik.Store) -> None:
+    """Without a name, identities get distinct memorable AdjectiveNoun names."""
+    names = {ikigai_store.identities.register().name for _ in range(20)}
+    assert len(names) == 20
+    assert all(NAME_PATTERN.fullmatch(n) and n[0].isupper() for n in names)
+
+
+@pytest.mark.parametrize(
+    "name", ["", "-lead", ".dot", "a b", "x" * 65, "é", "a/b", "a\x00b", 7, None.__class__]
+)
+def test_register_refuses_bad_names(ikigai_store: ik.Store, name: Any) -> None:
+    """A name outside the pattern is InvalidArgument and writes nothing."""
+    with pytest.raises(ik.InvalidArgument, match="name"):
+        ikigai_store.identities.register(name)
+    assert rows(ikigai_store, "identities") == 0
+
+
+def test_duplicate_name_is_invalid_argument(ikigai_store: ik.Store) -> None:
+    """A taken name is InvalidArgument naming it."""
+    ikigai_store.identities.register("alice")
+    with pytest.raises(ik.InvalidArgument, match="'alice' already exists"):
+        ikigai_store.identities.register("alice")
+    assert rows(ikigai_store, "identities") == 1
+
+
+def test_agent_binding(ikigai_store: ik.Store) -> None:
+    """agent_uuid must name an agent and binds it to one identity only."""
+    agent = ikigai_store.create_agent(ikigai_store.create_session(), name="coder")
+    with pytest.raises(ik.InvalidArgument, match="does not exist"):
+        ikigai_store.identities.register("x", agent_uuid="nope")
+    bound = ikigai_store.identities.register("x", agent_uuid=agent.uuid)
+    assert bound.agent_uuid == agent.uuid
+    with pytest.raises(ik.InvalidArgument, match="already bound to identity 'x'"):
+        ikigai_store.identities.register("y", agent_uuid=agent.uuid)
+
+
+def test_get_missing_is_not_found(ikigai_store: ik.Store) -> None:
+    """get of an unknown name is NotFound."""
+    with pytest.raises(ik.NotFound):
+        ikigai_store.identities.get("ghost")
+
+
+def test_list_order_filter_and_retired(ikigai_store: ik.Store) -> None:
+    """list: most recently active first, by project, retired ones only when asked."""
+    clock = Clock(ikigai_store)
+    for name, project in [("a", "p"), ("b", "p"), ("c", "q")]:
+        ikigai_store.identities.register(name, project_key=project)
+        clock.advance(seconds=1)
+    ikigai_store.identities.heartbeat("a")
+    assert [i.name for i in ikigai_store.identities.list()] == ["a", "c", "b"]
+    assert [i.name for i in ikigai_store.identities.list(project_key="p")] == ["a", "b"]
+    ikigai_store.identities.retire("a")
+    assert [i.name for i in ikigai_store.identities.list()] == ["c", "b"]
+    assert [i.name for i in ikigai_store.identities.list(include_retired=True)] == ["a", "c", "b"]
+
+
+def test_heartbeat_and_retire(ikigai_store: ik.Store) -> None:
+    """heartbeat moves last_active_at; retire keeps its first time; a retired one cannot beat."""
+    clock = Clock(ikigai_store)
+    made = ikigai_store.identities.register("a")
+    later = clock.advance(minutes=3)
+    assert ikigai_store.identities.heartbeat("a").last_active_at == later
+    first = ikigai_store.identities.retire(made).retired_at
+    clock.advance(minutes=1)
+    assert ikigai_store.identities.retire("a").retired_at == first
+    with pytest.raises(ik.InvalidArgument, match="retired"):
+        ikigai_store.identities.heartbeat("a")
+    with pytest.raises(ik.NotFound):
+        ikigai_store.identities.retire("ghost")
+
+
+def test_discover_status_and_unread(ikigai_store: ik.Store) -> None:
+    """discover computes active / idle / offline and unread counts, retired ones left out."""
+    clock = Clock(ikigai_store)
+    for name in ["old", "mid", "new", "gone"]:
+        ikigai_store.identities.register(name, project_key="p")
+    ikigai_store.identities.retire("gone")
+    clock.advance(minutes=20)
+    ikigai_store.identities.heartbeat("mid")
+    clock.advance(minutes=20)
+    ikigai_store.identities.heartbeat("new")
+    ikigai_store.mail.send("new", ["old", "mid"], "s", "b")
+    ikigai_store.mail.send("new", ["old"], "s", "b")
+    clock.advance(minutes=1)
+    found = {s.identity.name: (s.status, s.unread) for s in ikigai_store.identities.discover()}
+    assert found == {"new": ("active", 0), "mid": ("idle", 1), "old": ("offline", 2)}
+    assert ikigai_store.identities.discover(project_key="other") == []
+
+
+def test_for_session_resolution_order(ikigai_store: ik.Store) -> None:
+    """for_session: the mapping, else the project's latest identity, else a new one."""
+    clock = Clock(ikigai_store)
+    ikigai_store.identities.register("older", project_key="p")
+    clock.advance(seconds=1)
+    ikigai_store.identities.register("latest", project_key="p")
+    clock.advance(seconds=1)
+    assert ikigai_store.identities.for_session("s1", project_key="p").name == "latest"
+    ikigai_store.identities.heartbeat("older")
+    assert ikigai_store.identities.for_session("s1", project_key="p").name == "latest"
+    fresh = ikigai_store.identities.for_session("s2")
+    assert fresh.name not in {"older", "latest"} and NAME_PATTERN.fullmatch(fresh.name)
+    assert ikigai_store.identities.for_session("s2") == ikigai_store.identities.get(fresh.name)
+
+
+def test_for_session_refreshes_and_replaces_retired(ikigai_store: ik.Store) -> None:
+    """Every call refreshes last_active_at; a mapping to a retired identity is replaced."""
+    clock = Clock(ikigai_store)
+    first = ikigai_store.identities.for_session("s")
+    later = clock.advance(minutes=2)
+    assert ikigai_store.identities.for_session("s").last_active_at == later
+    ikigai_store.identities.retire(first)
+    replaced = ikigai_store.identities.for_session("s")
+    assert replaced.name != first.name and replaced.retired_at is None
+
+
+def test_for_agent(ikigai_store: ik.Store) -> None:
+    """for_agent creates the agent's identity once, named like the agent when that is free."""
+    sid = ikigai_store.create_session()
+    coder = ikigai_store.create_agent(sid, name="coder")
+    made = ikigai_store.identities.for_agent(coder.uuid)
+    assert (made.name, made.agent_uuid) == ("coder", coder.uuid)
+    assert ikigai_store.identities.for_agent(coder.uuid).id == made.id
+    twin = ikigai_store.create_agent(sid, name="coder")
+    other = ikigai_store.identities.for_agent(twin.uuid)
+    assert other.name != "coder" and other.agent_uuid == twin.uuid
+    spaced = ikigai_store.create_agent(sid, name="has spaces")
+    assert NAME_PATTERN.fullmatch(ikigai_store.identities.for_agent(spaced.uuid).name)
+    with pytest.raises(ik.NotFound):
+        ikigai_store.identities.for_agent("no-such-agent")
+
+
+def test_concurrent_first_for_session_makes_one_identity(ikigai_empty_db_url: str) -> None:
+    """8 threads resolving a new session key at once all get one identity."""
+    with ik.open(ikigai_empty_db_url, pool_size=8) as store:
+        results: list[str] = []
+        barrier = threading.Barrier(8)
+
+        def resolve() -> None:
+            barrier.wait()
+            results.append(store.identities.for_session("same-key", git_branch="main").name)
+
+        threads = [threading.Thread(target=resolve) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(results) == 8 and len(set(results)) == 1
+        assert len(store.identities.list()) == 1
