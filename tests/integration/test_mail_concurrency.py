@@ -1,0 +1,178 @@
+"""Mail across connections: idempotency races, wait wake-ups, competing waiters (committed)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+import ikigai_store as ik
+
+pytestmark = pytest.mark.db
+
+
+@pytest.fixture
+def store(ikigai_empty_db_url: str) -> Iterator[ik.Store]:
+    """A store on a fresh database whose writes commit, with alice and bob."""
+    with ik.open(ikigai_empty_db_url, pool_size=10) as opened:
+        opened.identities.register("alice")
+        opened.identities.register("bob")
+        yield opened
+
+
+def _in_threads(n: int, target: object) -> None:
+    threads = [threading.Thread(target=target) for _ in range(n)]  # type: ignore[arg-type]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+
+
+def test_same_key_from_8_threads_is_one_mail(store: ik.Store) -> None:
+    """8 threads sending one request with one key at once: one row, all get that mail."""
+    barrier = threading.Barrier(8)
+    got: list[ik.Mail] = []
+
+    def send() -> None:
+        barrier.wait()
+        got.append(store.mail.send("alice", ["bob"], "s", "b", idempotency_key="once"))
+
+    _in_threads(8, send)
+    assert len(got) == 8 and len({m.id for m in got}) == 1
+    assert len(store.mail.inbox("bob")) == 1
+
+
+def test_concurrent_senders_lose_nothing(store: ik.Store) -> None:
+    """8 threads x 40 sends to one recipient: every mail delivered once."""
+
+    def send() -> None:
+        for n in range(40):
+            store.mail.send("alice", ["bob"], threading.current_thread().name, str(n))
+
+    _in_threads(8, send)
+    inbox = store.mail.inbox("bob", limit=1000)
+    assert len(inbox) == 320 == len({i.mail.id for i in inbox})
+    assert store.mail.counts("bob").unread == 320
+
+
+def test_wait_wakes_on_another_connections_commit(store: ik.Store) -> None:
+    """A waiter returns the mail sent by another thread, long before its timeout."""
+    result: list[ik.InboxItem | None] = []
+    waiter = threading.Thread(target=lambda: result.append(store.mail.wait("bob", 30)))
+    waiter.start()
+    time.sleep(0.3)
+    sent = store.mail.send("alice", ["bob"], "wake", "up")
+    started = time.monotonic()
+    waiter.join(timeout=30)
+    assert result and result[0] is not None
+    assert (result[0].mail.id, result[0].state) == (sent.id, "read")
+    assert time.monotonic() - started < 10  # woken, not timed out
+    assert store.mail.counts("bob").unread == 0
+
+
+def test_wait_times_out_with_none(store: ik.Store) -> None:
+    """With nothing for it, wait returns None after its timeout (and not much before)."""
+    started = time.monotonic()
+    assert store.mail.wait("bob", 0.3) is None
+    assert time.monotonic() - started >= 0.3
+    store.mail.send("alice", ["alice"], "s", "to myself")
+    assert store.mail.wait("bob", 0.1) is None  # mail for others does not count
+
+
+def test_competing_waiters_never_share_a_mail(store: ik.Store) -> None:
+    """4 waiters on one identity and 20 mails: each mail goes to exactly one waiter."""
+    taken: list[int] = []
+    lock = threading.Lock()
+
+    def consume() -> None:
+        while True:
+            item = store.mail.wait("bob", 2)
+            if item is None:
+                return
+            with lock:
+                taken.append(item.mail.id)
+
+    consumers = [threading.Thread(target=consume) for _ in range(4)]
+    for c in consumers:
+        c.start()
+    sent = [store.mail.send("alice", ["bob"], "job", str(n)).id for n in range(20)]
+    for c in consumers:
+        c.join(timeout=60)
+    assert sorted(taken) == sorted(sent)
+
+
+def test_wait_wakes_when_a_snooze_passes(store: ik.Store) -> None:
+    """A snoozed mail wakes a waiter when its time passes, with no send and no job."""
+    mail = store.mail.send("alice", ["bob"], "later", "b")
+    store.mail.set_state("bob", mail.id, "snoozed", snoozed_until=timedelta(seconds=0.5))
+    item = store.mail.wait("bob", 10)
+    assert item is not None and item.mail.id == mail.id
+
+
+def test_wait_inside_a_transaction_rolls_back(store: ik.Store) -> None:
+    """Inside store.transaction() the mail is marked read in that transaction only."""
+    mail = store.mail.send("alice", ["bob"], "s", "b")
+
+    class Undo(Exception):
+        pass
+
+    with pytest.raises(Undo), store.transaction():
+        item = store.mail.wait("bob", 1)
+        assert item is not None and item.mail.id == mail.id
+        raise Undo
+    assert [i.state for i in store.mail.inbox("bob")] == ["unread"]
+
+
+def test_wait_validates_and_needs_an_identity(store: ik.Store) -> None:
+    """A bad timeout is InvalidArgument; an unknown identity NotFound; neither waits."""
+    for bad in (-1, float("nan"), 86401, True, "1"):
+        with pytest.raises(ik.InvalidArgument):
+            store.mail.wait("bob", bad)  # type: ignore[arg-type]
+    with pytest.raises(ik.NotFound):
+        store.mail.wait("ghost", 5)
+
+
+def test_async_wait_wakes_and_waiters_do_not_hold_pool_connections(
+    ikigai_empty_db_url: str,
+) -> None:
+    """AsyncStore: 6 tasks wait on a pool of 2 (waiters hold no pooled connection) and each
+    wakes with its own mail."""
+
+    async def main() -> list[int]:
+        async with ik.open_async(ikigai_empty_db_url, pool_size=2) as astore:
+            names = [f"w{n}" for n in range(6)]
+            for name in [*names, "boss"]:
+                await astore.identities.register(name)
+            waiters = [asyncio.create_task(astore.mail.wait(n, 20)) for n in names]
+            await asyncio.sleep(0.3)
+            sent = [(await astore.mail.send("boss", [n], "go", "b")).id for n in names]
+            got = await asyncio.wait_for(asyncio.gather(*waiters), 20)
+            assert [g.mail.id if g else None for g in got] == sent
+            return sent
+
+    assert len(asyncio.run(main())) == 6
+
+
+def test_sync_waiters_do_not_hold_pool_connections(ikigai_empty_db_url: str) -> None:
+    """Store: 4 threads waiting on a pool of 1 leave it free for a sender."""
+    with ik.open(ikigai_empty_db_url, pool_size=1, timeout=5) as small:
+        for name in ("a", "b", "c", "d", "boss"):
+            small.identities.register(name)
+        results: dict[str, ik.InboxItem | None] = {}
+
+        def wait(name: str) -> None:
+            results[name] = small.mail.wait(name, 20)
+
+        threads = [threading.Thread(target=wait, args=(n,)) for n in "abcd"]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        for name in "abcd":
+            small.mail.send("boss", [name], "go", name)
+        for t in threads:
+            t.join(timeout=30)
+        assert {n: r.mail.body if r else None for n, r in results.items()} == {n: n for n in "abcd"}
