@@ -22,7 +22,7 @@ import json
 import math
 import uuid
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .errors import Conflict, InvalidArgument, NotFound
@@ -40,6 +40,7 @@ from .validate import (
 )
 
 __all__ = [
+    "MAX_DURATION",
     "MAX_RECIPIENTS",
     "MAX_SUBJECT_CHARS",
     "TRANSITIONS",
@@ -73,6 +74,8 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 }
 _SOURCES = {to: [s for s in MAIL_STATES if to in TRANSITIONS[s]] for to in MAIL_STATES}
 
+#: Longest duration accepted (a snooze, a purge age): 100 years.
+MAX_DURATION = timedelta(days=36500)
 #: Longest subject, in characters.
 MAX_SUBJECT_CHARS = 1000
 #: Most recipients of one mail.
@@ -111,12 +114,19 @@ def _check_when(value: object, what: str) -> datetime | None:
         return None
     if not isinstance(value, datetime) or value.utcoffset() is None:
         raise InvalidArgument(f"{what} must be a timezone-aware datetime, got {value!r}")
+    try:
+        if value.astimezone(UTC).year >= 9999:
+            raise OverflowError
+    except OverflowError:
+        raise InvalidArgument(f"{what} must be before the year 9999, got {value!r}") from None
     return value
 
 
 def _check_duration(value: object, what: str) -> timedelta:
-    if not isinstance(value, timedelta) or value < timedelta(0):
-        raise InvalidArgument(f"{what} must be a timedelta of zero or more, got {value!r}")
+    if not isinstance(value, timedelta) or not timedelta(0) <= value <= MAX_DURATION:
+        raise InvalidArgument(
+            f"{what} must be a timedelta from zero to {MAX_DURATION.days} days, got {value!r}"
+        )
     return value
 
 
@@ -368,9 +378,9 @@ def _snooze(state: str, snoozed_until: object) -> tuple[datetime | None, timedel
     if snoozed_until is None:
         raise InvalidArgument("snoozing needs snoozed_until (a datetime or a timedelta)")
     if isinstance(snoozed_until, timedelta):
-        if not math.isfinite(snoozed_until.total_seconds()) or snoozed_until <= timedelta(0):
+        if snoozed_until <= timedelta(0):
             raise InvalidArgument(f"snoozed_until must be in the future, got {snoozed_until!r}")
-        return None, snoozed_until
+        return None, _check_duration(snoozed_until, "snoozed_until")
     when = _check_when(snoozed_until, "snoozed_until")
     return when, None
 

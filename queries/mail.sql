@@ -227,7 +227,8 @@ GROUP BY i.id;
 -- name: search_mail(query, identity, limit)
 -- Full-text search of subject (weight A) and body (weight B), best first, newest on ties;
 -- with :identity, only mail it sent or received. The GIN index on the stored search_vector
--- drives the scan; snippets are computed for the rows that survive the LIMIT only.
+-- drives the scan; snippets (subject, then body) are computed for the rows that survive the
+-- LIMIT only.
 WITH q AS (
     SELECT websearch_to_tsquery('english', :query) AS tsq
 ), me AS (
@@ -244,7 +245,7 @@ WITH q AS (
     LIMIT :limit
 )
 SELECT v.*, hits.rank,
-       ts_headline('english', left(v.body, 100000), q.tsq,
+       ts_headline('english', v.subject || E'\n' || left(v.body, 100000), q.tsq,
                    'StartSel=[, StopSel=], MaxWords=30, MinWords=10, MaxFragments=2') AS snippet
 FROM hits
 JOIN mail_view AS v ON v.id = hits.id

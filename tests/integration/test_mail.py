@@ -484,3 +484,64 @@ def test_schema_checks_match_python_constants(ikigai_store: ik.Store) -> None:
         ("mail_priority_check", ik.PRIORITIES),
     ):
         assert sorted(v for v in checks[name].split("'")[1::2] if v.isalpha()) == sorted(values)
+
+
+BIG = 2**63
+BAD = "\ud800"
+
+
+def test_hostile_arguments_on_every_mail_and_identity_call(people: ik.Store) -> None:
+    """Every identities/mail call refuses out-of-range ints, non-UTF-8 text, bad choices and bad
+    types with InvalidArgument, and nothing is written."""
+    mail = people.mail.send("alice", ["bob"], "s", "b")
+    i, m = people.identities, people.mail
+    calls: list[Any] = [
+        lambda: i.register(BAD),
+        lambda: i.register("ok", project_key="a\x00"),
+        lambda: i.register("ok", agent_uuid=BAD),
+        lambda: i.get(None),
+        lambda: i.list(project_key=BAD),
+        lambda: i.list(include_retired="yes"),
+        lambda: i.for_session(""),
+        lambda: i.for_session("k", git_branch=BAD),
+        lambda: i.for_agent("a" * 65),
+        lambda: i.heartbeat(3),
+        lambda: i.retire("a b"),
+        lambda: i.discover(project_key="\x00"),
+        lambda: m.send("alice", ["bob"], BAD, "b"),
+        lambda: m.send("alice", ["bob"], "s", "b", parent_id=BIG),
+        lambda: m.send("alice", ["bob"], "s", "b", attachments={"a": {1, 2}}),
+        lambda: m.send("alice", [None], "s", "b"),
+        lambda: m.reply("bob", BIG, "x"),
+        lambda: m.reply("bob", mail.id, BAD),
+        lambda: m.reply("bob", mail.id, "x", priority="URGENT"),
+        lambda: m.reply("bob", mail.id, "x", metadata=[math_nan()]),
+        lambda: m.inbox("bob", state="new"),
+        lambda: m.inbox("bob", limit=0),
+        lambda: m.inbox("bob", limit=BIG),
+        lambda: m.inbox("bob", before_id=-1),
+        lambda: m.inbox("bob", priority=1),
+        lambda: m.read("bob", 0),
+        lambda: m.ack("bob", 1.0),
+        lambda: m.set_state("bob", mail.id, "deleted"),
+        lambda: m.set_state("bob", mail.id, "snoozed", snoozed_until=timedelta(days=10**6)),
+        lambda: m.set_thread_state("bob", "x" * 201, "read"),
+        lambda: m.thread(BAD),
+        lambda: m.sent("alice", limit=-5),
+        lambda: m.delete_sent("alice", BIG),
+        lambda: m.counts(""),
+        lambda: m.search(BAD),
+        lambda: m.search("x", limit=BIG),
+        lambda: m.wait("bob", -0.5),
+        lambda: m.purge_trash(older_than=30),
+    ]
+    before = (mail_rows(people), people.mail.counts("bob"), people.identities.list())
+    for n, call in enumerate(calls):
+        with pytest.raises(ik.InvalidArgument):
+            call()
+            pytest.fail(f"call {n} was accepted")
+    assert (mail_rows(people), people.mail.counts("bob"), people.identities.list()) == before
+
+
+def math_nan() -> float:
+    return float("nan")
