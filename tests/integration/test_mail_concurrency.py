@@ -176,3 +176,46 @@ def test_sync_waiters_do_not_hold_pool_connections(ikigai_empty_db_url: str) -> 
         for t in threads:
             t.join(timeout=30)
         assert {n: r.mail.body if r else None for n, r in results.items()} == {n: n for n in "abcd"}
+
+
+def test_waiter_survives_a_lost_listener_connection(store: ik.Store) -> None:
+    """When the LISTEN connection is killed, the listener reconnects and the waiter still
+    wakes for mail sent afterwards (notifications sent meanwhile are not relied on)."""
+    result: list[ik.InboxItem | None] = []
+    waiter = threading.Thread(target=lambda: result.append(store.mail.wait("bob", 30)))
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while not store._listener.listening and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with store._connection() as conn:
+        killed = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity "
+            "WHERE datname = current_database() AND query LIKE 'LISTEN%%'"
+        ).fetchone()
+    assert killed is not None and killed["n"] == 1
+    sent = store.mail.send("alice", ["bob"], "after", "the outage")
+    started = time.monotonic()
+    waiter.join(timeout=30)
+    assert result and result[0] is not None and result[0].mail.id == sent.id
+    assert time.monotonic() - started < 10  # woken, not found at the 30 s timeout
+
+
+def test_close_wakes_waiters_with_store_closed(ikigai_empty_db_url: str) -> None:
+    """Closing a store while a thread waits ends that wait with StoreClosed, not a hang."""
+    store = ik.open(ikigai_empty_db_url)
+    store.identities.register("bob")
+    errors: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            store.mail.wait("bob", 30)
+        except ik.IkigaiStoreError as exc:
+            errors.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.5)
+    store.close()
+    waiter.join(timeout=10)
+    assert not waiter.is_alive()
+    assert [type(e) for e in errors] == [ik.StoreClosed]
