@@ -8,20 +8,24 @@ Owns argument parsing, the rendering of sessions, replayed contexts and search h
 - user errors (every ``IkigaiStoreError``, bad JSON, no active session) print one ``Error: ...``
   line on stderr and exit with status 1, never a traceback;
 - commands that print an id for scripts (``session new``, ``append``, ``agent new``, ``agent
-  zero``) print that id alone; ``agent fork`` prints the child's uuid alone on its first line;
+  zero``) print that id alone; ``identity register`` prints the name alone; ``agent fork``,
+  ``mail send`` and ``mail reply`` print the new uuid or mail id alone on their first line;
 - ``demo`` writes only to the session it creates, kills the agents it created and ends that
   session before it returns, so the user's active session and running agents are the same before
-  and after.
+  and after; the identities it registers (``demo-<hex>-main``, ``demo-<hex>-explorer``) are
+  retired before it returns.
 
 Layout: ``app`` (the root group, shared options), ``render`` (output), one module of commands
-per area (``admin``, ``sessions``, ``events``, ``agents``) and ``demo``.
+per area (``admin``, ``sessions``, ``events``, ``agents``, ``identities``, ``mail``) and
+``demo``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import admin, agents, demo, events, sessions  # noqa: F401  (they register the commands)
+# The command modules register their commands on import.
+from . import admin, agents, demo, events, identities, mail, sessions  # noqa: F401
 from .app import cli
 
 __all__ = ["cli", "main"]

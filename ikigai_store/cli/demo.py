@@ -1,20 +1,27 @@
-"""The ``demo`` walkthrough: a seed conversation with mark, rewind, clear, search and a fork.
+"""The ``demo`` walkthrough: a seed conversation with mark, rewind, clear, search, a fork, and
+mail between the demo's agents with a waiter woken by NOTIFY.
 
-Invariant: it writes only to the session it creates, kills the agents it created and ends that
-session before it returns, so the user's active session and running agents are unchanged.
+Invariant: it writes only to the session it creates and to mail identities it registers under
+fresh ``demo-<random>-...`` names; it kills the agents it created, retires those identities
+(identities are never deleted) and ends that session before it returns, so the user's active
+session, running agents and active identities are unchanged.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
+import threading
+import time
 from datetime import datetime
 from typing import Any
 
 import click
 
-from ..models import Agent, Message
+from ..models import Agent, InboxItem, Mail, Message
 from ..store import Store
 from .app import _store, cli
+from .mail import _counts_line, _echo_inbox, _echo_thread, _subject
 from .render import (
     _describe,
     _echo_agents,
@@ -28,29 +35,40 @@ from .render import (
 # ---------------------------------------------------------------- demo
 
 
-@cli.command(short_help="Record a demo conversation (mark, rewind, clear, search, fork).")
+@cli.command(short_help="Record a demo conversation (mark, rewind, clear, search, fork, mail).")
 def demo() -> None:
-    """Record a short conversation that shows mark, rewind, clear, search and agent forks.
+    """Record a short conversation that shows mark, rewind, clear, search, agent forks, and
+    mail between two agents with a waiting agent woken as the mail is sent.
 
-    Writes to a new session titled "demo <time>" in the chosen database, then kills the demo's
-    agents and ends the session; your own active session and agents are left untouched. Safe to
-    run any number of times.
+    Writes to a new session titled "demo <time>" in the chosen database and registers two mail
+    identities named demo-<random>-main and demo-<random>-explorer; then kills the demo's
+    agents, retires those identities (identities are never deleted) and ends the session. Your
+    own active session, agents and identities are left untouched. Safe to run any number of
+    times.
     """
     with _store() as store:
         title = f"demo {datetime.now().astimezone():%Y-%m-%d %H:%M:%S}"
         sid = store.create_session(title)
+        registered: list[str] = []
         try:
-            child = _run_demo(store, sid, title)
+            child, thread_id = _run_demo(store, sid, title, registered)
         finally:
+            for name in registered:
+                store.identities.retire(name)
             for root in store.running_agents(sid):
                 if root.parent_uuid is None:
                     store.kill_agent(root.uuid)
             store.end_session(sid)
-    click.echo(f"\nThe demo session {sid} is ended and its agents are dead; inspect them with:")
+    click.echo(
+        f"\nThe demo session {sid} is ended, its agents are dead and their identities "
+        f"({', '.join(registered)}) retired; inspect them with:"
+    )
     click.echo(f"  ikigai-store replay --session {sid}")
     click.echo(f"  ikigai-store session show {sid}")
     click.echo(f"  ikigai-store agent replay {child}")
     click.echo(f"  ikigai-store agent ranges {child}")
+    click.echo(f"  ikigai-store mail thread {thread_id}")
+    click.echo(f"  ikigai-store mail inbox {registered[0]} --state starred")
 
 
 def _heading(text: str) -> None:
@@ -58,8 +76,10 @@ def _heading(text: str) -> None:
     click.secho(text, bold=True)
 
 
-def _run_demo(store: Store, sid: int, title: str) -> str:
-    """Sections 1-4 (one session, no agent), then the agent sections; returns the child's uuid."""
+def _run_demo(store: Store, sid: int, title: str, registered: list[str]) -> tuple[str, str]:
+    """Sections 1-4 (one session, no agent), then the agent and mail sections; returns the
+    child's uuid and the mail thread's id. The identities it registers are added to
+    ``registered`` as soon as they exist."""
 
     def add(kind: str, content: str | None = None, data: Any = None) -> Message:
         msg = store.append(sid, kind, content, data)
@@ -97,11 +117,12 @@ def _run_demo(store: Store, sid: int, title: str) -> str:
     _heading('4. Search for "approach" in this session')
     click.echo("   Search covers the whole history: rewound and cleared messages are found too.")
     _echo_hits(store.search("approach", session_id=sid, limit=10), indent="   ")
-    return _run_agent_demo(store, sid)
+    main, child = _run_agent_demo(store, sid)
+    return child.uuid, _run_mail_demo(store, main, child, registered)
 
 
-def _run_agent_demo(store: Store, sid: int) -> str:
-    """Sections 5-8: a root agent, a fork, a rewind in the child; returns the child's uuid."""
+def _run_agent_demo(store: Store, sid: int) -> tuple[Agent, Agent]:
+    """Sections 5-8: a root agent, a fork, a rewind in the child; returns both agents."""
     names: dict[str, str] = {}
 
     def show(msg: Message) -> Message:
@@ -165,4 +186,105 @@ def _run_agent_demo(store: Store, sid: int) -> str:
     )
     click.echo()
     _echo_agents(store.running_agents(sid), indent="   ")
-    return child.uuid
+    return main, child
+
+
+#: How long after the waiter starts the demo sends the mail it waits for, in seconds.
+WAKE_DELAY = 0.3
+
+
+def _run_mail_demo(store: Store, main: Agent, child: Agent, registered: list[str]) -> str:
+    """Sections 9-10: the two agents' identities exchange mail, then one waits for the other's
+    mail and wakes as it is sent; returns the thread's id."""
+    tag = secrets.token_hex(3)
+    project = f"demo-{tag}"
+
+    _heading("9. Mail: main and explorer get identities and write to each other")
+    click.echo("   An identity is a named mail participant, here bound to each agent; it is never")
+    click.echo("   deleted (the demo retires its own at the end).")
+    names: dict[str, str] = {}
+    for agent in (main, child):
+        who = agent.name or "agent"
+        ident = store.identities.register(
+            f"{project}-{who}",
+            project_key=project,
+            purpose=f"the demo's {who} agent",
+            agent_uuid=agent.uuid,
+        )
+        registered.append(ident.name)
+        names[who] = store.identities.for_agent(agent.uuid).name  # the bound identity
+        click.echo(f"   {who:<9} -> identity {names[who]} (bound to agent {_short(agent.uuid)})")
+    me, other = names["main"], names["explorer"]
+
+    def show(sent_mail: Mail) -> None:
+        click.echo(
+            f"   + mail #{sent_mail.id:<6} {sent_mail.sender} -> {', '.join(sent_mail.to)}: "
+            f"{_subject(sent_mail)}"
+        )
+
+    first = store.mail.send(
+        me,
+        [other],
+        "Lexer API",
+        "The lexer yields `(kind, text, span)` tuples. Can the parser take those as they are?",
+    )
+    show(first)
+    click.echo(f"   {other}'s inbox (`*` = unread):")
+    click.echo(f"     {_counts_line(other, store.mail.counts(other))}")
+    _echo_inbox(store.mail.inbox(other), indent="     ")
+    store.mail.read(other, first.id)
+    answer = store.mail.reply(other, first.id, "Yes, wrapped in a `Token` class; spans stay.")
+    show(answer)
+    store.mail.set_state(me, answer.id, "starred")
+    store.mail.set_state(other, first.id, "archived")
+    click.echo(f"   {me} stars the answer; {other} archives the question.")
+    click.echo(f"   The thread, as `ikigai-store mail thread {first.thread_id}` shows it:")
+    _echo_thread(store.mail.thread(first.thread_id), indent="     ")
+
+    _heading("10. A waiting agent wakes as the mail is sent")
+    click.echo(f"   {me} waits for mail (timeout 10 s); {other} sends {WAKE_DELAY} s later. The")
+    click.echo("   waiter wakes on PostgreSQL's LISTEN/NOTIFY, not by polling every 5 s.")
+    got: list[InboxItem | None] = []
+    failed: list[BaseException] = []
+    woke = [0.0]
+
+    def waiter() -> None:
+        try:
+            got.append(store.mail.wait(me, timeout=10))
+            woke[0] = time.perf_counter()
+        except BaseException as exc:  # re-raised in the demo's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=waiter, name="demo-mail-waiter", daemon=True)
+    thread.start()
+    time.sleep(WAKE_DELAY)
+    started = time.perf_counter()
+    done = store.mail.send(
+        other,
+        [me],
+        "Parser done",
+        "The recursive-descent parser passes the include tests.",
+        thread_id=first.thread_id,
+        parent_id=answer.id,
+        priority="urgent",
+    )
+    sent_in = time.perf_counter() - started
+    thread.join(15)
+    if failed:
+        raise failed[0]
+    show(done)
+    item = got[0] if got else None
+    if item is None:
+        click.echo(f"   {me} got no mail within 10 s")
+    else:
+        click.echo(
+            f"   {me} woke {1000 * (woke[0] - started):.1f} ms after the send began "
+            f"(the send itself took {1000 * sent_in:.1f} ms)"
+        )
+        click.echo(f'   with mail #{item.mail.id} "{_subject(item.mail)}", now {item.state}.')
+    click.echo("   Who is around (`ikigai-store identity discover`):")
+    for status in store.identities.discover(project_key=project):
+        click.echo(f"     {status.identity.name:<24} {status.status:<8} {status.unread} unread")
+    for name in (me, other):
+        click.echo(f"     {_counts_line(name, store.mail.counts(name))}")
+    return first.thread_id

@@ -1,0 +1,227 @@
+"""CLI ``identity`` commands: register, list, discover, retire.
+
+Identities are the named participants of agent mail (see ``ikigai-store mail``). They are never
+deleted; ``retire`` keeps their mail but stops them sending and receiving.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from ..models import Identity, IdentityStatus
+from .app import _show_help_without_command, _store, cli
+from .render import _one_line, _when, json_text
+
+__all__ = ["_age", "_echo_rows", "_identity_json", "_iso"]
+
+#: Width a purpose is cut to in listings.
+PURPOSE_WIDTH = 40
+
+
+def _iso(ts: datetime | None) -> str | None:
+    return None if ts is None else ts.isoformat()
+
+
+def _age(ts: datetime, now: datetime | None = None) -> str:
+    """How long ago ``ts`` was, in one unit: ``12s``, ``5m``, ``3h``, ``4d``."""
+    seconds = max(0, int(((now or datetime.now(UTC)) - ts).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _echo_rows(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    right: frozenset[str] = frozenset(),
+    indent: str = "",
+) -> None:
+    """Print columns under ``header``; the columns named in ``right`` are right-aligned."""
+    widths = [max(len(c) for c in col) for col in zip(header, *rows, strict=True)]
+    for line in (header, *rows):
+        cells = [
+            c.rjust(w) if h in right else c.ljust(w)
+            for c, w, h in zip(line, widths, header, strict=True)
+        ]
+        click.echo(f"{indent}{'  '.join(cells)}".rstrip())
+
+
+def _identity_json(ident: Identity) -> dict[str, Any]:
+    return {
+        "id": ident.id,
+        "name": ident.name,
+        "project_key": ident.project_key,
+        "git_branch": ident.git_branch,
+        "purpose": ident.purpose,
+        "working_dir": ident.working_dir,
+        "hostname": ident.hostname,
+        "agent_uuid": ident.agent_uuid,
+        "created_at": _iso(ident.created_at),
+        "last_active_at": _iso(ident.last_active_at),
+        "retired_at": _iso(ident.retired_at),
+    }
+
+
+def _status_json(status: IdentityStatus) -> dict[str, Any]:
+    return {
+        "identity": _identity_json(status.identity),
+        "unread": status.unread,
+        "status": status.status,
+    }
+
+
+def _dash(value: str | None, width: int | None = None) -> str:
+    if value is None or value == "":
+        return "-"
+    return _one_line(value, width) if width is not None else value
+
+
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+PROJECT_OPTION = click.option(
+    "--project", "project_key", metavar="KEY", default=None, help="Only this project's identities."
+)
+
+# ---------------------------------------------------------------- identity
+
+
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def identity(ctx: click.Context) -> None:
+    """Register, list, discover and retire mail identities.
+
+    An identity is a named participant of agent mail (a person, a Claude Code instance, an
+    ikigai agent). Names match [A-Za-z0-9][A-Za-z0-9._-]{0,63} and are unique forever:
+    identities are never deleted, only retired.
+    """
+    _show_help_without_command(ctx)
+
+
+@identity.command("register", short_help="Create an identity and print its name.")
+@click.argument("name", required=False)
+@click.option("--project", "project_key", metavar="KEY", default=None, help="Project key.")
+@click.option("--branch", "git_branch", metavar="BRANCH", default=None, help="Git branch.")
+@click.option("--purpose", default=None, help="What this participant does.")
+@click.option("--working-dir", metavar="DIR", default=None, help="Its working directory.")
+@click.option("--hostname", metavar="HOST", default=None, help="The host it runs on.")
+@click.option(
+    "--agent",
+    "agent_uuid",
+    metavar="UUID",
+    default=None,
+    help="Bind the identity to this runtime agent.",
+)
+@JSON_OPTION
+def identity_register(
+    name: str | None,
+    project_key: str | None,
+    git_branch: str | None,
+    purpose: str | None,
+    working_dir: str | None,
+    hostname: str | None,
+    agent_uuid: str | None,
+    as_json: bool,
+) -> None:
+    """Create an identity called NAME (default: a memorable name such as BraveOtter) and print
+    its name alone on the first line. A name already taken, even by a retired identity, is an
+    error."""
+    with _store() as store:
+        ident = store.identities.register(
+            name,
+            project_key=project_key,
+            git_branch=git_branch,
+            purpose=purpose,
+            working_dir=working_dir,
+            hostname=hostname,
+            agent_uuid=agent_uuid,
+        )
+    if as_json:
+        click.echo(json_text(_identity_json(ident), indent=2))
+        return
+    click.echo(ident.name)
+
+
+@identity.command("list", short_help="List identities, most recently active first.")
+@PROJECT_OPTION
+@click.option("--all", "include_retired", is_flag=True, help="Include retired identities.")
+@JSON_OPTION
+def identity_list(project_key: str | None, include_retired: bool, as_json: bool) -> None:
+    """List identities, most recently active first (retired ones only with --all)."""
+    with _store() as store:
+        idents = store.identities.list(project_key=project_key, include_retired=include_retired)
+    if as_json:
+        click.echo(json_text([_identity_json(i) for i in idents], indent=2))
+        return
+    if not idents:
+        click.echo("no identities")
+        return
+    now = datetime.now(UTC)
+    header = ["name", "project", "branch", "active", "purpose"]
+    if include_retired:
+        header.insert(3, "retired")
+    rows = []
+    for i in idents:
+        row = [
+            i.name,
+            _dash(i.project_key),
+            _dash(i.git_branch),
+            _age(i.last_active_at, now),
+            _dash(i.purpose, PURPOSE_WIDTH),
+        ]
+        if include_retired:
+            row.insert(3, "-" if i.retired_at is None else _age(i.retired_at, now))
+        rows.append(row)
+    _echo_rows(header, rows, frozenset({"active", "retired"}))
+
+
+@identity.command("discover", short_help="Who is around: status and unread mail.")
+@PROJECT_OPTION
+@JSON_OPTION
+def identity_discover(project_key: str | None, as_json: bool) -> None:
+    """List identities that are not retired, with their status and unread mail count.
+
+    Status: active (seen in the last 5 minutes), idle (in the last 30), offline.
+    """
+    with _store() as store:
+        statuses = store.identities.discover(project_key=project_key)
+    if as_json:
+        click.echo(json_text([_status_json(s) for s in statuses], indent=2))
+        return
+    if not statuses:
+        click.echo("no identities")
+        return
+    now = datetime.now(UTC)
+    _echo_rows(
+        ("name", "status", "unread", "active", "project", "branch", "purpose"),
+        [
+            (
+                s.identity.name,
+                s.status,
+                str(s.unread),
+                _age(s.identity.last_active_at, now),
+                _dash(s.identity.project_key),
+                _dash(s.identity.git_branch),
+                _dash(s.identity.purpose, PURPOSE_WIDTH),
+            )
+            for s in statuses
+        ],
+        frozenset({"unread", "active"}),
+    )
+
+
+@identity.command("retire", short_help="Retire an identity (it keeps its mail).")
+@click.argument("name")
+@JSON_OPTION
+def identity_retire(name: str, as_json: bool) -> None:
+    """Retire NAME: it keeps every mail it sent or received (and may still read them) but can
+    no longer send or receive. Retiring again changes nothing."""
+    with _store() as store:
+        ident = store.identities.retire(name)
+    if as_json:
+        click.echo(json_text(_identity_json(ident), indent=2))
+        return
+    click.echo(f"retired {ident.name} (since {_when(ident.retired_at)})")
