@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from . import admin, agents, events, identities, mail, ops, search, sessions
+from . import admin, agents, events, identities, mail, ops, search, sessions, topics
 from . import migrate as _migrate
 from .agents import UNSET, Unset
 from .config import redact, resolve_url
@@ -32,6 +32,8 @@ from .errors import ConnectionLost, IkigaiStoreError, translate
 from .identities import identity_name
 from .models import (
     Agent,
+    Claim,
+    DeadLetter,
     Identity,
     IdentityStatus,
     InboxItem,
@@ -39,17 +41,33 @@ from .models import (
     MailCounts,
     MailHit,
     Message,
+    Poll,
     ReplayContext,
     ReplayRange,
     SearchHit,
     Session,
+    Topic,
+    TopicInfo,
 )
-from .notify import RETRY, AsyncListener
+from .notify import MAIL, QUEUE, RETRY, AsyncListener
 from .pool import AConn, AsyncPool
-from .store import IdentityCalls, MailCalls, Store, check_pool_options, resolve_target
+from .store import (
+    IdentityCalls,
+    MailCalls,
+    Store,
+    TopicCalls,
+    check_pool_options,
+    resolve_target,
+)
 from .validate import check_seconds
 
-__all__ = ["AsyncIdentityCalls", "AsyncMailCalls", "AsyncStore", "open_async"]
+__all__ = [
+    "AsyncIdentityCalls",
+    "AsyncMailCalls",
+    "AsyncStore",
+    "AsyncTopicCalls",
+    "open_async",
+]
 
 T = TypeVar("T")
 
@@ -126,8 +144,10 @@ class AsyncStore:
         self._listener = AsyncListener(pool.probe)
         #: Identities: named participants of mail (``AsyncIdentityCalls``).
         self.identities = AsyncIdentityCalls(self)
-        #: Direct mail between identities (``AsyncMailCalls``).
+        #: Direct mail between identities, and publishing to topics (``AsyncMailCalls``).
         self.mail = AsyncMailCalls(self)
+        #: Topics, subscriptions, offsets and work queues (``AsyncTopicCalls``).
+        self.topics = AsyncTopicCalls(self)
 
     @classmethod
     async def connect(
@@ -532,7 +552,7 @@ class AsyncMailCalls:
         key = await self._store._run(mail.wait_target(identity))
         name = identity_name(identity)
         listener = self._store._listener
-        event = listener.register(key) if seconds > 0 else None
+        event = listener.register((MAIL, key)) if seconds > 0 else None
         try:
             while True:
                 if event is not None:
@@ -547,7 +567,25 @@ class AsyncMailCalls:
                     await asyncio.wait_for(event.wait(), pause)
         finally:
             if event is not None:
-                listener.unregister(key, event)
+                listener.unregister((MAIL, key), event)
+
+    async def publish(
+        self,
+        sender: str | Identity,
+        topic: str | Topic,
+        subject: str,
+        body: str,
+        *,
+        priority: str = "normal",
+        metadata: Any = None,
+        attachments: Any = None,
+        idempotency_key: str | None = None,
+    ) -> Mail:
+        return await self._store._run(
+            topics.publish(
+                sender, topic, subject, body, priority, metadata, attachments, idempotency_key
+            )
+        )
 
     async def wake_snoozed(self) -> int:
         return await self._store._run(mail.wake_snoozed())
@@ -556,10 +594,117 @@ class AsyncMailCalls:
         return await self._store._run(mail.purge_trash(older_than))
 
 
+class AsyncTopicCalls:
+    """``TopicCalls`` for ``AsyncStore`` (``store.topics``): the same calls, awaited."""
+
+    def __init__(self, store: AsyncStore) -> None:
+        self._store = store
+
+    async def create(
+        self,
+        name: str,
+        kind: str = "broadcast",
+        *,
+        retention: timedelta = timedelta(days=7),
+        max_attempts: int = 5,
+    ) -> Topic:
+        return await self._store._run(topics.create(name, kind, retention, max_attempts))
+
+    async def get(self, name: str | Topic) -> Topic:
+        return await self._store._run(topics.get(name))
+
+    async def list(self) -> builtins.list[TopicInfo]:
+        return await self._store._run(topics.list_topics())
+
+    async def delete(self, name: str | Topic) -> None:
+        return await self._store._run(topics.delete(name))
+
+    async def subscribe(self, identity: str | Identity, topic: str | Topic) -> None:
+        return await self._store._run(topics.subscribe(identity, topic))
+
+    async def unsubscribe(self, identity: str | Identity, topic: str | Topic) -> None:
+        return await self._store._run(topics.unsubscribe(identity, topic))
+
+    async def subscribers(self, topic: str | Topic) -> builtins.list[Identity]:
+        return await self._store._run(topics.subscribers(topic))
+
+    async def subscriptions(self, identity: str | Identity) -> builtins.list[Topic]:
+        return await self._store._run(topics.subscriptions(identity))
+
+    async def poll(self, identity: str | Identity, *, limit: int = 100) -> Poll:
+        return await self._store._run(topics.poll(identity, limit))
+
+    async def read(
+        self, topic: str | Topic, *, after: int = 0, limit: int = 100
+    ) -> builtins.list[Mail]:
+        return await self._store._run(topics.read(topic, after, limit))
+
+    async def commit(self, identity: str | Identity, topic: str | Topic, offset: int) -> int:
+        return await self._store._run(topics.commit(identity, topic, offset))
+
+    async def offset(self, identity: str | Identity, topic: str | Topic) -> int:
+        return await self._store._run(topics.offset(identity, topic))
+
+    async def claim(
+        self,
+        identity: str | Identity,
+        topic: str | Topic,
+        *,
+        lease: float = 30.0,
+        wait: float = 0.0,
+    ) -> Claim | None:
+        name, t, seconds, wait_s = topics.check_claim_args(identity, topic, lease, wait)
+        deadline = time.monotonic() + wait_s
+        listener = self._store._listener
+        key: tuple[str, int] | None = None
+        event: asyncio.Event | None = None
+        try:
+            while True:
+                if event is not None:
+                    event.clear()
+                held = await self._store._run(topics.claim(name, t, seconds))
+                if held is not None:
+                    return held
+                topic_id, expiry = await self._store._run(topics.claim_state(name, t))
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                if event is None:
+                    key = (QUEUE, topic_id)
+                    event = listener.register(key)
+                    continue
+                pause = remaining if expiry is None else min(remaining, expiry + 0.001)
+                pause = pause if listener.listening else min(pause, RETRY)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(event.wait(), pause)
+        finally:
+            if event is not None and key is not None:
+                listener.unregister(key, event)
+
+    async def complete(self, claim: Claim) -> None:
+        return await self._store._run(topics.complete(claim))
+
+    async def release(self, claim: Claim, error: str | None = None) -> str:
+        return await self._store._run(topics.release(claim, error))
+
+    async def extend(self, claim: Claim, lease: float) -> Claim:
+        return await self._store._run(topics.extend(claim, lease))
+
+    async def dead_letters(self, topic: str | Topic) -> builtins.list[DeadLetter]:
+        return await self._store._run(topics.dead_letters(topic))
+
+    async def requeue(self, mail_id: int) -> None:
+        return await self._store._run(topics.requeue(mail_id))
+
+    async def apply_retention(self) -> dict[str, int]:
+        return await self._store._run(topics.apply_retention())
+
+
 for _cls, _twin in (
     (AsyncStore, Store),
     (AsyncIdentityCalls, IdentityCalls),
     (AsyncMailCalls, MailCalls),
+    (AsyncTopicCalls, TopicCalls),
 ):
     for _name, _method in vars(_cls).items():
         if not _name.startswith("_") and callable(_method) and _method.__doc__ is None:

@@ -86,7 +86,7 @@ _MAX_KEY_CHARS = 200
 # ---------------------------------------------------------------- validation
 
 
-def _check_str(value: object, what: str, *, max_chars: int, empty: bool = False) -> str:
+def check_str(value: object, what: str, *, max_chars: int, empty: bool = False) -> str:
     if not isinstance(value, str):
         raise InvalidArgument(f"{what} must be a string, got {type(value).__name__}")
     if not empty and not value:
@@ -97,13 +97,13 @@ def _check_str(value: object, what: str, *, max_chars: int, empty: bool = False)
     return value
 
 
-def _check_body(body: object) -> None:
+def check_body(body: object) -> None:
     if not isinstance(body, str):
         raise InvalidArgument(f"body must be a string, got {type(body).__name__}")
     check_content(body, "body")
 
 
-def _check_choice(value: object, what: str, choices: tuple[str, ...]) -> str:
+def check_choice(value: object, what: str, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise InvalidArgument(f"{what} must be one of {', '.join(choices)}, got {value!r}")
     return value
@@ -143,13 +143,9 @@ def _recipients(to: object) -> list[str]:
     return sorted({identity_name(item, "recipient") for item in items})
 
 
-def _request_hash(*parts: Any) -> str:
+def request_hash(*parts: Any) -> str:
     text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _json_key(value: Any) -> Any:
-    return None if value is None else json.loads(json.dumps(value, sort_keys=True))
 
 
 # ---------------------------------------------------------------- sending
@@ -170,19 +166,19 @@ def send(
 ) -> Op[Mail]:
     sender_name = identity_name(sender, "sender")
     names = _recipients(to)
-    subject = _check_str(subject, "subject", max_chars=MAX_SUBJECT_CHARS, empty=True)
-    _check_body(body)
+    subject = check_str(subject, "subject", max_chars=MAX_SUBJECT_CHARS, empty=True)
+    check_body(body)
     if thread_id is not None:
-        _check_str(thread_id, "thread_id", max_chars=_MAX_KEY_CHARS)
+        check_str(thread_id, "thread_id", max_chars=_MAX_KEY_CHARS)
     if parent_id is not None:
         check_id(parent_id, "parent_id")
-    _check_choice(priority, "priority", PRIORITIES)
+    check_choice(priority, "priority", PRIORITIES)
     deadline = _check_when(deadline_at, "deadline_at")
     if idempotency_key is not None:
-        _check_str(idempotency_key, "idempotency_key", max_chars=_MAX_KEY_CHARS)
+        check_str(idempotency_key, "idempotency_key", max_chars=_MAX_KEY_CHARS)
     attachments_json = dump_json(attachments, "attachments")
     metadata_json = dump_json(metadata, "metadata")
-    request_hash = _request_hash(
+    hashed = request_hash(
         "send",
         names,
         subject,
@@ -191,8 +187,8 @@ def send(
         parent_id,
         priority,
         None if deadline is None else deadline.timestamp(),
-        _json_key(attachments),
-        _json_key(metadata),
+        attachments,
+        metadata,
     )
     return (
         yield from _insert(
@@ -207,7 +203,7 @@ def send(
             attachments=attachments_json,
             metadata=metadata_json,
             idempotency_key=idempotency_key,
-            request_hash=request_hash,
+            request_hash=hashed,
         )
     )
 
@@ -226,7 +222,7 @@ def _insert(sender: str, names: list[str], subject: str, body: object, **fields:
         return Mail.from_row(row)
     key = fields["idempotency_key"]
     if key is not None:
-        existing = yield from _by_key(sender, key, fields["request_hash"])
+        existing = yield from by_key(sender, key, fields["request_hash"])
         if existing is not None:
             return existing
     why = yield one(
@@ -251,13 +247,13 @@ def _insert(sender: str, names: list[str], subject: str, body: object, **fields:
     )
 
 
-def _by_key(sender: str, key: str, request_hash: str) -> Op[Mail | None]:
+def by_key(sender: str, key: str, hashed: str) -> Op[Mail | None]:
     """The mail ``sender`` sent with ``key`` when the request is the same; ``Conflict`` when
     the key was used for another request; None when the key is unused."""
     row = yield one("mail_by_key", sender=sender, idempotency_key=key)
     if row is None:
         return None
-    if row["request_hash"] != request_hash:
+    if row["request_hash"] != hashed:
         raise Conflict(
             f"idempotency key {key!r} of {sender!r} was used for a different request "
             f"(mail {row['id']})",
@@ -279,17 +275,17 @@ def reply(
 ) -> Op[Mail]:
     sender_name = identity_name(sender, "sender")
     check_id(mail_id, "mail_id")
-    _check_body(body)
+    check_body(body)
     if subject is not None:
-        _check_str(subject, "subject", max_chars=MAX_SUBJECT_CHARS, empty=True)
-    _check_choice(priority, "priority", PRIORITIES)
+        check_str(subject, "subject", max_chars=MAX_SUBJECT_CHARS, empty=True)
+    check_choice(priority, "priority", PRIORITIES)
     key = None
     if idempotency_key is not None:
-        key = _check_str(idempotency_key, "idempotency_key", max_chars=_MAX_KEY_CHARS)
+        key = check_str(idempotency_key, "idempotency_key", max_chars=_MAX_KEY_CHARS)
     metadata_json = dump_json(metadata, "metadata")
-    request_hash = _request_hash("reply", mail_id, body, subject, priority, _json_key(metadata))
+    hashed = request_hash("reply", mail_id, body, subject, priority, metadata)
     if key is not None:
-        existing = yield from _by_key(sender_name, key, request_hash)
+        existing = yield from by_key(sender_name, key, hashed)
         if existing is not None:
             return existing
     ctx = yield one("reply_context", mail_id=mail_id, replier=sender_name)
@@ -319,7 +315,7 @@ def reply(
             attachments=None,
             metadata=metadata_json,
             idempotency_key=idempotency_key,
-            request_hash=request_hash,
+            request_hash=hashed,
         )
     )
 
@@ -332,9 +328,9 @@ def inbox(
 ) -> Op[list[InboxItem]]:
     name = identity_name(identity)
     if state is not None:
-        _check_choice(state, "state", MAIL_STATES)
+        check_choice(state, "state", MAIL_STATES)
     if priority is not None:
-        _check_choice(priority, "priority", PRIORITIES)
+        check_choice(priority, "priority", PRIORITIES)
     check_limit(limit)
     if before_id is not None:
         check_id(before_id, "before_id")
@@ -390,7 +386,7 @@ def set_state(
 ) -> Op[InboxItem]:
     name = identity_name(identity)
     check_id(mail_id, "mail_id")
-    to = _check_choice(state, "state", MAIL_STATES)
+    to = check_choice(state, "state", MAIL_STATES)
     snooze_at, snooze_for = _snooze(to, snoozed_until)
     row = yield one(
         "set_mail_state",
@@ -421,8 +417,8 @@ def set_state(
 
 def set_thread_state(identity: object, thread_id: object, state: object) -> Op[int]:
     name = identity_name(identity)
-    _check_str(thread_id, "thread_id", max_chars=_MAX_KEY_CHARS)
-    to = _check_choice(state, "state", MAIL_STATES)
+    check_str(thread_id, "thread_id", max_chars=_MAX_KEY_CHARS)
+    to = check_choice(state, "state", MAIL_STATES)
     if to == "snoozed":
         raise InvalidArgument("a thread cannot be snoozed at once: snooze its mails one by one")
     count: int = yield statement(
@@ -438,7 +434,7 @@ def set_thread_state(identity: object, thread_id: object, state: object) -> Op[i
 
 
 def thread(thread_id: object, identity: object) -> Op[list[Mail]]:
-    _check_str(thread_id, "thread_id", max_chars=_MAX_KEY_CHARS)
+    check_str(thread_id, "thread_id", max_chars=_MAX_KEY_CHARS)
     name = None if identity is None else identity_name(identity)
     rows = yield many("thread_mail", thread_id=thread_id, identity=name)
     if not rows and name is not None:
@@ -473,7 +469,7 @@ def counts(identity: object) -> Op[MailCounts]:
 
 
 def search(query: object, identity: object, limit: object) -> Op[list[MailHit]]:
-    _check_str(query, "query", max_chars=MAX_CONTENT_BYTES, empty=True)
+    check_str(query, "query", max_chars=MAX_CONTENT_BYTES, empty=True)
     name = None if identity is None else identity_name(identity)
     check_limit(limit)
     assert isinstance(limit, int)

@@ -11,15 +11,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 __all__ = [
     "AGENT_STATUSES",
     "MAIL_STATES",
     "PRIORITIES",
+    "TOPIC_KINDS",
     "VALID_KINDS",
     "Agent",
+    "Claim",
+    "DeadLetter",
     "DeepJSON",
     "Identity",
     "IdentityStatus",
@@ -29,10 +32,13 @@ __all__ = [
     "MailHit",
     "Mark",
     "Message",
+    "Poll",
     "ReplayContext",
     "ReplayRange",
     "SearchHit",
     "Session",
+    "Topic",
+    "TopicInfo",
     "UnsavedMessage",
     "decode_json",
     "is_valid_kind",
@@ -303,7 +309,8 @@ class IdentityStatus:
 
 @dataclass(frozen=True, slots=True)
 class Mail:
-    """One sent mail: ``id`` is its order; ``to`` the recipients' names (sorted)."""
+    """One sent mail: ``id`` is its order; ``to`` the recipients' names (sorted). A topic mail
+    has its ``topic`` and its ``log_offset`` there (None for direct mail)."""
 
     id: int
     thread_id: str
@@ -319,10 +326,13 @@ class Mail:
     idempotency_key: str | None
     deleted_by_sender: bool
     created_at: datetime
+    topic: str | None = None
+    log_offset: int | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Mail:
         parent = row["parent_id"]
+        offset = row.get("log_offset")
         return cls(
             id=int(row["id"]),
             thread_id=row["thread_id"],
@@ -338,6 +348,8 @@ class Mail:
             idempotency_key=row["idempotency_key"],
             deleted_by_sender=bool(row["deleted_by_sender"]),
             created_at=row["created_at"],
+            topic=row.get("topic"),
+            log_offset=None if offset is None else int(offset),
         )
 
 
@@ -391,3 +403,96 @@ class MailHit:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> MailHit:
         return cls(mail=Mail.from_row(row), rank=float(row["rank"]), snippet=row["snippet"])
+
+
+# ---------------------------------------------------------------- topics and queues
+
+#: Kinds of topic: a broadcast log every subscriber reads, or a queue whose messages are each
+#: processed by one subscriber.
+TOPIC_KINDS: tuple[str, ...] = ("broadcast", "queue")
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    """A named log of mail. ``retention`` is how long its mail is kept (see
+    ``apply_retention``); ``max_attempts`` how often a queue message may be claimed."""
+
+    id: int
+    name: str
+    kind: str
+    retention: timedelta
+    max_attempts: int
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Topic:
+        return cls(
+            id=int(row["id"]),
+            name=row["name"],
+            kind=row["kind"],
+            retention=row["retention"],
+            max_attempts=int(row["max_attempts"]),
+            created_at=row["created_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    """A topic with its subscriber count, retained message count and last offset (0: none)."""
+
+    topic: Topic
+    subscribers: int
+    messages: int
+    last_offset: int
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> TopicInfo:
+        return cls(
+            Topic.from_row(row),
+            int(row["subscribers"]),
+            int(row["messages"]),
+            int(row["last_offset"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Poll:
+    """What ``poll`` found: the unread inbox, and for each subscribed broadcast topic the mail
+    after the stored offset (``topics``) and that stored offset (``offsets``)."""
+
+    inbox: list[InboxItem]
+    topics: dict[str, list[Mail]]
+    offsets: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A queue message held under a lease. ``token`` identifies this claim: ``complete``,
+    ``release`` and ``extend`` need it, so a holder whose lease was taken over cannot act."""
+
+    mail: Mail
+    attempt: int
+    lease_until: datetime
+    token: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Claim:
+        return cls(
+            mail=Mail.from_row(row),
+            attempt=int(row["attempts"]),
+            lease_until=row["lease_until"],
+            token=row["token"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A queue message that used all its attempts; ``requeue`` makes it claimable again."""
+
+    mail: Mail
+    attempts: int
+    last_error: str | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> DeadLetter:
+        return cls(Mail.from_row(row), int(row["attempts"]), row["last_error"])

@@ -1,9 +1,11 @@
-"""Waking mail waiters: one LISTEN connection per store, shared by all its waiters.
+"""Waking waiters: one LISTEN connection per store, shared by all its waiters.
 
 Owns ``Listener`` (threads) and ``AsyncListener`` (asyncio). Migration 0007's trigger notifies
 channel ``ikigai_mail`` whenever recipient rows become unread, with the recipients' identity
-ids as payload (``*``: too many to list, everyone should look). A waiter registers the id it
-waits for and gets an event that is set when a notification names it. Invariants:
+ids as payload; migration 0008's notifies ``ikigai_queue`` when queue messages become
+available, with their topic ids (``*``: too many to list, everyone should look). A waiter
+(``mail.wait``, a blocking ``topics.claim``) registers the (channel, id) it waits for and gets
+an event that is set when a notification names it. Invariants:
 - a waiter never holds a pooled connection while it sleeps: one extra connection per store
   listens for all of them, opened on the first ``wait`` (so ``pool_size`` waiters cannot starve
   the pool, and an idle store opens no extra connection);
@@ -25,20 +27,25 @@ from typing import Any
 
 from .sql import queries
 
-__all__ = ["CHANNEL", "RETRY", "AsyncListener", "Listener"]
+__all__ = ["MAIL", "QUEUE", "RETRY", "AsyncListener", "Listener"]
 
-#: The channel migration 0007's trigger notifies.
-CHANNEL = "ikigai_mail"
+#: The channel migration 0007's trigger notifies (payload: identity ids).
+MAIL = "ikigai_mail"
+#: The channel migration 0008's trigger notifies (payload: topic ids).
+QUEUE = "ikigai_queue"
+_LISTEN = ("listen_mail", "listen_queue")
+
+Key = tuple[str, int]
 #: Seconds between looks for mail while the listener has no connection.
 RETRY = 1.0
 
 log = logging.getLogger("ikigai_store.notify")
 
 
-def _targets(payload: str) -> set[int] | None:
-    """The identity ids a payload names; None for everyone (``*`` or unreadable)."""
+def _targets(channel: str, payload: str) -> set[Key] | None:
+    """The (channel, id) keys a notification names; None for everyone (``*`` or unreadable)."""
     try:
-        return {int(part) for part in payload.split(",")} if payload != "*" else None
+        return {(channel, int(part)) for part in payload.split(",")} if payload != "*" else None
     except ValueError:
         return None
 
@@ -49,13 +56,14 @@ class Listener:
     def __init__(self, connect: Callable[[], Any]) -> None:
         self._connect = connect
         self._lock = threading.Lock()
-        self._waiters: dict[int, set[threading.Event]] = {}
+        self._waiters: dict[Key, set[threading.Event]] = {}
         self._thread: threading.Thread | None = None
         self._closed = False
         self.listening = False
 
-    def register(self, key: int) -> threading.Event:
-        """An event set when mail for identity ``key`` may have arrived (starts the listener)."""
+    def register(self, key: Key) -> threading.Event:
+        """An event set when a notification names ``key`` = (channel, id) (starts the
+        listener)."""
         event = threading.Event()
         with self._lock:
             self._waiters.setdefault(key, set()).add(event)
@@ -66,7 +74,7 @@ class Listener:
                 self._thread.start()
         return event
 
-    def unregister(self, key: int, event: threading.Event) -> None:
+    def unregister(self, key: Key, event: threading.Event) -> None:
         with self._lock:
             events = self._waiters.get(key)
             if events is not None:
@@ -74,7 +82,7 @@ class Listener:
                 if not events:
                     del self._waiters[key]
 
-    def _wake(self, keys: set[int] | None) -> None:
+    def _wake(self, keys: set[Key] | None) -> None:
         with self._lock:
             if keys is None:
                 groups = list(self._waiters.values())
@@ -89,13 +97,14 @@ class Listener:
         while not self._closed:
             try:
                 with self._connect() as conn:
-                    conn.execute(queries.listen_mail.sql)
+                    for name in _LISTEN:
+                        conn.execute(getattr(queries, name).sql)
                     self.listening = True
                     delay = 0.1
                     self._wake(None)  # whatever was sent before this LISTEN was not heard
                     while not self._closed:
                         for note in conn.notifies(timeout=0.2):
-                            self._wake(_targets(note.payload))
+                            self._wake(_targets(note.channel, note.payload))
             except Exception as exc:  # the connection failed or was lost: reconnect
                 log.info("mail listener reconnecting: %s", exc)
             finally:
@@ -120,27 +129,28 @@ class AsyncListener:
 
     def __init__(self, connect: Callable[[], Awaitable[Any]]) -> None:
         self._connect = connect
-        self._waiters: dict[int, set[asyncio.Event]] = {}
+        self._waiters: dict[Key, set[asyncio.Event]] = {}
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self.listening = False
 
-    def register(self, key: int) -> asyncio.Event:
-        """An event set when mail for identity ``key`` may have arrived (starts the listener)."""
+    def register(self, key: Key) -> asyncio.Event:
+        """An event set when a notification names ``key`` = (channel, id) (starts the
+        listener)."""
         event = asyncio.Event()
         self._waiters.setdefault(key, set()).add(event)
         if self._task is None and not self._closed:
             self._task = asyncio.get_running_loop().create_task(self._run())
         return event
 
-    def unregister(self, key: int, event: asyncio.Event) -> None:
+    def unregister(self, key: Key, event: asyncio.Event) -> None:
         events = self._waiters.get(key)
         if events is not None:
             events.discard(event)
             if not events:
                 del self._waiters[key]
 
-    def _wake(self, keys: set[int] | None) -> None:
+    def _wake(self, keys: set[Key] | None) -> None:
         if keys is None:
             groups = list(self._waiters.values())
         else:
@@ -155,12 +165,13 @@ class AsyncListener:
             try:
                 conn = await self._connect()
                 async with conn:
-                    await conn.execute(queries.listen_mail.sql)
+                    for name in _LISTEN:
+                        await conn.execute(getattr(queries, name).sql)
                     self.listening = True
                     delay = 0.1
                     self._wake(None)
                     async for note in conn.notifies():
-                        self._wake(_targets(note.payload))
+                        self._wake(_targets(note.channel, note.payload))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

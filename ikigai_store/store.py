@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -28,7 +29,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from . import admin, agents, events, identities, mail, ops, search, sessions
+from . import admin, agents, events, identities, mail, ops, search, sessions, topics
 from . import migrate as _migrate
 from .agents import UNSET, Unset, new_agent_uuid
 from .config import redact, resolve_url
@@ -36,6 +37,8 @@ from .errors import ConnectionLost, IkigaiStoreError, InvalidArgument, translate
 from .identities import identity_name
 from .models import (
     Agent,
+    Claim,
+    DeadLetter,
     Identity,
     IdentityStatus,
     InboxItem,
@@ -43,12 +46,15 @@ from .models import (
     MailCounts,
     MailHit,
     Message,
+    Poll,
     ReplayContext,
     ReplayRange,
     SearchHit,
     Session,
+    Topic,
+    TopicInfo,
 )
-from .notify import RETRY, Listener
+from .notify import MAIL, QUEUE, RETRY, Listener
 from .pool import Conn, Pool
 from .search import MAX_SEARCH_LIMIT
 from .validate import check_seconds
@@ -59,6 +65,7 @@ __all__ = [
     "IdentityCalls",
     "MailCalls",
     "Store",
+    "TopicCalls",
     "new_agent_uuid",
     "open",
 ]
@@ -142,8 +149,10 @@ class Store:
         self._listener = Listener(self._pool.probe)
         #: Identities: named participants of mail (``IdentityCalls``).
         self.identities = IdentityCalls(self)
-        #: Direct mail between identities (``MailCalls``).
+        #: Direct mail between identities, and publishing to topics (``MailCalls``).
         self.mail = MailCalls(self)
+        #: Topics, subscriptions, offsets and work queues (``TopicCalls``).
+        self.topics = TopicCalls(self)
 
     @property
     def url(self) -> str:
@@ -676,7 +685,7 @@ class MailCalls:
         key = self._store._run(mail.wait_target(identity))
         name = identity_name(identity)
         listener = self._store._listener
-        event = listener.register(key) if seconds > 0 else None
+        event = listener.register((MAIL, key)) if seconds > 0 else None
         try:
             while True:
                 if event is not None:
@@ -689,7 +698,32 @@ class MailCalls:
                 event.wait(pause if listener.listening else min(pause, RETRY))
         finally:
             if event is not None:
-                listener.unregister(key, event)
+                listener.unregister((MAIL, key), event)
+
+    def publish(
+        self,
+        sender: str | Identity,
+        topic: str | Topic,
+        subject: str,
+        body: str,
+        *,
+        priority: str = "normal",
+        metadata: Any = None,
+        attachments: Any = None,
+        idempotency_key: str | None = None,
+    ) -> Mail:
+        """Append a mail to a topic at its next offset (``Mail.topic``, ``Mail.log_offset``).
+
+        Offsets are gapless and commit in order. A broadcast topic gives every current
+        subscriber but the sender an unread copy; a queue topic makes the mail claimable.
+        ``NotFound`` for a missing topic or sender. Idempotency keys as for ``send`` (one key
+        space per sender): a repeated publish returns the original and takes no offset.
+        """
+        return self._store._run(
+            topics.publish(
+                sender, topic, subject, body, priority, metadata, attachments, idempotency_key
+            )
+        )
 
     def wake_snoozed(self) -> int:
         """Turn every passed snooze into unread (they already count as unread); return how
@@ -700,3 +734,149 @@ class MailCalls:
         """Delete recipient copies that have been in trash longer than ``older_than``; return
         how many."""
         return self._store._run(mail.purge_trash(older_than))
+
+
+class TopicCalls:
+    """``store.topics``: broadcast topics read by offset, and work queues (see
+    ``ikigai_store.topics``). Topics and identities may be passed by name or as objects."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def create(
+        self,
+        name: str,
+        kind: str = "broadcast",
+        *,
+        retention: timedelta = timedelta(days=7),
+        max_attempts: int = 5,
+    ) -> Topic:
+        """Create a topic: ``"broadcast"`` (every subscriber reads every mail) or ``"queue"``
+        (each mail is processed by one subscriber). ``InvalidArgument`` for a bad name or kind
+        or a name already taken."""
+        return self._store._run(topics.create(name, kind, retention, max_attempts))
+
+    def get(self, name: str | Topic) -> Topic:
+        """One topic; ``NotFound`` if there is none of that name."""
+        return self._store._run(topics.get(name))
+
+    def list(self) -> builtins.list[TopicInfo]:
+        """Every topic with subscriber count, retained message count and last offset (one
+        query), by name."""
+        return self._store._run(topics.list_topics())
+
+    def delete(self, name: str | Topic) -> None:
+        """Delete a topic and its whole log (its mail leaves the inboxes too). Refused
+        (``InvalidArgument``) while a queue topic has available or claimed messages."""
+        return self._store._run(topics.delete(name))
+
+    def subscribe(self, identity: str | Identity, topic: str | Topic) -> None:
+        """Subscribe (idempotent). A missing topic is created as a broadcast topic. A new
+        subscriber's offset is 0: it can read the topic's whole retained log."""
+        return self._store._run(topics.subscribe(identity, topic))
+
+    def unsubscribe(self, identity: str | Identity, topic: str | Topic) -> None:
+        """Unsubscribe (idempotent); the stored offset is kept for a later re-subscribe."""
+        return self._store._run(topics.unsubscribe(identity, topic))
+
+    def subscribers(self, topic: str | Topic) -> builtins.list[Identity]:
+        """The identities subscribed to a topic, by name."""
+        return self._store._run(topics.subscribers(topic))
+
+    def subscriptions(self, identity: str | Identity) -> builtins.list[Topic]:
+        """The topics an identity is subscribed to, by name."""
+        return self._store._run(topics.subscriptions(identity))
+
+    def poll(self, identity: str | Identity, *, limit: int = 100) -> Poll:
+        """In one round trip: the unread inbox (newest first) and, per subscribed broadcast
+        topic, up to ``limit`` mails after the stored offset, with that offset. Reading does
+        not move the offset: ``commit`` does."""
+        return self._store._run(topics.poll(identity, limit))
+
+    def read(self, topic: str | Topic, *, after: int = 0, limit: int = 100) -> builtins.list[Mail]:
+        """A topic's log after offset ``after``, in offset order."""
+        return self._store._run(topics.read(topic, after, limit))
+
+    def commit(self, identity: str | Identity, topic: str | Topic, offset: int) -> int:
+        """Store that ``identity`` has processed ``topic`` up to ``offset``; return the stored
+        offset. Monotone: a smaller, late commit never moves it back. An offset past the
+        topic's last is ``InvalidArgument``."""
+        return self._store._run(topics.commit(identity, topic, offset))
+
+    def offset(self, identity: str | Identity, topic: str | Topic) -> int:
+        """The identity's stored offset of a topic (0 if it never committed)."""
+        return self._store._run(topics.offset(identity, topic))
+
+    def claim(
+        self,
+        identity: str | Identity,
+        topic: str | Topic,
+        *,
+        lease: float = 30.0,
+        wait: float = 0.0,
+    ) -> Claim | None:
+        """Claim the oldest available message of a queue topic the identity subscribes to,
+        for ``lease`` seconds; wait up to ``wait`` seconds for one (woken by the publishing
+        commit, or by a lease running out). None when there is none.
+
+        A message whose lease expired is claimable again (its next attempt); one that used
+        ``max_attempts`` becomes a dead letter. No message is held by two live leases.
+        """
+        name, t, seconds, wait_s = topics.check_claim_args(identity, topic, lease, wait)
+        deadline = time.monotonic() + wait_s
+        listener = self._store._listener
+        key: tuple[str, int] | None = None
+        event: threading.Event | None = None
+        try:
+            while True:
+                if event is not None:
+                    event.clear()
+                held = self._store._run(topics.claim(name, t, seconds))
+                if held is not None:
+                    return held
+                topic_id, expiry = self._store._run(topics.claim_state(name, t))
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                if event is None:  # listen first, then look once more: no lost wake-up
+                    key = (QUEUE, topic_id)
+                    event = listener.register(key)
+                    continue
+                pause = remaining if expiry is None else min(remaining, expiry + 0.001)
+                event.wait(pause if listener.listening else min(pause, RETRY))
+        finally:
+            if event is not None and key is not None:
+                listener.unregister(key, event)
+
+    def complete(self, claim: Claim) -> None:
+        """Finish a claimed message: it is never handed out again. ``InvalidArgument`` when
+        the claim's lease was lost (completed, released or claimed again by someone else)."""
+        return self._store._run(topics.complete(claim))
+
+    def release(self, claim: Claim, error: str | None = None) -> str:
+        """Give a claimed message back (with the reason in ``error``): it becomes claimable
+        again, or a dead letter when it used its last attempt; return which (``"available"``
+        or ``"dead"``). ``InvalidArgument`` when the lease was lost."""
+        return self._store._run(topics.release(claim, error))
+
+    def extend(self, claim: Claim, lease: float) -> Claim:
+        """Renew a claim's lease to ``lease`` seconds from now; return the updated claim.
+        ``InvalidArgument`` when the lease was lost."""
+        return self._store._run(topics.extend(claim, lease))
+
+    def dead_letters(self, topic: str | Topic) -> builtins.list[DeadLetter]:
+        """A queue topic's dead letters, oldest first, with attempts and last error."""
+        return self._store._run(topics.dead_letters(topic))
+
+    def requeue(self, mail_id: int) -> None:
+        """Make a dead letter claimable again (its attempts start over)."""
+        return self._store._run(topics.requeue(mail_id))
+
+    def apply_retention(self) -> dict[str, int]:
+        """Delete topic mail older than its topic's retention and return ``{topic: deleted}``.
+
+        Kept regardless of age: queue messages not completed (available, claimed, dead) and
+        broadcast mail that a subscriber has not passed by its stored offset. Direct mail is
+        never removed by retention.
+        """
+        return self._store._run(topics.apply_retention())

@@ -44,5 +44,6 @@ SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = :name) AS exists;
 
 -- name: truncate_all()#
 -- Empty every application table and restart the id sequences (tests only).
-TRUNCATE TABLE mail_recipients, mail, session_identities, identities, messages, agents, sessions
+TRUNCATE TABLE queue_items, consumer_offsets, subscriptions, mail_recipients, mail, topics,
+    session_identities, identities, messages, agents, sessions
     RESTART IDENTITY CASCADE;

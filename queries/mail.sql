@@ -299,3 +299,7 @@ WHERE state = 'trash' AND state_changed_at <= ikigai_now() - CAST(:older_than AS
 -- name: listen_mail()!
 -- Subscribe this connection to the channel migration 0007's trigger notifies (notify.py).
 LISTEN ikigai_mail;
+
+-- name: listen_queue()!
+-- Subscribe this connection to the channel migration 0008's trigger notifies (notify.py).
+LISTEN ikigai_queue;

@@ -70,7 +70,7 @@ class SyncView:
         attr = getattr(self.async_store, name)
         if inspect.iscoroutinefunction(attr):
             return lambda *args, **kwargs: self._call(attr(*args, **kwargs))
-        if isinstance(attr, (ik.AsyncIdentityCalls, ik.AsyncMailCalls)):
+        if isinstance(attr, (ik.AsyncIdentityCalls, ik.AsyncMailCalls, ik.AsyncTopicCalls)):
             return _NamespaceView(attr, self._call)
         return attr
 

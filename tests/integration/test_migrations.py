@@ -32,8 +32,9 @@ ALL = [
     "0005-lineage-walk-and-kinds",
     "0006-search-bounded-prefix",
     "0007-identities-and-mail",
+    "0008-topics-and-queues",
 ]
-LATEST = 7
+LATEST = 8
 
 
 def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:

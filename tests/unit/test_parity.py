@@ -27,6 +27,7 @@ TWINS = [
     (ik.Store, ik.AsyncStore),
     (ik.IdentityCalls, ik.AsyncIdentityCalls),
     (ik.MailCalls, ik.AsyncMailCalls),
+    (ik.TopicCalls, ik.AsyncTopicCalls),
 ]
 
 
@@ -38,8 +39,9 @@ def test_same_public_names(sync_cls: type, async_cls: type) -> None:
 
 
 def test_namespaces_are_the_same_on_both_faces() -> None:
-    """Both stores expose store.identities and store.mail, typed as the twin classes."""
-    for attr, (sync_cls, async_cls) in {"identities": TWINS[1], "mail": TWINS[2]}.items():
+    """Both stores expose store.identities, .mail and .topics, typed as the twin classes."""
+    namespaces = {"identities": TWINS[1], "mail": TWINS[2], "topics": TWINS[3]}
+    for attr, (sync_cls, async_cls) in namespaces.items():
         assert f"self.{attr} = {sync_cls.__name__}(self)" in inspect.getsource(ik.Store.__init__)
         assert f"self.{attr} = {async_cls.__name__}(self)" in inspect.getsource(
             ik.AsyncStore.__init__

@@ -1,0 +1,318 @@
+-- Topics (migration 0008): broadcast logs read by offset, and queues whose messages are
+-- claimed by one holder at a time under a lease. A topic's offsets are taken from
+-- topics.next_offset under the topic row's lock, held to commit: gapless and in commit order.
+
+-- name: create_topic(name, kind, retention, max_attempts)^
+-- Create a topic; no row when the name is taken.
+INSERT INTO topics (name, kind, retention, max_attempts)
+VALUES (:name, :kind, :retention, :max_attempts)
+ON CONFLICT (name) DO NOTHING
+RETURNING id, name, kind, retention, max_attempts, created_at;
+
+-- name: ensure_topic(name)!
+-- Create a broadcast topic unless one of that name exists (subscribe's implicit create).
+INSERT INTO topics (name) VALUES (:name) ON CONFLICT (name) DO NOTHING;
+
+-- name: get_topic(name)^
+-- One topic by name.
+SELECT id, name, kind, retention, max_attempts, created_at FROM topics WHERE name = :name;
+
+-- name: list_topics()
+-- Every topic with its subscriber count, retained message count and last offset, by name.
+SELECT t.id, t.name, t.kind, t.retention, t.max_attempts, t.created_at,
+       (SELECT count(*) FROM subscriptions AS s WHERE s.topic_id = t.id) AS subscribers,
+       (SELECT count(*) FROM mail AS m WHERE m.topic_id = t.id) AS messages,
+       t.next_offset - 1 AS last_offset
+FROM topics AS t
+ORDER BY t.name;
+
+-- name: delete_topic(name)^
+-- Delete a topic and its log, unless it has unfinished queue work (available or claimed).
+DELETE FROM topics AS t
+WHERE t.name = :name
+  AND NOT EXISTS (SELECT 1 FROM queue_items AS q
+                  WHERE q.topic_id = t.id AND q.state IN ('available', 'claimed'))
+RETURNING t.id;
+
+-- name: open_work(name)^
+-- How much unfinished queue work a topic has (why delete_topic refused).
+SELECT count(*) AS n
+FROM queue_items AS q JOIN topics AS t ON t.id = q.topic_id
+WHERE t.name = :name AND q.state IN ('available', 'claimed');
+
+-- name: subscribe(identity, topic)^
+-- Subscribe an identity that is not retired (idempotent); no row when it is missing or retired.
+WITH me AS (
+    SELECT id FROM identities WHERE name = :identity AND retired_at IS NULL
+), t AS (
+    SELECT id FROM topics WHERE name = :topic
+), ins AS (
+    INSERT INTO subscriptions (identity_id, topic_id)
+    SELECT me.id, t.id FROM me, t
+    ON CONFLICT DO NOTHING
+)
+SELECT me.id FROM me, t;
+
+-- name: unsubscribe(identity, topic)!
+-- Remove a subscription (idempotent); the stored offset stays for a later re-subscribe.
+DELETE FROM subscriptions AS s
+USING identities AS i, topics AS t
+WHERE s.identity_id = i.id AND s.topic_id = t.id AND i.name = :identity AND t.name = :topic;
+
+-- name: topic_subscribers(topic)
+-- The identities subscribed to a topic, by name.
+SELECT i.id, i.name, i.project_key, i.git_branch, i.purpose, i.working_dir, i.hostname,
+       i.agent_uuid, i.created_at, i.last_active_at, i.retired_at
+FROM subscriptions AS s
+JOIN identities AS i ON i.id = s.identity_id
+JOIN topics AS t ON t.id = s.topic_id
+WHERE t.name = :topic
+ORDER BY i.name;
+
+-- name: identity_subscriptions(identity)
+-- The topics an identity is subscribed to, by name.
+SELECT t.id, t.name, t.kind, t.retention, t.max_attempts, t.created_at
+FROM subscriptions AS s
+JOIN topics AS t ON t.id = s.topic_id
+JOIN identities AS i ON i.id = s.identity_id
+WHERE i.name = :identity
+ORDER BY t.name;
+
+-- name: publish_mail(sender, topic, subject, body, priority, attachments, metadata, idempotency_key, request_hash, new_thread_id)^
+-- Append a mail to a topic at its next offset, in one statement: lock the topic row (held to
+-- commit, so offsets commit in order), insert the mail at next_offset, advance next_offset
+-- only when the mail was inserted (a reused idempotency key leaves no gap), and give every
+-- current subscriber of a broadcast topic except the sender an unread copy, or create the
+-- queue row of a queue topic. No row: missing topic, missing or retired sender, used key.
+WITH t AS (
+    SELECT id, kind, next_offset FROM topics WHERE name = :topic FOR UPDATE
+), s AS (
+    SELECT id FROM identities WHERE name = :sender AND retired_at IS NULL FOR SHARE
+), m AS (
+    INSERT INTO mail (thread_id, sender_id, subject, body, priority, attachments, metadata,
+                      idempotency_key, request_hash, topic_id, log_offset)
+    SELECT :new_thread_id, s.id, :subject, :body, :priority, CAST(:attachments AS jsonb),
+           CAST(:metadata AS jsonb), :idempotency_key, :request_hash, t.id, t.next_offset
+    FROM t, s
+    ON CONFLICT (sender_id, idempotency_key) DO NOTHING
+    RETURNING *
+), bump AS (
+    UPDATE topics SET next_offset = t.next_offset + 1
+    FROM t, m
+    WHERE topics.id = t.id
+), delivered AS (
+    INSERT INTO mail_recipients (mail_id, identity_id)
+    SELECT m.id, sub.identity_id
+    FROM m, t, subscriptions AS sub, identities AS i
+    WHERE t.kind = 'broadcast' AND sub.topic_id = t.id AND i.id = sub.identity_id
+      AND i.retired_at IS NULL AND sub.identity_id <> m.sender_id
+    RETURNING identity_id
+), queued AS (
+    INSERT INTO queue_items (mail_id, topic_id)
+    SELECT m.id, t.id FROM m, t WHERE t.kind = 'queue'
+)
+SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender,
+       ARRAY(SELECT i.name FROM identities AS i
+             WHERE i.id IN (SELECT identity_id FROM delivered) ORDER BY i.name) AS recipients,
+       m.subject, m.body, m.priority, m.deadline_at, m.attachments, m.metadata,
+       m.idempotency_key, m.deleted_by_sender, m.created_at,
+       CAST(:topic AS text) AS topic, m.log_offset
+FROM m;
+
+-- name: publish_refusal(sender, topic)^
+-- Why publish_mail wrote nothing, besides a used key (rare path).
+SELECT (SELECT CASE WHEN retired_at IS NULL THEN 'active' ELSE 'retired' END
+        FROM identities WHERE name = :sender) AS sender_state,
+       EXISTS (SELECT 1 FROM topics WHERE name = :topic) AS topic_exists;
+
+-- name: read_topic(topic, after, limit)
+-- A topic's log after offset :after, in offset order.
+SELECT v.*
+FROM mail_view AS v
+WHERE v.topic_id = (SELECT id FROM topics WHERE name = :topic)
+  AND v.log_offset > :after
+ORDER BY v.log_offset
+LIMIT :limit;
+
+-- name: commit_offset(identity, topic, offset)^
+-- Advance the identity's stored offset of a topic, monotonically (a smaller commit never moves
+-- it back), and never past the topic's last offset. No row: missing identity or topic, or an
+-- offset past the end.
+INSERT INTO consumer_offsets AS o (identity_id, topic_id, last_offset)
+SELECT i.id, t.id, :offset
+FROM identities AS i, topics AS t
+WHERE i.name = :identity AND t.name = :topic AND :offset < t.next_offset
+ON CONFLICT (identity_id, topic_id) DO UPDATE
+SET last_offset = GREATEST(o.last_offset, EXCLUDED.last_offset), updated_at = ikigai_now()
+RETURNING last_offset;
+
+-- name: stored_offset(identity, topic)^
+-- The identity's stored offset of a topic (0 when none), with the topic's last offset; no row
+-- when the identity or the topic does not exist.
+SELECT COALESCE(o.last_offset, 0) AS last_offset, t.next_offset - 1 AS topic_last
+FROM identities AS i
+CROSS JOIN topics AS t
+LEFT JOIN consumer_offsets AS o ON o.identity_id = i.id AND o.topic_id = t.id
+WHERE i.name = :identity AND t.name = :topic;
+
+-- name: poll(identity, limit)
+-- In one statement: the identity's unread inbox (newest first, at most :limit) and, for each
+-- subscribed broadcast topic, its stored offset and up to :limit mails after it (offset
+-- order). part = 'inbox' or 'topic'; a topic with nothing new gives one row with a NULL id.
+WITH me AS (
+    SELECT id FROM identities WHERE name = :identity
+), inbox AS (
+    SELECT 'inbox' AS part, CAST(NULL AS text) AS topic_name, CAST(NULL AS bigint) AS stored,
+           v.*, b.state, b.read_at, b.acked_at, b.snoozed_until
+    FROM mailbox AS b
+    JOIN mail_view AS v ON v.id = b.mail_id
+    WHERE b.identity_id = (SELECT id FROM me) AND b.state = 'unread'
+    ORDER BY b.mail_id DESC
+    LIMIT :limit
+), subs AS (
+    SELECT t.id, t.name, COALESCE(o.last_offset, 0) AS stored
+    FROM subscriptions AS s
+    JOIN topics AS t ON t.id = s.topic_id
+    LEFT JOIN consumer_offsets AS o ON o.identity_id = s.identity_id AND o.topic_id = t.id
+    WHERE s.identity_id = (SELECT id FROM me) AND t.kind = 'broadcast'
+), news AS (
+    SELECT 'topic' AS part, subs.name AS topic_name, subs.stored,
+           v.*, CAST(NULL AS text) AS state, CAST(NULL AS timestamptz) AS read_at,
+           CAST(NULL AS timestamptz) AS acked_at, CAST(NULL AS timestamptz) AS snoozed_until
+    FROM subs
+    LEFT JOIN LATERAL (
+        SELECT * FROM mail_view AS w
+        WHERE w.topic_id = subs.id AND w.log_offset > subs.stored
+        ORDER BY w.log_offset
+        LIMIT :limit
+    ) AS v ON true
+)
+SELECT * FROM (SELECT * FROM inbox ORDER BY id DESC) AS a
+UNION ALL
+SELECT * FROM (SELECT * FROM news ORDER BY topic_name, log_offset) AS b;
+
+-- name: claim_queue_item(identity, topic, lease)^
+-- Claim the oldest available message of a queue topic the identity subscribes to (or one whose
+-- lease expired and that has attempts left), with a new token and a lease of :lease seconds.
+-- SKIP LOCKED: racing claimers take different rows. Expired leases that used their last
+-- attempt become dead letters in the same statement. No row: nothing to claim (or not
+-- subscribed, not a queue, missing or retired identity: topics.py explains).
+WITH me AS (
+    SELECT id FROM identities WHERE name = :identity AND retired_at IS NULL
+), t AS (
+    SELECT t.id, t.max_attempts
+    FROM topics AS t
+    JOIN subscriptions AS s ON s.topic_id = t.id AND s.identity_id = (SELECT id FROM me)
+    WHERE t.name = :topic AND t.kind = 'queue'
+), dead AS (
+    UPDATE queue_items AS q
+    SET state = 'dead', token = NULL, lease_until = NULL, holder_id = NULL,
+        last_error = COALESCE(q.last_error, 'lease expired'), updated_at = ikigai_now()
+    FROM t
+    WHERE q.topic_id = t.id AND q.state = 'claimed' AND q.lease_until <= ikigai_now()
+      AND q.attempts >= t.max_attempts
+), c AS (
+    SELECT q.mail_id
+    FROM queue_items AS q, t
+    WHERE q.topic_id = t.id
+      AND q.state IN ('available', 'claimed')
+      AND (q.state = 'available'
+           OR (q.lease_until <= ikigai_now() AND q.attempts < t.max_attempts))
+    ORDER BY q.mail_id
+    LIMIT 1
+    FOR UPDATE OF q SKIP LOCKED
+), u AS (
+    UPDATE queue_items AS q
+    SET state = 'claimed', attempts = q.attempts + 1, holder_id = (SELECT id FROM me),
+        token = gen_random_uuid(),
+        lease_until = ikigai_now() + make_interval(secs => :lease),
+        updated_at = ikigai_now()
+    FROM c
+    WHERE q.mail_id = c.mail_id
+    RETURNING q.mail_id, q.attempts, q.lease_until, q.token
+)
+SELECT v.*, u.attempts, u.lease_until, CAST(u.token AS text) AS token
+FROM u JOIN mail_view AS v ON v.id = u.mail_id;
+
+-- name: claim_refusal(identity, topic)^
+-- Why claim_queue_item found nothing (identity, topic, kind, subscription) and, when it could
+-- claim, the seconds until the topic's next lease expires (NULL: none), for a blocking claim.
+SELECT (SELECT CASE WHEN retired_at IS NULL THEN 'active' ELSE 'retired' END
+        FROM identities WHERE name = :identity) AS identity_state,
+       t.id AS topic_id, t.kind,
+       EXISTS (SELECT 1 FROM subscriptions AS s JOIN identities AS i ON i.id = s.identity_id
+               WHERE s.topic_id = t.id AND i.name = :identity) AS subscribed,
+       EXTRACT(EPOCH FROM (SELECT min(q.lease_until) FROM queue_items AS q
+                           WHERE q.topic_id = t.id AND q.state = 'claimed')
+                          - ikigai_now()) AS next_expiry
+FROM (SELECT 1) AS one
+LEFT JOIN topics AS t ON t.name = :topic;
+
+-- name: complete_claim(mail_id, token)^
+-- Finish claimed work: only with the token of the current claim (a holder whose lease was
+-- taken over by someone else holds a stale token).
+UPDATE queue_items
+SET state = 'done', token = NULL, lease_until = NULL, updated_at = ikigai_now()
+WHERE mail_id = :mail_id AND state = 'claimed' AND token = CAST(:token AS uuid)
+RETURNING mail_id;
+
+-- name: release_claim(mail_id, token, error)^
+-- Give claimed work back: available again, or a dead letter when it used its last attempt.
+UPDATE queue_items AS q
+SET state = CASE WHEN q.attempts >= t.max_attempts THEN 'dead' ELSE 'available' END,
+    token = NULL, lease_until = NULL, holder_id = NULL, last_error = :error,
+    updated_at = ikigai_now()
+FROM topics AS t
+WHERE q.mail_id = :mail_id AND q.state = 'claimed' AND q.token = CAST(:token AS uuid)
+  AND t.id = q.topic_id
+RETURNING q.state;
+
+-- name: extend_claim(mail_id, token, lease)^
+-- Move a claim's lease to now + :lease seconds, only with the current token.
+UPDATE queue_items
+SET lease_until = ikigai_now() + make_interval(secs => :lease), updated_at = ikigai_now()
+WHERE mail_id = :mail_id AND state = 'claimed' AND token = CAST(:token AS uuid)
+RETURNING mail_id, attempts, lease_until, CAST(token AS text) AS token;
+
+-- name: dead_letters(topic)
+-- A queue topic's dead letters, oldest first, with their attempts and last error.
+SELECT v.*, q.attempts, q.last_error
+FROM queue_items AS q
+JOIN mail_view AS v ON v.id = q.mail_id
+WHERE q.topic_id = (SELECT id FROM topics WHERE name = :topic) AND q.state = 'dead'
+ORDER BY q.mail_id;
+
+-- name: requeue(mail_id)^
+-- Make a dead letter claimable again, with its attempts reset.
+UPDATE queue_items
+SET state = 'available', attempts = 0, updated_at = ikigai_now()
+WHERE mail_id = :mail_id AND state = 'dead'
+RETURNING mail_id;
+
+-- name: queue_item_state(mail_id)^
+-- A queue row's state (rare path of requeue).
+SELECT state FROM queue_items WHERE mail_id = :mail_id;
+
+-- name: apply_retention()
+-- Delete topic mail older than its topic's retention, except unfinished queue work (available,
+-- claimed or dead) and broadcast mail some subscriber has not passed by its stored offset
+-- (a subscriber without one is at 0). Direct mail is never touched. One row per topic.
+WITH gone AS (
+    DELETE FROM mail AS m
+    USING topics AS t
+    WHERE m.topic_id = t.id
+      AND m.created_at < ikigai_now() - t.retention
+      AND NOT EXISTS (SELECT 1 FROM queue_items AS q
+                      WHERE q.mail_id = m.id AND q.state <> 'done')
+      AND NOT (t.kind = 'broadcast' AND EXISTS (
+          SELECT 1 FROM subscriptions AS s
+          LEFT JOIN consumer_offsets AS o
+                 ON o.identity_id = s.identity_id AND o.topic_id = s.topic_id
+          WHERE s.topic_id = t.id AND COALESCE(o.last_offset, 0) < m.log_offset))
+    RETURNING m.topic_id
+)
+SELECT t.name, count(gone.topic_id) AS deleted
+FROM topics AS t
+LEFT JOIN gone ON gone.topic_id = t.id
+GROUP BY t.name
+ORDER BY t.name;
