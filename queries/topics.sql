@@ -207,7 +207,7 @@ WITH me AS (
 ), dead AS (
     UPDATE queue_items AS q
     SET state = 'dead', token = NULL, lease_until = NULL, holder_id = NULL,
-        last_error = COALESCE(q.last_error, 'lease expired'), updated_at = ikigai_now()
+        last_error = 'lease expired', updated_at = ikigai_now()
     FROM t
     WHERE q.topic_id = t.id AND q.state = 'claimed' AND q.lease_until <= ikigai_now()
       AND q.attempts >= t.max_attempts
@@ -225,6 +225,7 @@ WITH me AS (
     UPDATE queue_items AS q
     SET state = 'claimed', attempts = q.attempts + 1, holder_id = (SELECT id FROM me),
         token = gen_random_uuid(),
+        last_error = CASE WHEN q.state = 'claimed' THEN 'lease expired' ELSE q.last_error END,
         lease_until = ikigai_now() + make_interval(secs => :lease),
         updated_at = ikigai_now()
     FROM c

@@ -1,0 +1,348 @@
+"""Topics: creation, subscriptions, gapless offsets, poll/commit, leased queue claims, retention."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+import ikigai_store as ik
+from tests.mailtools import Clock, mail_rows, rows
+
+pytestmark = pytest.mark.db
+
+
+@pytest.fixture
+def hub(ikigai_store: ik.Store) -> ik.Store:
+    """pub, a, b, w1, w2 registered; 'news' (broadcast: pub, a, b) and 'jobs' (queue, 2
+    attempts: w1, w2)."""
+    for name in ("pub", "a", "b", "w1", "w2"):
+        ikigai_store.identities.register(name)
+    ikigai_store.topics.create("news")
+    ikigai_store.topics.create("jobs", "queue", max_attempts=2)
+    for who, topic in [
+        ("pub", "news"),
+        ("a", "news"),
+        ("b", "news"),
+        ("w1", "jobs"),
+        ("w2", "jobs"),
+    ]:
+        ikigai_store.topics.subscribe(who, topic)
+    return ikigai_store
+
+
+# ---------------------------------------------------------------- topics and subscriptions
+
+
+def test_create_get_and_defaults(ikigai_store: ik.Store) -> None:
+    """create stores kind, retention and max_attempts; get returns it."""
+    made = ikigai_store.topics.create("q", "queue", retention=timedelta(hours=2), max_attempts=3)
+    assert (made.name, made.kind, made.retention, made.max_attempts) == (
+        "q",
+        "queue",
+        timedelta(hours=2),
+        3,
+    )
+    assert ikigai_store.topics.get("q") == made
+    plain = ikigai_store.topics.create("b")
+    assert (plain.kind, plain.retention, plain.max_attempts) == ("broadcast", timedelta(days=7), 5)
+    with pytest.raises(ik.NotFound):
+        ikigai_store.topics.get("missing")
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        (("bad name",), {}),
+        (("t", "fanout"), {}),
+        (("t",), {"retention": timedelta(0)}),
+        (("t",), {"retention": 3600}),
+        (("t",), {"max_attempts": 0}),
+        (("t",), {"max_attempts": 1001}),
+        (("t",), {"max_attempts": True}),
+    ],
+)
+def test_create_refuses_bad_input(
+    ikigai_store: ik.Store, args: tuple[Any, ...], kwargs: Any
+) -> None:
+    """Bad names, kinds, retentions and max_attempts are InvalidArgument, nothing written."""
+    with pytest.raises(ik.InvalidArgument):
+        ikigai_store.topics.create(*args, **kwargs)
+    assert rows(ikigai_store, "topics") == 0
+
+
+def test_duplicate_topic_is_invalid_argument(ikigai_store: ik.Store) -> None:
+    """A taken topic name is InvalidArgument."""
+    ikigai_store.topics.create("t")
+    with pytest.raises(ik.InvalidArgument, match="already exists"):
+        ikigai_store.topics.create("t", "queue")
+
+
+def test_subscribe_is_idempotent_and_creates_missing_topics(hub: ik.Store) -> None:
+    """Subscribing twice is one subscription; a missing topic is created as broadcast."""
+    hub.topics.subscribe("a", "news")
+    assert [i.name for i in hub.topics.subscribers("news")] == ["a", "b", "pub"]
+    hub.topics.subscribe("a", "fresh")
+    assert hub.topics.get("fresh").kind == "broadcast"
+    assert [t.name for t in hub.topics.subscriptions("a")] == ["fresh", "news"]
+    hub.topics.unsubscribe("a", "fresh")
+    hub.topics.unsubscribe("a", "fresh")
+    assert [t.name for t in hub.topics.subscriptions("a")] == ["news"]
+    with pytest.raises(ik.NotFound):
+        hub.topics.subscribe("ghost", "news")
+    hub.identities.retire("b")
+    with pytest.raises(ik.InvalidArgument, match="retired"):
+        hub.topics.subscribe("b", "fresh")
+
+
+def test_list_counts_in_one_query(hub: ik.Store) -> None:
+    """list gives subscribers, retained messages and the last offset of every topic."""
+    hub.mail.publish("pub", "news", "1", "x")
+    hub.mail.publish("pub", "news", "2", "x")
+    info = {i.topic.name: (i.subscribers, i.messages, i.last_offset) for i in hub.topics.list()}
+    assert info == {"jobs": (2, 0, 0), "news": (3, 2, 2)}
+
+
+def test_delete_topic(hub: ik.Store) -> None:
+    """A broadcast topic is deleted with its log; a queue with open work is refused."""
+    hub.mail.publish("pub", "news", "1", "x")
+    hub.topics.delete("news")
+    assert mail_rows(hub) == (0, 0)
+    assert hub.mail.inbox("a") == []
+    job = hub.mail.publish("pub", "jobs", "1", "x")
+    with pytest.raises(ik.InvalidArgument, match="1 unfinished"):
+        hub.topics.delete("jobs")
+    hub.topics.complete(_claim(hub, "w1"))
+    hub.topics.delete("jobs")
+    assert job.topic == "jobs"
+    with pytest.raises(ik.NotFound):
+        hub.topics.delete("jobs")
+
+
+# ---------------------------------------------------------------- publishing and offsets
+
+
+def test_publish_offsets_and_broadcast_copies(hub: ik.Store) -> None:
+    """Offsets count 1, 2, 3; every subscriber but the sender gets an unread copy."""
+    sent = [hub.mail.publish("pub", "news", f"n{k}", "x") for k in range(3)]
+    assert [(m.topic, m.log_offset) for m in sent] == [("news", 1), ("news", 2), ("news", 3)]
+    assert sent[0].to == ("a", "b")
+    assert [i.mail.id for i in hub.mail.inbox("a")] == [m.id for m in reversed(sent)]
+    assert hub.mail.inbox("pub") == []
+
+
+def test_publish_skips_retired_subscribers_and_needs_a_topic(hub: ik.Store) -> None:
+    """Retired subscribers get no copy; a missing topic or sender is NotFound."""
+    hub.identities.retire("b")
+    assert hub.mail.publish("pub", "news", "s", "x").to == ("a",)
+    with pytest.raises(ik.NotFound, match="topic 'nope'"):
+        hub.mail.publish("pub", "nope", "s", "x")
+    with pytest.raises(ik.NotFound, match="ghost"):
+        hub.mail.publish("ghost", "news", "s", "x")
+    with pytest.raises(ik.InvalidArgument, match="retired"):
+        hub.mail.publish("b", "news", "s", "x")
+
+
+def test_idempotent_publish_takes_no_offset(hub: ik.Store) -> None:
+    """A repeated publish returns the original and leaves no gap; another request with the key
+    (publish or send) is a Conflict."""
+    first = hub.mail.publish("pub", "news", "s", "x", idempotency_key="k")
+    assert hub.mail.publish("pub", "news", "s", "x", idempotency_key="k") == first
+    assert hub.mail.publish("pub", "news", "t", "x").log_offset == 2
+    with pytest.raises(ik.Conflict):
+        hub.mail.publish("pub", "news", "other", "x", idempotency_key="k")
+    with pytest.raises(ik.Conflict):
+        hub.mail.send("pub", ["a"], "s", "x", idempotency_key="k")
+    assert hub.mail.publish("pub", "news", "u", "x").log_offset == 3
+
+
+def test_queue_publish_makes_no_inbox_copies(hub: ik.Store) -> None:
+    """A queue topic's mail is claimed, not delivered to inboxes."""
+    job = hub.mail.publish("pub", "jobs", "job", "x")
+    assert (job.to, job.log_offset) == ((), 1)
+    assert hub.mail.inbox("w1") == []
+
+
+def test_poll_read_and_commit(hub: ik.Store) -> None:
+    """poll returns the unread inbox and new topic mail after the stored offset; commit moves
+    the offset forward only; read pages the log."""
+    sent = [hub.mail.publish("pub", "news", f"n{k}", "x") for k in range(4)]
+    direct = hub.mail.send("b", ["a"], "hi", "direct")
+    polled = hub.topics.poll("a")
+    assert [i.mail.id for i in polled.inbox] == [direct.id] + [m.id for m in reversed(sent)]
+    assert [m.log_offset for m in polled.topics["news"]] == [1, 2, 3, 4]
+    assert polled.offsets == {"news": 0}
+    assert hub.topics.commit("a", "news", 3) == 3
+    assert hub.topics.commit("a", "news", 1) == 3  # a late, smaller commit never moves it back
+    assert hub.topics.offset("a", "news") == 3
+    assert hub.topics.offset("b", "news") == 0
+    again = hub.topics.poll("a", limit=10)
+    assert ([m.log_offset for m in again.topics["news"]], again.offsets) == ([4], {"news": 3})
+    assert [m.log_offset for m in hub.topics.read("news", after=1, limit=2)] == [2, 3]
+    with pytest.raises(ik.InvalidArgument, match="past the last offset"):
+        hub.topics.commit("a", "news", 5)
+    with pytest.raises(ik.InvalidArgument):
+        hub.topics.commit("a", "news", -1)
+
+
+def test_poll_of_quiet_subscriber(hub: ik.Store) -> None:
+    """A subscriber with nothing new sees its topics with empty lists and their offsets."""
+    polled = hub.topics.poll("b")
+    assert (polled.inbox, polled.topics, polled.offsets) == ([], {"news": []}, {"news": 0})
+    assert hub.topics.poll("w1") == ik.Poll([], {}, {})  # queue topics are claimed, not polled
+    with pytest.raises(ik.NotFound):
+        hub.topics.poll("ghost")
+
+
+def test_late_subscriber_reads_from_zero(hub: ik.Store) -> None:
+    """A subscriber that joins later reads the retained log from offset 0."""
+    hub.mail.publish("pub", "news", "early", "x")
+    hub.identities.register("late")
+    hub.topics.subscribe("late", "news")
+    assert [m.subject for m in hub.topics.poll("late").topics["news"]] == ["early"]
+
+
+# ---------------------------------------------------------------- queues
+
+
+def _claim(store: ik.Store, who: str, lease: float = 30.0) -> ik.Claim:
+    held = store.topics.claim(who, "jobs", lease=lease)
+    assert held is not None
+    return held
+
+
+def test_claims_take_the_oldest_and_never_share(hub: ik.Store) -> None:
+    """Each claim takes the oldest available message; a held one is not handed out again."""
+    jobs = [hub.mail.publish("pub", "jobs", f"j{k}", "x") for k in range(3)]
+    first, second = _claim(hub, "w1"), _claim(hub, "w2")
+    assert (first.mail.id, second.mail.id) == (jobs[0].id, jobs[1].id)
+    assert (first.attempt, first.mail.topic) == (1, "jobs")
+    hub.topics.complete(first)
+    third = _claim(hub, "w1")
+    assert third.mail.id == jobs[2].id
+    assert hub.topics.claim("w2", "jobs") is None
+
+
+def test_lease_expiry_and_stale_tokens(hub: ik.Store) -> None:
+    """An expired lease is claimable again; the old holder's token no longer works."""
+    clock = Clock(hub)
+    job = hub.mail.publish("pub", "jobs", "j", "x")
+    old = _claim(hub, "w1", lease=10)
+    assert hub.topics.claim("w2", "jobs") is None
+    clock.advance(seconds=11)
+    new = _claim(hub, "w2", lease=10)
+    assert (new.mail.id, new.attempt) == (job.id, 2)
+    for stale in (
+        lambda: hub.topics.complete(old),
+        lambda: hub.topics.release(old),
+        lambda: hub.topics.extend(old, 5),
+    ):
+        with pytest.raises(ik.InvalidArgument, match="lease on mail"):
+            stale()
+    extended = hub.topics.extend(new, 100)
+    assert extended.lease_until == clock.now + timedelta(seconds=100)
+    clock.advance(seconds=50)
+    assert hub.topics.claim("w1", "jobs") is None
+    hub.topics.complete(extended)
+    with pytest.raises(ik.InvalidArgument):
+        hub.topics.complete(extended)  # completing twice
+
+
+def test_release_and_dead_letters(hub: ik.Store) -> None:
+    """release makes work claimable again until max_attempts; then it is a dead letter that
+    requeue revives."""
+    clock = Clock(hub)
+    job = hub.mail.publish("pub", "jobs", "j", "x")
+    assert hub.topics.release(_claim(hub, "w1"), "flaky") == "available"
+    assert hub.topics.release(_claim(hub, "w2"), "boom") == "dead"
+    assert hub.topics.claim("w1", "jobs") is None
+    [dead] = hub.topics.dead_letters("jobs")
+    assert (dead.mail.id, dead.attempts, dead.last_error) == (job.id, 2, "boom")
+    hub.topics.requeue(job.id)
+    assert _claim(hub, "w1", lease=1).attempt == 1
+    with pytest.raises(ik.InvalidArgument, match="not a dead letter"):
+        hub.topics.requeue(job.id)
+    clock.advance(seconds=2)
+    _claim(hub, "w2", lease=1)  # attempt 2
+    clock.advance(seconds=2)
+    assert hub.topics.claim("w1", "jobs") is None  # the expired last attempt died
+    assert [d.last_error for d in hub.topics.dead_letters("jobs")] == ["lease expired"]
+    with pytest.raises(ik.NotFound):
+        hub.topics.requeue(999999)
+
+
+def test_claim_refusals(hub: ik.Store) -> None:
+    """Claiming needs an existing queue topic the identity subscribes to."""
+    for who, topic, error in [
+        ("a", "jobs", ik.InvalidArgument),
+        ("a", "news", ik.InvalidArgument),
+        ("ghost", "jobs", ik.NotFound),
+        ("w1", "nope", ik.NotFound),
+    ]:
+        with pytest.raises(error):
+            hub.topics.claim(who, topic)
+
+
+# ---------------------------------------------------------------- retention
+
+
+def test_retention_keeps_unread_by_offset_and_unfinished_work(hub: ik.Store) -> None:
+    """Old broadcast mail goes once every subscriber passed it; open queue work and direct
+    mail stay; the counts are per topic."""
+    clock = Clock(hub)
+    old = [hub.mail.publish("pub", "news", f"n{k}", "x") for k in range(3)]
+    done, open_job = (
+        hub.mail.publish("pub", "jobs", "d", "x"),
+        hub.mail.publish("pub", "jobs", "o", "x"),
+    )
+    hub.topics.complete(_claim(hub, "w1"))
+    direct = hub.mail.send("a", ["b"], "keep", "me")
+    clock.advance(days=8)
+    for who in ("a", "b", "pub"):
+        hub.topics.commit(who, "news", 2)
+    assert hub.topics.apply_retention() == {"jobs": 1, "news": 2}
+    assert [m.id for m in hub.topics.read("news")] == [old[2].id]
+    assert hub.mail.thread(direct.thread_id) == [direct]
+    assert hub.topics.claim("w2", "jobs") is not None  # the open one is still there
+    assert done.id not in [m.id for m in hub.topics.read("jobs")]
+    assert open_job.id in [m.id for m in hub.topics.read("jobs")]
+    assert hub.topics.apply_retention() == {"jobs": 0, "news": 0}
+
+
+def test_hostile_arguments_on_every_topic_call(hub: ik.Store) -> None:
+    """Every topics call refuses bad names, ints, leases and claims with InvalidArgument and
+    writes nothing."""
+    fake = ik.Claim(hub.mail.send("a", ["b"], "s", "b"), 1, hub.identities.get("a").created_at, "x")
+    t = hub.topics
+    calls: list[Any] = [
+        lambda: t.get("a b"),
+        lambda: t.delete(5),
+        lambda: t.subscribe("a", "-x"),
+        lambda: t.unsubscribe("\ud800", "news"),
+        lambda: t.subscribers(None),
+        lambda: t.subscriptions(""),
+        lambda: t.poll("a", limit=0),
+        lambda: t.read("news", after=-1),
+        lambda: t.read("news", limit=2**63),
+        lambda: t.commit("a", "news", 2**63),
+        lambda: t.commit("a", "news", 1.5),
+        lambda: t.offset("a", "x" * 65),
+        lambda: t.claim("w1", "jobs", lease=0),
+        lambda: t.claim("w1", "jobs", lease=float("inf")),
+        lambda: t.claim("w1", "jobs", wait=-1),
+        lambda: t.complete("token"),
+        lambda: t.complete(fake),
+        lambda: t.release(fake, error="\x00"),
+        lambda: t.extend(fake, 10**9),
+        lambda: t.dead_letters("a/b"),
+        lambda: t.requeue(0),
+        lambda: hub.mail.publish("pub", "news", "s", "\x00"),
+        lambda: hub.mail.publish("pub", "news", "s", "b", priority="now"),
+    ]
+    before = (mail_rows(hub), rows(hub, "topics"), rows(hub, "subscriptions"))
+    for n, call in enumerate(calls):
+        with pytest.raises(ik.InvalidArgument):
+            call()
+            pytest.fail(f"call {n} was accepted")
+    assert (mail_rows(hub), rows(hub, "topics"), rows(hub, "subscriptions")) == before
