@@ -681,13 +681,13 @@ class AsyncTopicCalls:
             if event is not None and key is not None:
                 listener.unregister(key, event)
 
-    async def complete(self, claim: Claim) -> None:
+    async def complete(self, claim: Claim | tuple[int, str]) -> None:
         return await self._store._run(topics.complete(claim))
 
-    async def release(self, claim: Claim, error: str | None = None) -> str:
+    async def release(self, claim: Claim | tuple[int, str], error: str | None = None) -> str:
         return await self._store._run(topics.release(claim, error))
 
-    async def extend(self, claim: Claim, lease: float) -> Claim:
+    async def extend(self, claim: Claim | tuple[int, str], lease: float) -> Claim:
         return await self._store._run(topics.extend(claim, lease))
 
     async def dead_letters(self, topic: str | Topic) -> builtins.list[DeadLetter]:

@@ -848,18 +848,21 @@ class TopicCalls:
             if event is not None and key is not None:
                 listener.unregister(key, event)
 
-    def complete(self, claim: Claim) -> None:
+    def complete(self, claim: Claim | tuple[int, str]) -> None:
         """Finish a claimed message: it is never handed out again. ``InvalidArgument`` when
-        the claim's lease was lost (completed, released or claimed again by someone else)."""
+        the claim's lease was lost (completed, released or claimed again by someone else).
+
+        ``claim`` is a ``Claim`` or a ``(mail_id, token)`` pair (e.g. handed to another
+        process), here and in ``release`` and ``extend``."""
         return self._store._run(topics.complete(claim))
 
-    def release(self, claim: Claim, error: str | None = None) -> str:
+    def release(self, claim: Claim | tuple[int, str], error: str | None = None) -> str:
         """Give a claimed message back (with the reason in ``error``): it becomes claimable
         again, or a dead letter when it used its last attempt; return which (``"available"``
         or ``"dead"``). ``InvalidArgument`` when the lease was lost."""
         return self._store._run(topics.release(claim, error))
 
-    def extend(self, claim: Claim, lease: float) -> Claim:
+    def extend(self, claim: Claim | tuple[int, str], lease: float) -> Claim:
         """Renew a claim's lease to ``lease`` seconds from now; return the updated claim.
         ``InvalidArgument`` when the lease was lost."""
         return self._store._run(topics.extend(claim, lease))

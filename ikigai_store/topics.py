@@ -324,49 +324,56 @@ def check_claim_args(
     return name, t, seconds, float(wait)
 
 
-def _check_claim(value: object) -> Claim:
-    if not isinstance(value, Claim):
-        raise InvalidArgument(f"expected a Claim (from store.topics.claim), got {value!r}")
-    check_id(value.mail.id, "claim.mail.id")
+def _check_claim(value: object) -> tuple[int, str]:
+    """(mail id, token) of a ``Claim`` or of a ``(mail_id, token)`` pair."""
+    if isinstance(value, Claim):
+        mail_id, token = value.mail.id, value.token
+    elif isinstance(value, tuple) and len(value) == 2:
+        mail_id, token = value
+    else:
+        raise InvalidArgument(
+            f"expected a Claim (from store.topics.claim) or (mail_id, token), got {value!r}"
+        )
+    check_id(mail_id, "claim mail id")
     try:
-        uuid.UUID(value.token)
+        uuid.UUID(token)
     except (ValueError, TypeError, AttributeError):
-        raise InvalidArgument(f"claim.token is not a claim token: {value.token!r}") from None
-    return value
+        raise InvalidArgument(f"not a claim token: {token!r}") from None
+    return mail_id, token
 
 
-def _lost(held: Claim) -> InvalidArgument:
+def _lost(mail_id: int) -> InvalidArgument:
     return InvalidArgument(
-        f"the lease on mail {held.mail.id} was lost: it was completed, released, or claimed "
+        f"the lease on mail {mail_id} was lost: it was completed, released, or claimed "
         "again after it expired"
     )
 
 
 def complete(value: object) -> Op[None]:
-    held = _check_claim(value)
-    row = yield one("complete_claim", mail_id=held.mail.id, token=held.token)
+    mail_id, token = _check_claim(value)
+    row = yield one("complete_claim", mail_id=mail_id, token=token)
     if row is None:
-        raise _lost(held)
+        raise _lost(mail_id)
 
 
 def release(value: object, error: object) -> Op[str]:
-    held = _check_claim(value)
+    mail_id, token = _check_claim(value)
     if error is not None:
         check_str(error, "error", max_chars=_MAX_ERROR_CHARS, empty=True)
-    row = yield one("release_claim", mail_id=held.mail.id, token=held.token, error=error)
+    row = yield one("release_claim", mail_id=mail_id, token=token, error=error)
     if row is None:
-        raise _lost(held)
+        raise _lost(mail_id)
     state: str = row["state"]
     return state
 
 
 def extend(value: object, lease: object) -> Op[Claim]:
-    held = _check_claim(value)
+    mail_id, token = _check_claim(value)
     seconds = _check_lease(lease)
-    row = yield one("extend_claim", mail_id=held.mail.id, token=held.token, lease=seconds)
+    row = yield one("extend_claim", mail_id=mail_id, token=token, lease=seconds)
     if row is None:
-        raise _lost(held)
-    return Claim(held.mail, int(row["attempts"]), row["lease_until"], row["token"])
+        raise _lost(mail_id)
+    return Claim.from_row(row)
 
 
 def dead_letters(topic: object) -> Op[list[DeadLetter]]:

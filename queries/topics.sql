@@ -269,11 +269,15 @@ WHERE q.mail_id = :mail_id AND q.state = 'claimed' AND q.token = CAST(:token AS 
 RETURNING q.state;
 
 -- name: extend_claim(mail_id, token, lease)^
--- Move a claim's lease to now + :lease seconds, only with the current token.
-UPDATE queue_items
-SET lease_until = ikigai_now() + make_interval(secs => :lease), updated_at = ikigai_now()
-WHERE mail_id = :mail_id AND state = 'claimed' AND token = CAST(:token AS uuid)
-RETURNING mail_id, attempts, lease_until, CAST(token AS text) AS token;
+-- Move a claim's lease to now + :lease seconds, only with the current token; returns the claim.
+WITH u AS (
+    UPDATE queue_items
+    SET lease_until = ikigai_now() + make_interval(secs => :lease), updated_at = ikigai_now()
+    WHERE mail_id = :mail_id AND state = 'claimed' AND token = CAST(:token AS uuid)
+    RETURNING mail_id, attempts, lease_until, token
+)
+SELECT v.*, u.attempts, u.lease_until, CAST(u.token AS text) AS token
+FROM u JOIN mail_view AS v ON v.id = u.mail_id;
 
 -- name: dead_letters(topic)
 -- A queue topic's dead letters, oldest first, with their attempts and last error.

@@ -240,8 +240,9 @@ def test_lease_expiry_and_stale_tokens(hub: ik.Store) -> None:
     ):
         with pytest.raises(ik.InvalidArgument, match="lease on mail"):
             stale()
-    extended = hub.topics.extend(new, 100)
+    extended = hub.topics.extend((new.mail.id, new.token), 100)  # a (mail_id, token) pair works
     assert extended.lease_until == clock.now + timedelta(seconds=100)
+    assert (extended.mail, extended.token, extended.attempt) == (new.mail, new.token, 2)
     clock.advance(seconds=50)
     assert hub.topics.claim("w1", "jobs") is None
     hub.topics.complete(extended)
