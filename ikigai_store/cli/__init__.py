@@ -16,8 +16,8 @@ Owns argument parsing, the rendering of sessions, replayed contexts and search h
   retired before it returns.
 
 Layout: ``app`` (the root group, shared options), ``render`` (output), one module of commands
-per area (``admin``, ``sessions``, ``events``, ``agents``, ``identities``, ``mail``) and
-``demo``.
+per area (``admin``, ``sessions``, ``events``, ``agents``, ``identities``, ``mail``,
+``topics``) and ``demo``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 # The command modules register their commands on import.
-from . import admin, agents, demo, events, identities, mail, sessions  # noqa: F401
+from . import admin, agents, demo, events, identities, mail, sessions, topics  # noqa: F401
 from .app import cli
 
 __all__ = ["cli", "main"]

@@ -95,6 +95,8 @@ def _mail_json(m: Mail) -> dict[str, Any]:
         "idempotency_key": m.idempotency_key,
         "deleted_by_sender": m.deleted_by_sender,
         "created_at": _iso(m.created_at),
+        "topic": m.topic,
+        "log_offset": m.log_offset,
     }
 
 

@@ -1,0 +1,357 @@
+"""CLI ``topic`` commands: create, list, delete, subscribe, unsubscribe, publish, poll, read,
+commit, claim, complete, release, extend, dead, requeue, retention.
+
+A broadcast topic is a log every subscriber reads by offset (``poll``/``commit``); a queue
+topic's messages are claimed by one subscriber at a time under a lease. ``publish`` prints the
+mail id alone on its first line; ``claim`` prints ``MAIL_ID TOKEN`` alone on its first line, the
+pair that ``complete``, ``release`` and ``extend`` take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import click
+
+from ..models import PRIORITIES, Claim, Mail, Poll, TopicInfo
+from .app import _show_help_without_command, _store, _TextArgs, cli
+from .events import _read_stdin
+from .identities import JSON_OPTION, _age, _echo_rows, _iso
+from .mail import _item_json, _mail_json, _parse_json, _subject, parse_duration
+from .render import json_text
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> timedelta | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _claim_json(held: Claim) -> dict[str, Any]:
+    return {
+        "mail": _mail_json(held.mail),
+        "attempt": held.attempt,
+        "lease_until": _iso(held.lease_until),
+        "token": held.token,
+    }
+
+
+def _poll_json(polled: Poll) -> dict[str, Any]:
+    return {
+        "inbox": [_item_json(i) for i in polled.inbox],
+        "topics": {t: [_mail_json(m) for m in ms] for t, ms in polled.topics.items()},
+        "offsets": polled.offsets,
+    }
+
+
+def _info_json(info: TopicInfo) -> dict[str, Any]:
+    t = info.topic
+    return {
+        "name": t.name,
+        "kind": t.kind,
+        "retention_seconds": t.retention.total_seconds(),
+        "max_attempts": t.max_attempts,
+        "created_at": _iso(t.created_at),
+        "subscribers": info.subscribers,
+        "messages": info.messages,
+        "last_offset": info.last_offset,
+    }
+
+
+def _echo_log(mails: Sequence[Mail], indent: str = "") -> None:
+    _echo_rows(
+        ("offset", "id", "from", "age", "subject"),
+        [(str(m.log_offset), str(m.id), m.sender, _age(m.created_at), _subject(m)) for m in mails],
+        frozenset({"offset", "id", "age"}),
+        indent,
+    )
+
+
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def topic(ctx: click.Context) -> None:
+    """Broadcast topics read by offset, and work queues with leases.
+
+    Offsets are gapless and committed in order; a consumer's position is stored on the server
+    (`poll`, then `commit`). A queue message is held by one claimer at a time; `claim` prints
+    MAIL_ID TOKEN for `complete`, `release` and `extend`.
+    """
+    _show_help_without_command(ctx)
+
+
+@topic.command("create", short_help="Create a broadcast or queue topic.")
+@click.argument("name")
+@click.option("--queue", is_flag=True, help="A work queue (default: broadcast).")
+@click.option(
+    "--retention",
+    default="7d",
+    show_default=True,
+    callback=_duration,
+    help="How long mail is kept (30m, 12h, 7d...).",
+)
+@click.option("--max-attempts", type=int, default=5, show_default=True, help="Queue claims.")
+@JSON_OPTION
+def topic_create(
+    name: str, queue: bool, retention: timedelta, max_attempts: int, as_json: bool
+) -> None:
+    """Create topic NAME."""
+    with _store() as store:
+        made = store.topics.create(
+            name, "queue" if queue else "broadcast", retention=retention, max_attempts=max_attempts
+        )
+        info = next(i for i in store.topics.list() if i.topic.id == made.id)
+    if as_json:
+        click.echo(json_text(_info_json(info), indent=2))
+    else:
+        click.echo(f"{made.name} ({made.kind})")
+
+
+@topic.command("list", short_help="List topics with subscribers, messages, last offset.")
+@JSON_OPTION
+def topic_list(as_json: bool) -> None:
+    """List every topic."""
+    with _store() as store:
+        infos = store.topics.list()
+    if as_json:
+        click.echo(json_text([_info_json(i) for i in infos], indent=2))
+        return
+    if not infos:
+        click.echo("no topics")
+        return
+    _echo_rows(
+        ("name", "kind", "subscribers", "messages", "last offset"),
+        [
+            (i.topic.name, i.topic.kind, str(i.subscribers), str(i.messages), str(i.last_offset))
+            for i in infos
+        ],
+        frozenset({"subscribers", "messages", "last offset"}),
+    )
+
+
+@topic.command("delete", short_help="Delete a topic and its log.")
+@click.argument("name")
+def topic_delete(name: str) -> None:
+    """Delete topic NAME and its whole log (refused while a queue has open work)."""
+    with _store() as store:
+        store.topics.delete(name)
+    click.echo(f"deleted {name}")
+
+
+@topic.command("subscribe", short_help="Subscribe an identity (creates a missing topic).")
+@click.argument("identity")
+@click.argument("name")
+def topic_subscribe(identity: str, name: str) -> None:
+    """Subscribe IDENTITY to topic NAME (a missing topic is created as broadcast)."""
+    with _store() as store:
+        store.topics.subscribe(identity, name)
+    click.echo(f"{identity} subscribed to {name}")
+
+
+@topic.command("unsubscribe", short_help="Unsubscribe an identity.")
+@click.argument("identity")
+@click.argument("name")
+def topic_unsubscribe(identity: str, name: str) -> None:
+    """Unsubscribe IDENTITY from topic NAME (its stored offset is kept)."""
+    with _store() as store:
+        store.topics.unsubscribe(identity, name)
+    click.echo(f"{identity} unsubscribed from {name}")
+
+
+@topic.command("publish", cls=_TextArgs, short_help="Publish a mail and print its id.")
+@click.argument("name")
+@click.argument("body")
+@click.option("--from", "sender", metavar="NAME", required=True, help="The sending identity.")
+@click.option("--subject", "-s", default="", help="The subject line.")
+@click.option(
+    "--priority", "-p", type=click.Choice(PRIORITIES), default="normal", show_default=True
+)
+@click.option("--metadata", metavar="JSON", default=None, help="Metadata, as JSON text.")
+@click.option("--idempotency-key", default=None, help="Publishing again with it is a no-op.")
+@JSON_OPTION
+def topic_publish(
+    name: str,
+    body: str,
+    sender: str,
+    subject: str,
+    priority: str,
+    metadata: str | None,
+    idempotency_key: str | None,
+    as_json: bool,
+) -> None:
+    """Publish BODY (`-`: standard input) to topic NAME; print the mail id, then its offset."""
+    text = _read_stdin() if body == "-" else body
+    with _store() as store:
+        sent = store.mail.publish(
+            sender,
+            name,
+            subject,
+            text,
+            priority=priority,
+            metadata=_parse_json(metadata, "--metadata"),
+            idempotency_key=idempotency_key,
+        )
+    if as_json:
+        click.echo(json_text(_mail_json(sent), indent=2))
+        return
+    click.echo(str(sent.id))
+    click.echo(f"offset {sent.log_offset} of {name}, to {', '.join(sent.to) or 'the queue'}")
+
+
+@topic.command("poll", short_help="Unread inbox and new topic mail, in one round trip.")
+@click.argument("identity")
+@click.option("--limit", "-n", type=int, default=100, show_default=True, help="Per topic.")
+@click.option("--commit", is_flag=True, help="Then commit each topic's last offset shown.")
+@JSON_OPTION
+def topic_poll(identity: str, limit: int, commit: bool, as_json: bool) -> None:
+    """Show IDENTITY's unread inbox and, per subscribed broadcast topic, the mail after its
+    stored offset (--commit moves the offsets past what was shown)."""
+    with _store() as store:
+        polled = store.topics.poll(identity, limit=limit)
+        if commit:
+            for name, mails in polled.topics.items():
+                if mails and mails[-1].log_offset is not None:
+                    store.topics.commit(identity, name, mails[-1].log_offset)
+    if as_json:
+        click.echo(json_text(_poll_json(polled), indent=2))
+        return
+    click.echo(f"{identity}: {len(polled.inbox)} unread in the inbox")
+    for name, mails in polled.topics.items():
+        click.echo(f"{name}: {len(mails)} new after offset {polled.offsets[name]}")
+        if mails:
+            _echo_log(mails, "  ")
+
+
+@topic.command("read", short_help="A topic's log by offset.")
+@click.argument("name")
+@click.option("--after", type=int, default=0, show_default=True, help="Start after OFFSET.")
+@click.option("--limit", "-n", type=int, default=100, show_default=True)
+@JSON_OPTION
+def topic_read(name: str, after: int, limit: int, as_json: bool) -> None:
+    """Print topic NAME's log after --after, in offset order."""
+    with _store() as store:
+        mails = store.topics.read(name, after=after, limit=limit)
+    if as_json:
+        click.echo(json_text([_mail_json(m) for m in mails], indent=2))
+    elif mails:
+        _echo_log(mails)
+    else:
+        click.echo(f"nothing after offset {after}")
+
+
+@topic.command("commit", short_help="Store a consumer's offset (monotone).")
+@click.argument("identity")
+@click.argument("name")
+@click.argument("offset", type=int)
+def topic_commit(identity: str, name: str, offset: int) -> None:
+    """Store that IDENTITY processed topic NAME up to OFFSET; print the stored offset."""
+    with _store() as store:
+        click.echo(str(store.topics.commit(identity, name, offset)))
+
+
+@topic.command("claim", short_help="Claim a queue message; print MAIL_ID TOKEN.")
+@click.argument("identity")
+@click.argument("name")
+@click.option("--lease", type=float, default=30.0, show_default=True, help="Seconds.")
+@click.option("--wait", type=float, default=0.0, show_default=True, help="Seconds to wait.")
+@JSON_OPTION
+def topic_claim(identity: str, name: str, lease: float, wait: float, as_json: bool) -> None:
+    """Claim the oldest available message of queue NAME for IDENTITY. Prints MAIL_ID TOKEN on
+    the first line, then the message. Exit status 1 when there is none (after --wait)."""
+    with _store() as store:
+        held = store.topics.claim(identity, name, lease=lease, wait=wait)
+    if held is None:
+        raise click.ClickException(f"nothing to claim in {name}")
+    if as_json:
+        click.echo(json_text(_claim_json(held), indent=2))
+        return
+    click.echo(f"{held.mail.id} {held.token}")
+    click.echo(f"attempt {held.attempt}, lease until {_iso(held.lease_until)}")
+    click.echo(f"Subject: {held.mail.subject}")
+    click.echo()
+    click.echo(held.mail.body)
+
+
+@topic.command("complete", short_help="Finish a claimed message.")
+@click.argument("mail_id", type=int)
+@click.argument("token")
+def topic_complete(mail_id: int, token: str) -> None:
+    """Finish the message MAIL_ID claimed with TOKEN."""
+    with _store() as store:
+        store.topics.complete((mail_id, token))
+    click.echo(f"completed {mail_id}")
+
+
+@topic.command("release", short_help="Give a claimed message back.")
+@click.argument("mail_id", type=int)
+@click.argument("token")
+@click.option("--error", default=None, help="Why it failed.")
+def topic_release(mail_id: int, token: str, error: str | None) -> None:
+    """Release MAIL_ID (claimed with TOKEN): claimable again, or a dead letter."""
+    with _store() as store:
+        state = store.topics.release((mail_id, token), error)
+    click.echo(f"released {mail_id}: {state}")
+
+
+@topic.command("extend", short_help="Renew a claim's lease.")
+@click.argument("mail_id", type=int)
+@click.argument("token")
+@click.option("--lease", type=float, default=30.0, show_default=True, help="Seconds from now.")
+def topic_extend(mail_id: int, token: str, lease: float) -> None:
+    """Renew the lease of MAIL_ID (claimed with TOKEN)."""
+    with _store() as store:
+        held = store.topics.extend((mail_id, token), lease)
+    click.echo(f"lease of {mail_id} until {_iso(held.lease_until)}")
+
+
+@topic.command("dead", short_help="A queue's dead letters.")
+@click.argument("name")
+@JSON_OPTION
+def topic_dead(name: str, as_json: bool) -> None:
+    """List queue NAME's dead letters (they used all their attempts)."""
+    with _store() as store:
+        dead = store.topics.dead_letters(name)
+    if as_json:
+        click.echo(
+            json_text(
+                [
+                    {"mail": _mail_json(d.mail), "attempts": d.attempts, "last_error": d.last_error}
+                    for d in dead
+                ],
+                indent=2,
+            )
+        )
+    elif dead:
+        _echo_rows(
+            ("id", "attempts", "subject", "last error"),
+            [(str(d.mail.id), str(d.attempts), _subject(d.mail), d.last_error or "") for d in dead],
+            frozenset({"id", "attempts"}),
+        )
+    else:
+        click.echo("no dead letters")
+
+
+@topic.command("requeue", short_help="Make a dead letter claimable again.")
+@click.argument("mail_id", type=int)
+def topic_requeue(mail_id: int) -> None:
+    """Make dead letter MAIL_ID claimable again."""
+    with _store() as store:
+        store.topics.requeue(mail_id)
+    click.echo(f"requeued {mail_id}")
+
+
+@topic.command("retention", short_help="Apply every topic's retention now.")
+@JSON_OPTION
+def topic_retention(as_json: bool) -> None:
+    """Delete topic mail older than its topic's retention (see the README for what is kept)."""
+    with _store() as store:
+        deleted = store.topics.apply_retention()
+    if as_json:
+        click.echo(json_text(deleted, indent=2))
+    else:
+        for name, count in deleted.items():
+            click.echo(f"{name}: {count} deleted")

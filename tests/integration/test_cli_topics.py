@@ -1,0 +1,64 @@
+"""The ``topic`` commands, run in-process with CliRunner on a committed, shared database (each
+test uses fresh names)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.test_cli_mail import fails, fresh, ok, ok_json, register
+
+pytestmark = pytest.mark.db
+
+
+def test_broadcast_publish_poll_commit(ikigai_db_url: str) -> None:
+    """create, subscribe, publish, poll --commit, read and list work end to end."""
+    url, topic = ikigai_db_url, fresh("news")
+    pub, reader = register(url), register(url)
+    assert ok(url, "topic", "create", topic).strip() == f"{topic} (broadcast)"
+    ok(url, "topic", "subscribe", reader, topic)
+    first = ok(url, "topic", "publish", topic, "--from", pub, "-s", "Freeze", "no merges")
+    assert first.splitlines()[0].isdigit()
+    assert f"offset 1 of {topic}, to {reader}" in first
+    ok(url, "topic", "publish", topic, "--from", pub, "-s", "Thaw", "-")
+    polled = ok_json(url, "topic", "poll", reader, "--commit")
+    assert [m["log_offset"] for m in polled["topics"][topic]] == [1, 2]
+    assert polled["offsets"] == {topic: 0} and len(polled["inbox"]) == 2
+    assert ok_json(url, "topic", "poll", reader)["topics"][topic] == []
+    assert ok(url, "topic", "commit", reader, topic, "1").strip() == "2"  # monotone
+    assert [m["subject"] for m in ok_json(url, "topic", "read", topic, "--after", "1")] == ["Thaw"]
+    [info] = [i for i in ok_json(url, "topic", "list") if i["name"] == topic]
+    assert (info["subscribers"], info["messages"], info["last_offset"]) == (1, 2, 2)
+
+
+def test_queue_claim_complete_release_dead_requeue(ikigai_db_url: str) -> None:
+    """claim prints MAIL_ID TOKEN; complete/release/extend take them; dead letters requeue."""
+    url, queue = ikigai_db_url, fresh("jobs")
+    boss, worker = register(url), register(url)
+    ok(url, "topic", "create", queue, "--queue", "--max-attempts", "1")
+    ok(url, "topic", "subscribe", worker, queue)
+    job = ok(url, "topic", "publish", queue, "--from", boss, "-s", "build", "make").split()[0]
+    mail_id, token = ok(url, "topic", "claim", worker, queue).splitlines()[0].split()
+    assert mail_id == job
+    assert f"lease of {mail_id} until" in ok(
+        url, "topic", "extend", mail_id, token, "--lease", "60"
+    )
+    assert ok(url, "topic", "release", mail_id, token, "--error", "boom").strip().endswith("dead")
+    assert "boom" in ok(url, "topic", "dead", queue)
+    ok(url, "topic", "requeue", mail_id)
+    claimed = ok_json(url, "topic", "claim", worker, queue)
+    ok(url, "topic", "complete", str(claimed["mail"]["id"]), claimed["token"])
+    assert "lost" in fails(url, "topic", "complete", str(claimed["mail"]["id"]), claimed["token"])
+    assert "nothing to claim" in fails(url, "topic", "claim", worker, queue)
+    ok(url, "topic", "delete", queue)
+
+
+def test_topic_errors_are_one_line(ikigai_db_url: str) -> None:
+    """Bad input: one Error line, exit 1."""
+    url = ikigai_db_url
+    who = register(url)
+    fails(url, "topic", "create", "bad name")
+    fails(url, "topic", "create", fresh("t"), "--retention", "soon")
+    fails(url, "topic", "publish", fresh("missing"), "--from", who, "x")
+    fails(url, "topic", "claim", who, fresh("missing"))
+    fails(url, "topic", "complete", "1", "not-a-token")
+    assert "retention" in ok(url, "topic", "--help")
