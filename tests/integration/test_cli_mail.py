@@ -95,6 +95,8 @@ MAIL_KEYS = {
     "idempotency_key",
     "deleted_by_sender",
     "created_at",
+    "topic",
+    "log_offset",
 }
 ITEM_KEYS = {"mail", "state", "read_at", "acked_at", "snoozed_until"}
 IDENTITY_KEYS = {
