@@ -2,7 +2,8 @@
 
 Sessions that persist across launches, an append-only event stream, replay that rebuilds the exact
 context (honouring clear, mark and rewind), full-text search, yoyo migrations, and an embedded
-PostgreSQL that starts itself when no database URL is configured.
+PostgreSQL that starts itself when no database URL is configured. Agents coordinate through
+identities, mail, topics and work queues; an ``Outbox`` keeps their mail while offline.
 
     import ikigai_store as ik
     with ik.open() as store:
@@ -24,11 +25,15 @@ from .errors import (
     InvalidArgument,
     MigrationError,
     NotFound,
+    OutboxError,
+    OutboxFull,
     StoreClosed,
 )
 from .models import (
     AGENT_STATUSES,
     MAIL_STATES,
+    OUTBOX_OPERATIONS,
+    OUTBOX_STATUSES,
     PRIORITIES,
     TOPIC_KINDS,
     VALID_KINDS,
@@ -36,6 +41,7 @@ from .models import (
     Claim,
     DeadLetter,
     DeepJSON,
+    DrainReport,
     Identity,
     IdentityStatus,
     InboxItem,
@@ -44,7 +50,9 @@ from .models import (
     MailHit,
     Mark,
     Message,
+    PendingOperation,
     Poll,
+    Queued,
     ReplayContext,
     ReplayRange,
     SearchHit,
@@ -55,6 +63,7 @@ from .models import (
     is_valid_kind,
     tool_result,
 )
+from .outbox import Outbox
 from .sql import aqueries, queries
 from .store import (
     MAX_SEARCH_LIMIT,
@@ -77,6 +86,8 @@ __all__ = [
     "MAX_DATA_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_SEARCH_LIMIT",
+    "OUTBOX_OPERATIONS",
+    "OUTBOX_STATUSES",
     "PRIORITIES",
     "TOPIC_KINDS",
     "UNSET",
@@ -94,6 +105,7 @@ __all__ = [
     "DatabaseUnavailable",
     "DeadLetter",
     "DeepJSON",
+    "DrainReport",
     "Identity",
     "IdentityCalls",
     "IdentityStatus",
@@ -108,7 +120,12 @@ __all__ = [
     "Message",
     "MigrationError",
     "NotFound",
+    "Outbox",
+    "OutboxError",
+    "OutboxFull",
+    "PendingOperation",
     "Poll",
+    "Queued",
     "ReplayContext",
     "ReplayRange",
     "SearchHit",

@@ -42,6 +42,7 @@ from .models import (
     MailHit,
     Message,
     Poll,
+    Queued,
     ReplayContext,
     ReplayRange,
     SearchHit,
@@ -50,6 +51,7 @@ from .models import (
     TopicInfo,
 )
 from .notify import MAIL, QUEUE, RETRY, AsyncListener
+from .outbox import Outbox
 from .pool import AConn, AsyncPool
 from .store import (
     IdentityCalls,
@@ -483,6 +485,39 @@ class AsyncMailCalls:
                 idempotency_key,
             )
         )
+
+    async def send_or_queue(
+        self,
+        outbox: Outbox,
+        sender: str | Identity,
+        to: Sequence[str | Identity] | str | Identity,
+        subject: str,
+        body: str,
+        *,
+        thread_id: str | None = None,
+        parent_id: int | None = None,
+        priority: str = "normal",
+        deadline_at: datetime | None = None,
+        attachments: Any = None,
+        metadata: Any = None,
+        idempotency_key: str | None = None,
+    ) -> Mail | Queued:
+        payload = {
+            "sender": sender,
+            "to": to,
+            "subject": subject,
+            "body": body,
+            "thread_id": thread_id,
+            "parent_id": parent_id,
+            "priority": priority,
+            "deadline_at": deadline_at,
+            "attachments": attachments,
+            "metadata": metadata,
+        }
+        result: Mail | Queued = await outbox.asubmit(
+            self._store, "send", payload, idempotency_key=idempotency_key
+        )
+        return result
 
     async def reply(
         self,

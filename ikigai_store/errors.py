@@ -20,6 +20,8 @@ ones ``ConnectError`` (no new connection can be made); a caller retries on the f
     │   ├── ConnectError
     │   └── ConnectionLost
     ├── StoreClosed
+    ├── OutboxError
+    │   └── OutboxFull
     ├── MigrationError
     └── DatabaseError
         └── Conflict
@@ -41,6 +43,8 @@ __all__ = [
     "InvalidArgument",
     "MigrationError",
     "NotFound",
+    "OutboxError",
+    "OutboxFull",
     "StoreClosed",
     "translate",
 ]
@@ -89,6 +93,15 @@ class ConnectionLost(DatabaseUnavailable):
 
 class StoreClosed(IkigaiStoreError):
     """The store was closed: open a new one (retrying on this one can never succeed)."""
+
+
+class OutboxError(IkigaiStoreError):
+    """The offline outbox's file cannot be created, read or written (the message names it)."""
+
+
+class OutboxFull(OutboxError):
+    """The offline outbox already holds its ``max_pending`` undelivered operations; nothing was
+    queued. Drain it (``Outbox.drain``, ``ikigai-store outbox drain``) or raise the limit."""
 
 
 class DatabaseError(IkigaiStoreError):

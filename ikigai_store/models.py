@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 __all__ = [
     "AGENT_STATUSES",
     "MAIL_STATES",
+    "OUTBOX_OPERATIONS",
+    "OUTBOX_STATUSES",
     "PRIORITIES",
     "TOPIC_KINDS",
     "VALID_KINDS",
@@ -24,6 +26,7 @@ __all__ = [
     "Claim",
     "DeadLetter",
     "DeepJSON",
+    "DrainReport",
     "Identity",
     "IdentityStatus",
     "InboxItem",
@@ -32,7 +35,9 @@ __all__ = [
     "MailHit",
     "Mark",
     "Message",
+    "PendingOperation",
     "Poll",
+    "Queued",
     "ReplayContext",
     "ReplayRange",
     "SearchHit",
@@ -496,3 +501,72 @@ class DeadLetter:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> DeadLetter:
         return cls(Mail.from_row(row), int(row["attempts"]), row["last_error"])
+
+
+#: What the offline outbox can hold: the store call each operation is delivered with.
+OUTBOX_OPERATIONS = ("send", "reply", "publish", "heartbeat")
+
+#: States of an outbox operation (``pending_operations.status``).
+OUTBOX_STATUSES = ("pending", "delivering", "delivered", "failed", "expired")
+
+
+@dataclass(frozen=True, slots=True)
+class PendingOperation:
+    """An operation in the offline outbox. ``payload`` holds the keyword arguments of its store
+    call (``mail.send`` for ``send``, ``mail.reply``, ``mail.publish``,
+    ``identities.heartbeat``); ``attempts`` counts delivery attempts, ``last_error`` the last
+    failure; ``mail_id`` is the delivered mail's id (send, reply, publish)."""
+
+    idempotency_key: str
+    operation: str
+    payload: dict[str, Any]
+    sender: str
+    status: str
+    attempts: int
+    last_error: str | None
+    created_at: datetime
+    expires_at: datetime
+    changed_at: datetime
+    mail_id: int | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> PendingOperation:
+        def when(seconds: float) -> datetime:
+            return datetime.fromtimestamp(seconds, UTC)
+
+        return cls(
+            idempotency_key=row["idempotency_key"],
+            operation=row["operation"],
+            payload=json.loads(row["payload"]),
+            sender=row["sender"],
+            status=row["status"],
+            attempts=int(row["attempts"]),
+            last_error=row["last_error"],
+            created_at=when(row["created_at"]),
+            expires_at=when(row["expires_at"]),
+            changed_at=when(row["changed_at"]),
+            mail_id=row["mail_id"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """What ``send_or_queue`` (``Outbox.submit``) returns when the database was unreachable:
+    the operation waits in the outbox under ``idempotency_key`` until ``expires_at``."""
+
+    idempotency_key: str
+    operation: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DrainReport:
+    """What one ``Outbox.drain`` did: operations ``delivered`` (including ones the server
+    already had), ``failed`` (refused by the store: they are not retried), ``expired`` (their
+    time to live passed first); ``pending``: operations still waiting when it ended (the
+    database became unreachable again, or they were queued meanwhile)."""
+
+    delivered: int = 0
+    failed: int = 0
+    expired: int = 0
+    pending: int = 0

@@ -44,6 +44,7 @@ __all__ = [
     "one",
     "run",
     "statement",
+    "validate",
 ]
 
 T = TypeVar("T")
@@ -90,6 +91,17 @@ def statement(name: str, /, **params: Any) -> Call:
 _ATOMIC: set[Any] = set()
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def validate(op: Op[Any]) -> None:
+    """Run only ``op``'s validation (the code before its first call), then discard it: raises
+    what the operation would raise for its arguments, and touches no database."""
+    try:
+        next(op)
+    except StopIteration:
+        pass
+    finally:
+        op.close()
 
 
 def atomic(fn: F) -> F:

@@ -47,6 +47,7 @@ from .models import (
     MailHit,
     Message,
     Poll,
+    Queued,
     ReplayContext,
     ReplayRange,
     SearchHit,
@@ -55,6 +56,7 @@ from .models import (
     TopicInfo,
 )
 from .notify import MAIL, QUEUE, RETRY, Listener
+from .outbox import Outbox
 from .pool import Conn, Pool
 from .search import MAX_SEARCH_LIMIT
 from .validate import check_seconds
@@ -578,6 +580,45 @@ class MailCalls:
                 idempotency_key,
             )
         )
+
+    def send_or_queue(
+        self,
+        outbox: Outbox,
+        sender: str | Identity,
+        to: Sequence[str | Identity] | str | Identity,
+        subject: str,
+        body: str,
+        *,
+        thread_id: str | None = None,
+        parent_id: int | None = None,
+        priority: str = "normal",
+        deadline_at: datetime | None = None,
+        attachments: Any = None,
+        metadata: Any = None,
+        idempotency_key: str | None = None,
+    ) -> Mail | Queued:
+        """``send``, or, when the database cannot be reached (``ConnectError``,
+        ``ConnectionLost``), queue it in ``outbox`` and return ``Queued``; a later
+        ``outbox.drain`` delivers it. See ``Outbox.submit``: mail already waiting in the
+        outbox goes first, and the send always carries an idempotency key (a new UUIDv7
+        unless given), so it is never delivered twice. Arguments are checked as by ``send``
+        (``InvalidArgument``, nothing queued); ``OutboxFull`` when the outbox is full."""
+        payload = {
+            "sender": sender,
+            "to": to,
+            "subject": subject,
+            "body": body,
+            "thread_id": thread_id,
+            "parent_id": parent_id,
+            "priority": priority,
+            "deadline_at": deadline_at,
+            "attachments": attachments,
+            "metadata": metadata,
+        }
+        result: Mail | Queued = outbox.submit(
+            self._store, "send", payload, idempotency_key=idempotency_key
+        )
+        return result
 
     def reply(
         self,

@@ -6,12 +6,17 @@ one with the environment variable HYPOTHESIS_PROFILE (e.g. ``HYPOTHESIS_PROFILE=
 ``ikigai_store`` (the plugin's rolled-back store) is overridden here to be parametrized over the
 two faces: every test that takes it runs once on ``Store`` and once on ``AsyncStore`` (through
 ``tests.faces.SyncView``). Select one with ``-k sync`` / ``-k async``.
+
+``IKIGAI_OUTBOX`` points at a private file for the whole run (inherited by CLI subprocesses), so
+no test queues into, or drains, the user's own offline outbox.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +28,8 @@ from tests.faces import LoopThread, SyncView
 settings.register_profile("ci", max_examples=30, stateful_step_count=30, deadline=None)
 settings.register_profile("local", max_examples=300, stateful_step_count=60, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+os.environ["IKIGAI_OUTBOX"] = str(Path(tempfile.mkdtemp(prefix="ikigai-outbox-")) / "o.sqlite3")
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,8 @@ Owns argument parsing, the rendering of sessions, replayed contexts and search h
   line on stderr and exit with status 1, never a traceback;
 - commands that print an id for scripts (``session new``, ``append``, ``agent new``, ``agent
   zero``) print that id alone; ``identity register`` prints the name alone; ``agent fork``,
-  ``mail send`` and ``mail reply`` print the new uuid or mail id alone on their first line;
+  ``mail send`` and ``mail reply`` print the new uuid or mail id alone on their first line (or,
+  queued while the database cannot be reached, ``queued (offline): <key>``);
 - ``demo`` writes only to the session it creates, kills the agents it created and ends that
   session before it returns, so the user's active session and running agents are the same before
   and after; the identities it registers (``demo-<hex>-main``, ``demo-<hex>-explorer``) are
@@ -17,7 +18,7 @@ Owns argument parsing, the rendering of sessions, replayed contexts and search h
 
 Layout: ``app`` (the root group, shared options), ``render`` (output), one module of commands
 per area (``admin``, ``sessions``, ``events``, ``agents``, ``identities``, ``mail``,
-``topics``) and ``demo``.
+``topics``, ``outbox``) and ``demo``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 # The command modules register their commands on import.
-from . import admin, agents, demo, events, identities, mail, sessions, topics  # noqa: F401
+from . import (  # noqa: F401
+    admin,
+    agents,
+    demo,
+    events,
+    identities,
+    mail,
+    outbox,
+    sessions,
+    topics,
+)
 from .app import cli
 
 __all__ = ["cli", "main"]

@@ -12,15 +12,19 @@ Owns what every command shares. Invariants:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import click
 
 from .. import __version__
-from ..errors import IkigaiStoreError
+from ..errors import DatabaseUnavailable, IkigaiStoreError
+from ..models import Queued
+from ..outbox import Outbox, default_path
 from ..store import Store
 from ..store import open as open_store
 
@@ -128,13 +132,71 @@ def _show_help_without_command(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
+def _outbox_path() -> Path:
+    """The offline outbox's file: the global ``--outbox`` option, else ``default_path()``."""
+    path: str | None = click.get_current_context().find_root().params.get("outbox")
+    return Path(path) if path else default_path()
+
+
+def _outbox() -> Outbox:
+    """The offline outbox (its file is created on first use)."""
+    return Outbox(_outbox_path())
+
+
 @contextmanager
-def _store(*, migrate: bool = True) -> Iterator[Store]:
-    """Open the store named by the global ``--database`` option (or the configured default)."""
+def _store(*, migrate: bool = True, drain: bool = True) -> Iterator[Store]:
+    """Open the store named by the global ``--database`` option (or the configured default).
+
+    With ``drain`` (and ``migrate``: the schema is known to be there), operations waiting in an
+    existing outbox file are delivered first (a line on stderr says what happened), so they
+    reach the database before this command's own."""
     ctx = click.get_current_context()
     url: str | None = ctx.find_root().params.get("database")
     with open_store(url, migrate=migrate) as store:
+        if drain and migrate and _outbox_path().exists():
+            report = _outbox().drain(store)
+            if report.delivered or report.failed or report.expired:
+                click.echo(
+                    f"outbox: {report.delivered} delivered, {report.failed} failed, "
+                    f"{report.expired} expired, {report.pending} still queued",
+                    err=True,
+                )
         yield store
+
+
+def _deliver_or_queue(operation: str, payload: dict[str, Any], key: str | None) -> Any:
+    """Run a mail operation now, or, when the database cannot be reached, queue it in the
+    outbox and return ``Queued`` (``Outbox.submit``)."""
+    try:
+        with _store(drain=False) as store:
+            return _outbox().submit(store, operation, payload, idempotency_key=key)
+    except DatabaseUnavailable:
+        outbox = _outbox()
+        queued = outbox.get(outbox.enqueue(operation, payload, idempotency_key=key))
+        return Queued(queued.idempotency_key, queued.operation, queued.expires_at)
+
+
+def _echo_queued(queued: Queued, as_json: bool) -> None:
+    """What a command prints for an operation queued while offline."""
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "queued": True,
+                    "operation": queued.operation,
+                    "idempotency_key": queued.idempotency_key,
+                    "expires_at": queued.expires_at.isoformat(),
+                },
+                indent=2,
+            )
+        )
+        return
+    click.echo(f"queued (offline): {queued.idempotency_key}")
+    click.echo(
+        "the database cannot be reached; run `ikigai-store outbox drain` (or any command) "
+        "once it can",
+        err=True,
+    )
 
 
 def _active_or(store: Store, session_id: int | None) -> int:
@@ -166,13 +228,23 @@ def _active_or(store: Store, session_id: int | None) -> int:
     "key=value). Default: $IKIGAI_DATABASE_URL, else $DATABASE_URL, else the embedded "
     "PostgreSQL started on demand.",
 )
+@click.option(
+    "--outbox",
+    metavar="PATH",
+    envvar="IKIGAI_OUTBOX",
+    default=None,
+    help="The offline outbox file: mail sent while the database cannot be reached waits there "
+    "(default: $IKIGAI_OUTBOX, else $XDG_STATE_HOME/ikigai_store/outbox.sqlite3).",
+)
 @click.version_option(__version__, prog_name="ikigai-store")
 @click.pass_context
-def cli(ctx: click.Context, database: str | None) -> None:
+def cli(ctx: click.Context, database: str | None, outbox: str | None) -> None:
     """ikigai-store: sessions, events, replay and search for LLM coding agents.
 
     Every command works on one database, chosen by --database. Commands that use it, other than
-    `status` and `migrate`, apply pending migrations first.
+    `status` and `migrate`, apply pending migrations first, then deliver what waits in the
+    offline outbox. `mail send`, `mail reply` and `topic publish` queue there when the database
+    cannot be reached ("queued (offline)").
 
     For a guided tour of mark, rewind, clear, search and agent forks, run: ikigai-store demo
     """

@@ -17,8 +17,15 @@ from typing import Any
 import click
 
 from ..mail import MAX_SUBJECT_CHARS
-from ..models import MAIL_STATES, PRIORITIES, InboxItem, Mail, MailCounts, MailHit
-from .app import _show_help_without_command, _store, _TextArgs, cli
+from ..models import MAIL_STATES, PRIORITIES, InboxItem, Mail, MailCounts, MailHit, Queued
+from .app import (
+    _deliver_or_queue,
+    _echo_queued,
+    _show_help_without_command,
+    _store,
+    _TextArgs,
+    cli,
+)
 from .events import _read_stdin
 from .identities import JSON_OPTION, _age, _echo_rows, _iso
 from .render import _one_line, _when, json_text
@@ -213,7 +220,10 @@ def _echo_thread(mails: Sequence[Mail], indent: str = "") -> None:
         _echo_body(m.body, indent + "    ")
 
 
-def _echo_sent(m: Mail, as_json: bool) -> None:
+def _echo_sent(m: Mail | Queued, as_json: bool) -> None:
+    if isinstance(m, Queued):
+        _echo_queued(m, as_json)
+        return
     if as_json:
         click.echo(json_text(_mail_json(m), indent=2))
         return
@@ -341,21 +351,19 @@ def mail_send(
     parsed_metadata = _parse_json(metadata, "--metadata")
     if body == "-":
         body = _read_stdin()
-    with _store() as store:
-        sent = store.mail.send(
-            sender,
-            list(to),
-            subject,
-            body,
-            thread_id=thread_id,
-            parent_id=parent_id,
-            priority=priority,
-            deadline_at=deadline,
-            attachments=parsed_attachments,
-            metadata=parsed_metadata,
-            idempotency_key=idempotency_key,
-        )
-    _echo_sent(sent, as_json)
+    payload = {
+        "sender": sender,
+        "to": list(to),
+        "subject": subject,
+        "body": body,
+        "thread_id": thread_id,
+        "parent_id": parent_id,
+        "priority": priority,
+        "deadline_at": deadline,
+        "attachments": parsed_attachments,
+        "metadata": parsed_metadata,
+    }
+    _echo_sent(_deliver_or_queue("send", payload, idempotency_key), as_json)
 
 
 @mail.command("reply", cls=_TextArgs, short_help="Reply to a mail's thread and print its id.")
@@ -386,17 +394,15 @@ def mail_reply(
     parsed_metadata = _parse_json(metadata, "--metadata")
     if body == "-":
         body = _read_stdin()
-    with _store() as store:
-        sent = store.mail.reply(
-            sender,
-            mail_id,
-            body,
-            subject=subject,
-            priority=priority,
-            metadata=parsed_metadata,
-            idempotency_key=idempotency_key,
-        )
-    _echo_sent(sent, as_json)
+    payload = {
+        "sender": sender,
+        "mail_id": mail_id,
+        "body": body,
+        "subject": subject,
+        "priority": priority,
+        "metadata": parsed_metadata,
+    }
+    _echo_sent(_deliver_or_queue("reply", payload, idempotency_key), as_json)
 
 
 @mail.command("inbox", short_help="List an identity's mail, newest first.")

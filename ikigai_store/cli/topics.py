@@ -15,8 +15,15 @@ from typing import Any
 
 import click
 
-from ..models import PRIORITIES, Claim, Mail, Poll, TopicInfo
-from .app import _show_help_without_command, _store, _TextArgs, cli
+from ..models import PRIORITIES, Claim, Mail, Poll, Queued, TopicInfo
+from .app import (
+    _deliver_or_queue,
+    _echo_queued,
+    _show_help_without_command,
+    _store,
+    _TextArgs,
+    cli,
+)
 from .events import _read_stdin
 from .identities import JSON_OPTION, _age, _echo_rows, _iso
 from .mail import _item_json, _mail_json, _parse_json, _subject, parse_duration
@@ -185,16 +192,18 @@ def topic_publish(
 ) -> None:
     """Publish BODY (`-`: standard input) to topic NAME; print the mail id, then its offset."""
     text = _read_stdin() if body == "-" else body
-    with _store() as store:
-        sent = store.mail.publish(
-            sender,
-            name,
-            subject,
-            text,
-            priority=priority,
-            metadata=_parse_json(metadata, "--metadata"),
-            idempotency_key=idempotency_key,
-        )
+    payload = {
+        "sender": sender,
+        "topic": name,
+        "subject": subject,
+        "body": text,
+        "priority": priority,
+        "metadata": _parse_json(metadata, "--metadata"),
+    }
+    sent = _deliver_or_queue("publish", payload, idempotency_key)
+    if isinstance(sent, Queued):
+        _echo_queued(sent, as_json)
+        return
     if as_json:
         click.echo(json_text(_mail_json(sent), indent=2))
         return

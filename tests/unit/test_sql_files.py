@@ -40,10 +40,19 @@ def test_every_query_declares_parameters_and_docstring() -> None:
             assert used <= declared, f"{path.name}: {header} uses undeclared {used - declared}"
 
 
+def postgres_query_names() -> list[str]:
+    """The names of queries/ that run on PostgreSQL (not the outbox's SQLite ones)."""
+    names = sqlmod.query_names(queries_dir())
+    return [n for n, files in names.items() if not set(files) & set(sqlmod.LOCAL_FILES)]
+
+
 def test_loaded_queries_are_public() -> None:
-    """ik.queries exposes every named query of queries/."""
-    for name in sqlmod.query_names(queries_dir()):
+    """ik.queries exposes every named PostgreSQL query of queries/, and no SQLite one."""
+    for name in postgres_query_names():
         assert callable(getattr(ik.queries, name))
+    local = set(sqlmod.query_names(queries_dir())) - set(postgres_query_names())
+    assert local == set(sqlmod.outbox_queries.available_queries) - {f"{n}_cursor" for n in local}
+    assert not local & set(ik.queries.available_queries)
 
 
 SQL_WORDS = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|TRUNCATE|WITH)\s", re.M)
@@ -106,7 +115,7 @@ def test_queries_load_in_both_adapters_alike() -> None:
     for path in queries_dir().glob("*.sql"):
         for header in re.findall(r"(?m)^-- name: (.*)$", path.read_text()):
             assert not header.endswith(("$", "<!")), f"{path.name}: {header}"
-    for name in sqlmod.query_names(queries_dir()):
+    for name in postgres_query_names():
         assert callable(getattr(ik.aqueries, name)), name
 
 

@@ -1,0 +1,125 @@
+"""CLI ``outbox`` commands: list, drain, clear, stats of the offline outbox.
+
+``mail send``, ``mail reply`` and ``topic publish`` queue their operation in the outbox when
+the database cannot be reached; every command that opens the store delivers what waits there
+first. ``list``, ``clear`` and ``stats`` only read the local file (they work offline); ``drain``
+connects.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..models import PendingOperation
+from .app import _outbox, _show_help_without_command, _store, cli
+from .identities import JSON_OPTION, _age, _echo_rows, _iso
+from .render import _one_line, json_text
+
+
+def _operation_json(op: PendingOperation) -> dict[str, Any]:
+    return {
+        "idempotency_key": op.idempotency_key,
+        "operation": op.operation,
+        "sender": op.sender,
+        "status": op.status,
+        "attempts": op.attempts,
+        "last_error": op.last_error,
+        "created_at": _iso(op.created_at),
+        "expires_at": _iso(op.expires_at),
+        "mail_id": op.mail_id,
+        "payload": op.payload,
+    }
+
+
+def _what(op: PendingOperation) -> str:
+    """One line saying what the operation does."""
+    p = op.payload
+    if op.operation == "send":
+        to = p["to"] if isinstance(p["to"], list) else [p["to"]]
+        return f"to {', '.join(map(str, to))}: {p['subject'] or p['body']}"
+    if op.operation == "reply":
+        return f"reply to mail {p['mail_id']}: {p['body']}"
+    if op.operation == "publish":
+        return f"to topic {p['topic']}: {p['subject'] or p['body']}"
+    return "heartbeat"
+
+
+@cli.group("outbox", invoke_without_command=True)
+@click.pass_context
+def outbox(ctx: click.Context) -> None:
+    """The offline outbox: mail waiting for the database (see the global --outbox option).
+
+    An operation is pending until delivered (with its idempotency key, so never twice),
+    failed (the store refused it: unknown recipient, ...), or expired (older than 7 days).
+    """
+    _show_help_without_command(ctx)
+
+
+@outbox.command("list", short_help="List queued operations, oldest first.")
+@click.option("--all", "show_all", is_flag=True, help="Also delivered, failed and expired ones.")
+@JSON_OPTION
+def outbox_list(show_all: bool, as_json: bool) -> None:
+    """List the operations waiting in the outbox, oldest first (--all: finished ones too)."""
+    ops = _outbox().list(include_finished=show_all)
+    if as_json:
+        click.echo(json_text([_operation_json(op) for op in ops], indent=2))
+        return
+    if not ops:
+        click.echo("the outbox is empty" if show_all else "nothing queued")
+        return
+    rows = [
+        (
+            op.idempotency_key,
+            op.status,
+            op.sender,
+            _one_line(_what(op), 50),
+            _age(op.created_at),
+            str(op.attempts),
+            _one_line(op.last_error or "", 40),
+        )
+        for op in ops
+    ]
+    _echo_rows(("KEY", "STATUS", "FROM", "WHAT", "AGE", "TRIES", "LAST ERROR"), rows)
+
+
+@outbox.command("drain", short_help="Deliver the queued operations now.")
+@JSON_OPTION
+def outbox_drain(as_json: bool) -> None:
+    """Deliver the waiting operations to the database, oldest first, and say what happened."""
+    with _store(drain=False) as store:
+        report = _outbox().drain(store)
+    fields = ("delivered", "failed", "expired", "pending")
+    if as_json:
+        click.echo(json_text({f: getattr(report, f) for f in fields}, indent=2))
+        return
+    click.echo(
+        f"{report.delivered} delivered, {report.failed} failed, {report.expired} expired, "
+        f"{report.pending} still queued"
+    )
+
+
+@outbox.command("clear", short_help="Forget finished operations (--all: everything).")
+@click.option(
+    "--all", "everything", is_flag=True, help="Also drop undelivered operations (they are lost)."
+)
+def outbox_clear(everything: bool) -> None:
+    """Delete delivered, failed and expired operations from the outbox; with --all, also the
+    ones still waiting, which are then never delivered."""
+    cleared = _outbox().clear(everything=everything)
+    click.echo(f"{cleared} operation{'s' if cleared != 1 else ''} cleared")
+
+
+@outbox.command("stats", short_help="Count operations by status.")
+@JSON_OPTION
+def outbox_stats(as_json: bool) -> None:
+    """How many operations the outbox holds in each status, and where its file is."""
+    box = _outbox()
+    stats = box.stats()
+    if as_json:
+        click.echo(json_text({"path": str(box.path), **stats}, indent=2))
+        return
+    click.echo(f"outbox {box.path}")
+    for status, count in stats.items():
+        click.echo(f"  {status:<10} {count}")
