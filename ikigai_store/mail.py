@@ -81,6 +81,8 @@ MAX_SUBJECT_CHARS = 1000
 #: Most recipients of one mail.
 MAX_RECIPIENTS = 10_000
 _MAX_KEY_CHARS = 200
+#: How often set_state tries again when a concurrent change made its refused move legal.
+_RACE_RETRIES = 3
 
 
 # ---------------------------------------------------------------- validation
@@ -384,34 +386,48 @@ def _snooze(state: str, snoozed_until: object) -> tuple[datetime | None, timedel
 def set_state(
     identity: object, mail_id: object, state: object, snoozed_until: object
 ) -> Op[InboxItem]:
+    """The guarded transition. Refusals, in this order: bad arguments (before any query); a
+    ``snoozed_until`` that is not after the database's now (``InvalidArgument``, whoever asks
+    and whatever the mail's state: it is a bad argument, like a negative ``timedelta``); an
+    unknown identity or a mail it did not receive (``NotFound``); a move the table forbids
+    (``InvalidArgument`` naming both states)."""
     name = identity_name(identity)
     check_id(mail_id, "mail_id")
     to = check_choice(state, "state", MAIL_STATES)
     snooze_at, snooze_for = _snooze(to, snoozed_until)
-    row = yield one(
-        "set_mail_state",
-        identity=name,
-        mail_id=mail_id,
-        state=to,
-        from_states=_SOURCES[to],
-        snooze_at=snooze_at,
-        snooze_for=snooze_for,
-    )
-    if row is not None:
-        return InboxItem.from_row(row)
-    entry = yield one("mailbox_entry", identity=name, mail_id=mail_id)
-    if entry["identity_id"] is None:
-        raise NotFound(f"identity {name!r} does not exist")
-    current = entry["state"]
-    if current is None:
-        raise NotFound(f"identity {name!r} did not receive mail {mail_id}")
-    if current in _SOURCES[to]:  # the move is legal: the snooze time was not in the future
-        raise InvalidArgument(
-            f"snoozed_until must be in the future (the database's time is {entry['now']})"
+    for _ in range(_RACE_RETRIES):
+        row = yield one(
+            "set_mail_state",
+            identity=name,
+            mail_id=mail_id,
+            state=to,
+            from_states=_SOURCES[to],
+            snooze_at=snooze_at,
+            snooze_for=snooze_for,
         )
-    allowed = ", ".join(s for s in MAIL_STATES if s in TRANSITIONS[current]) or "nothing"
+        if row is not None:
+            return InboxItem.from_row(row)
+        # Rare path: why. The database's clock only moves forward, so a snooze time after its
+        # now here was after it in the UPDATE too: the time is to blame only if it is not.
+        entry = yield one("mailbox_entry", identity=name, mail_id=mail_id)
+        if snooze_at is not None and snooze_at <= entry["now"]:
+            raise InvalidArgument(
+                f"snoozed_until must be in the future, got {snooze_at.isoformat()} "
+                f"(the database's time is {entry['now'].isoformat()})"
+            )
+        if entry["identity_id"] is None:
+            raise NotFound(f"identity {name!r} does not exist")
+        current = entry["state"]
+        if current is None:
+            raise NotFound(f"identity {name!r} did not receive mail {mail_id}")
+        if current not in _SOURCES[to]:
+            allowed = ", ".join(s for s in MAIL_STATES if s in TRANSITIONS[current]) or "nothing"
+            raise InvalidArgument(
+                f"mail {mail_id} cannot move from {current} to {to} (from {current}: {allowed})"
+            )
+        # The move is legal now: another caller changed the state in between. Try again.
     raise InvalidArgument(
-        f"mail {mail_id} cannot move from {current} to {to} (from {current}: {allowed})"
+        f"mail {mail_id} of {name!r} kept changing state concurrently; nothing was changed"
     )
 
 

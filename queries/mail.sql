@@ -1,6 +1,8 @@
 -- Agent mail (migration 0007): one mail row per send, one recipient row per recipient, each
--- with a guarded state. Reads go through the views mail_view (names instead of ids) and
--- mailbox (effective state: a snooze whose time has passed is unread). Order is mail.id.
+-- with a guarded state. The mail row keeps the names it was sent to (mail.recipients,
+-- migration 0009): purging a recipient row from trash does not change who a mail was sent to.
+-- Reads go through the views mail_view (names instead of ids) and mailbox (effective state: a
+-- snooze whose time has passed is unread). Order is mail.id.
 
 -- name: send_mail(sender, recipients, thread_id, new_thread_id, parent_id, subject, body, priority, deadline_at, attachments, metadata, idempotency_key, request_hash)^
 -- Send one mail: the mail row and one unread recipient row per name of :recipients (distinct,
@@ -20,10 +22,11 @@ WITH s AS (
                     (SELECT p.thread_id FROM mail AS p WHERE p.id = :parent_id),
                     CAST(:new_thread_id AS text)) AS thread_id
 ), m AS (
-    INSERT INTO mail (thread_id, parent_id, sender_id, subject, body, priority, deadline_at,
-                      attachments, metadata, idempotency_key, request_hash)
-    SELECT t.thread_id, t.parent_id, s.id, :subject, :body, :priority, :deadline_at,
-           CAST(:attachments AS jsonb), CAST(:metadata AS jsonb), :idempotency_key, :request_hash
+    INSERT INTO mail (thread_id, parent_id, sender_id, recipients, subject, body, priority,
+                      deadline_at, attachments, metadata, idempotency_key, request_hash)
+    SELECT t.thread_id, t.parent_id, s.id, CAST(:recipients AS text[]), :subject, :body,
+           :priority, :deadline_at, CAST(:attachments AS jsonb), CAST(:metadata AS jsonb),
+           :idempotency_key, :request_hash
     FROM s, t
     WHERE (SELECT count(*) FROM r) = cardinality(CAST(:recipients AS text[]))
       AND (t.parent_id IS NULL
@@ -36,7 +39,7 @@ WITH s AS (
     SELECT m.id, r.id FROM m, r
 )
 SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender,
-       CAST(:recipients AS text[]) AS recipients, m.subject, m.body, m.priority, m.deadline_at,
+       m.recipients, m.subject, m.body, m.priority, m.deadline_at,
        m.attachments, m.metadata, m.idempotency_key, m.deleted_by_sender, m.created_at
 FROM m;
 
@@ -64,19 +67,17 @@ SELECT (SELECT CASE WHEN retired_at IS NULL THEN 'active' ELSE 'retired' END
 
 -- name: reply_context(mail_id, replier)^
 -- What a reply to :mail_id needs: its thread and subject, whether :replier sent or received
--- it, and the thread's other participants (senders and recipients) that are not retired.
+-- it, and the thread's other participants (senders and recipients, as sent: a purged copy
+-- still counts) that are not retired.
 SELECT m.thread_id, m.subject,
-       (s.name = :replier OR EXISTS (
-            SELECT 1 FROM mail_recipients AS r JOIN identities AS i ON i.id = r.identity_id
-            WHERE r.mail_id = m.id AND i.name = :replier)) AS participant,
+       (s.name = :replier OR :replier = ANY(m.recipients)) AS participant,
        ARRAY(SELECT i.name
              FROM identities AS i
              WHERE i.retired_at IS NULL AND i.name <> :replier
                AND (i.id IN (SELECT t.sender_id FROM mail AS t WHERE t.thread_id = m.thread_id)
-                    OR i.id IN (SELECT r.identity_id
-                                FROM mail AS t JOIN mail_recipients AS r ON r.mail_id = t.id
-                                WHERE t.thread_id = m.thread_id))
-             ORDER BY i.name) AS participants
+                    OR i.name IN (SELECT unnest(t.recipients)
+                                  FROM mail AS t WHERE t.thread_id = m.thread_id))
+             ORDER BY i.name COLLATE "C") AS participants
 FROM mail AS m
 JOIN identities AS s ON s.id = m.sender_id
 WHERE m.id = :mail_id;
@@ -185,14 +186,14 @@ WHERE b.identity_id = (SELECT id FROM identities WHERE name = :identity)
   AND b.state = ANY(CAST(:from_states AS text[]));
 
 -- name: thread_mail(thread_id, identity)
--- A thread's mails in id order; with :identity, only those it sent or received.
+-- A thread's mails in id order; with :identity, only those it sent or was sent (even if it
+-- has purged its copy since).
 SELECT v.*
 FROM mail_view AS v
 WHERE v.thread_id = :thread_id
   AND (CAST(:identity AS text) IS NULL
        OR v.sender = :identity
-       OR EXISTS (SELECT 1 FROM mail_recipients AS r JOIN identities AS i ON i.id = r.identity_id
-                  WHERE r.mail_id = v.id AND i.name = :identity))
+       OR :identity = ANY(v.recipients))
 ORDER BY v.id;
 
 -- name: sent_mail(identity, limit)
@@ -226,7 +227,7 @@ GROUP BY i.id;
 
 -- name: search_mail(query, identity, limit)
 -- Full-text search of subject (weight A) and body (weight B), best first, newest on ties;
--- with :identity, only mail it sent or received. The GIN index on the stored search_vector
+-- with :identity, only mail it sent or was sent. The GIN index on the stored search_vector
 -- drives the scan; snippets (subject, then body) are computed for the rows that survive the
 -- LIMIT only.
 WITH q AS (
@@ -239,8 +240,7 @@ WITH q AS (
     WHERE m.search_vector @@ q.tsq
       AND (CAST(:identity AS text) IS NULL
            OR m.sender_id = (SELECT id FROM me)
-           OR EXISTS (SELECT 1 FROM mail_recipients AS r
-                      WHERE r.mail_id = m.id AND r.identity_id = (SELECT id FROM me)))
+           OR :identity = ANY(m.recipients))
     ORDER BY rank DESC, m.id DESC
     LIMIT :limit
 )
@@ -292,9 +292,10 @@ SET state = 'unread', snoozed_until = NULL, state_changed_at = ikigai_now()
 WHERE state = 'snoozed' AND snoozed_until <= ikigai_now();
 
 -- name: purge_trash(older_than)!
--- Delete recipient rows that have been in trash for longer than :older_than.
+-- Delete recipient rows that have been in trash for longer than :older_than (strictly: a row
+-- trashed exactly :older_than ago stays; with 0, a row trashed at this very instant stays).
 DELETE FROM mail_recipients
-WHERE state = 'trash' AND state_changed_at <= ikigai_now() - CAST(:older_than AS interval);
+WHERE state = 'trash' AND state_changed_at < ikigai_now() - CAST(:older_than AS interval);
 
 -- name: listen_mail()!
 -- Subscribe this connection to the channel migration 0007's trigger notifies (notify.py).

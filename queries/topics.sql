@@ -88,11 +88,17 @@ WITH t AS (
     SELECT id, kind, next_offset FROM topics WHERE name = :topic FOR UPDATE
 ), s AS (
     SELECT id FROM identities WHERE name = :sender AND retired_at IS NULL FOR SHARE
+), subs AS (
+    SELECT i.id, i.name
+    FROM t, s, subscriptions AS sub, identities AS i
+    WHERE t.kind = 'broadcast' AND sub.topic_id = t.id AND i.id = sub.identity_id
+      AND i.retired_at IS NULL AND sub.identity_id <> s.id
 ), m AS (
-    INSERT INTO mail (thread_id, sender_id, subject, body, priority, attachments, metadata,
-                      idempotency_key, request_hash, topic_id, log_offset)
-    SELECT :new_thread_id, s.id, :subject, :body, :priority, CAST(:attachments AS jsonb),
-           CAST(:metadata AS jsonb), :idempotency_key, :request_hash, t.id, t.next_offset
+    INSERT INTO mail (thread_id, sender_id, recipients, subject, body, priority, attachments,
+                      metadata, idempotency_key, request_hash, topic_id, log_offset)
+    SELECT :new_thread_id, s.id, ARRAY(SELECT name FROM subs ORDER BY name COLLATE "C"),
+           :subject, :body, :priority, CAST(:attachments AS jsonb), CAST(:metadata AS jsonb),
+           :idempotency_key, :request_hash, t.id, t.next_offset
     FROM t, s
     ON CONFLICT (sender_id, idempotency_key) DO NOTHING
     RETURNING *
@@ -102,18 +108,12 @@ WITH t AS (
     WHERE topics.id = t.id
 ), delivered AS (
     INSERT INTO mail_recipients (mail_id, identity_id)
-    SELECT m.id, sub.identity_id
-    FROM m, t, subscriptions AS sub, identities AS i
-    WHERE t.kind = 'broadcast' AND sub.topic_id = t.id AND i.id = sub.identity_id
-      AND i.retired_at IS NULL AND sub.identity_id <> m.sender_id
-    RETURNING identity_id
+    SELECT m.id, subs.id FROM m, subs
 ), queued AS (
     INSERT INTO queue_items (mail_id, topic_id)
     SELECT m.id, t.id FROM m, t WHERE t.kind = 'queue'
 )
-SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender,
-       ARRAY(SELECT i.name FROM identities AS i
-             WHERE i.id IN (SELECT identity_id FROM delivered) ORDER BY i.name) AS recipients,
+SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender, m.recipients,
        m.subject, m.body, m.priority, m.deadline_at, m.attachments, m.metadata,
        m.idempotency_key, m.deleted_by_sender, m.created_at,
        CAST(:topic AS text) AS topic, m.log_offset
@@ -208,16 +208,18 @@ WITH me AS (
     UPDATE queue_items AS q
     SET state = 'dead', token = NULL, lease_until = NULL, holder_id = NULL,
         last_error = 'lease expired', updated_at = ikigai_now()
-    FROM t
-    WHERE q.topic_id = t.id AND q.state = 'claimed' AND q.lease_until <= ikigai_now()
-      AND q.attempts >= t.max_attempts
+    WHERE q.topic_id = (SELECT id FROM t) AND q.state = 'claimed'
+      AND q.lease_until <= ikigai_now()
+      AND q.attempts >= (SELECT max_attempts FROM t)
 ), c AS (
+    -- The topic as a scalar (not a join), so the planner walks queue_items_open_idx in
+    -- mail_id order and stops at the first claimable row (done rows are not in that index).
     SELECT q.mail_id
-    FROM queue_items AS q, t
-    WHERE q.topic_id = t.id
+    FROM queue_items AS q
+    WHERE q.topic_id = (SELECT id FROM t)
       AND q.state IN ('available', 'claimed')
       AND (q.state = 'available'
-           OR (q.lease_until <= ikigai_now() AND q.attempts < t.max_attempts))
+           OR (q.lease_until <= ikigai_now() AND q.attempts < (SELECT max_attempts FROM t)))
     ORDER BY q.mail_id
     LIMIT 1
     FOR UPDATE OF q SKIP LOCKED

@@ -81,8 +81,8 @@ SUBTRATE_POLL_MS = 5000.0
 WAIT_TIMEOUT = 10.0
 
 _RAW_MAIL = (
-    "INSERT INTO mail (thread_id, sender_id, subject, body, idempotency_key) "
-    "VALUES (%s, %s, %s, %s, %s) RETURNING id"
+    "INSERT INTO mail (thread_id, sender_id, recipients, subject, body, idempotency_key) "
+    "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id"
 )
 _RAW_RECIPIENT = "INSERT INTO mail_recipients (mail_id, identity_id) VALUES (%s, %s)"
 
@@ -270,7 +270,9 @@ def bench_send(scratch: Scratch, rounds: int, per_round: int) -> list[Row]:
 
         def two_inserts(key: str | None) -> None:
             with raw.transaction():
-                row = raw.execute(_RAW_MAIL, (str(uuid.uuid4()), alice, SUBJECT, BODY, key))
+                row = raw.execute(
+                    _RAW_MAIL, (str(uuid.uuid4()), alice, ["bob"], SUBJECT, BODY, key)
+                )
                 mail_id = row.fetchone()[0]  # type: ignore[index]
                 raw.execute(_RAW_RECIPIENT, (mail_id, bob))
 

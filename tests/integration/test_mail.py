@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -382,6 +382,26 @@ def test_snooze_rules(people: ik.Store) -> None:
     assert people.mail.set_state("bob", mail.id, "unread").snoozed_until is None  # wake early
 
 
+def test_past_snooze_time_is_refused_before_existence(people: ik.Store) -> None:
+    """A snoozed_until that is not after the database's now is a bad argument: refused as
+    InvalidArgument whoever asks (a stranger, an unknown identity, a mail that does not
+    exist) and whatever the state, as a negative timedelta is; a future one is NotFound."""
+    clock = Clock(people)
+    mail = people.mail.send("alice", ["bob"], "s", "b")
+    people.mail.set_state("bob", mail.id, "archived")  # archived -> snoozed is not allowed
+    past = (clock.now - timedelta(minutes=1)).astimezone(timezone(timedelta(hours=-8)))
+    for who, mail_id in (("carol", mail.id), ("ghost", mail.id), ("bob", mail.id + 1000)):
+        for until in (past, clock.now, timedelta(minutes=-1)):
+            with pytest.raises(ik.InvalidArgument, match="in the future"):
+                people.mail.set_state(who, mail_id, "snoozed", snoozed_until=until)
+        with pytest.raises(ik.NotFound):
+            people.mail.set_state(who, mail_id, "snoozed", snoozed_until=timedelta(hours=1))
+    with pytest.raises(ik.InvalidArgument, match="in the future"):
+        people.mail.set_state("bob", mail.id, "snoozed", snoozed_until=past)
+    with pytest.raises(ik.InvalidArgument, match="from archived to snoozed"):
+        people.mail.set_state("bob", mail.id, "snoozed", snoozed_until=timedelta(hours=1))
+
+
 def test_passed_snooze_is_unread_everywhere(people: ik.Store) -> None:
     """After snoozed_until, the mail is unread in inbox, counts, transitions and wait, with no
     background job; wake_snoozed materialises it."""
@@ -437,6 +457,46 @@ def test_purge_trash(people: ik.Store) -> None:
     assert people.mail.purge_trash(older_than=timedelta(0)) == 1
     with pytest.raises(ik.InvalidArgument):
         people.mail.purge_trash(older_than=timedelta(days=-1))
+
+
+def test_purge_trash_needs_strictly_longer_than(people: ik.Store) -> None:
+    """ "In trash longer than older_than" is strict: a copy trashed exactly older_than ago (or,
+    with 0, at this very instant) stays; a microsecond later it goes."""
+    clock = Clock(people)
+    mail = people.mail.send("alice", ["bob"], "s", "b")
+    people.mail.set_state("bob", mail.id, "trash")
+    assert people.mail.purge_trash(older_than=timedelta(0)) == 0
+    clock.advance(days=30)
+    assert people.mail.purge_trash() == 0
+    assert people.mail.purge_trash(older_than=timedelta(days=30)) == 0
+    assert _ids(people.mail.inbox("bob", state="trash")) == [mail.id]
+    clock.advance(microseconds=1)
+    assert people.mail.purge_trash() == 1
+    assert people.mail.inbox("bob", state="trash") == []
+
+
+def test_purge_trash_keeps_who_a_mail_was_sent_to(people: ik.Store) -> None:
+    """Purging one recipient's copy removes it from that recipient's mailbox only: the mail's
+    `to` (for the sender, the other recipients and every view), the thread as that recipient
+    sees it, its search and the participants a reply goes to stay as sent."""
+    clock = Clock(people)
+    mail = people.mail.send("alice", ["bob", "carol"], "Plan", "go")
+    people.mail.set_state("bob", mail.id, "trash")
+    clock.advance(microseconds=1)
+    assert people.mail.purge_trash(older_than=timedelta(0)) == 1
+    assert mail_rows(people) == (1, 1)
+    assert people.mail.inbox("bob", state="trash") == []
+    with pytest.raises(ik.NotFound):
+        people.mail.read("bob", mail.id)
+    [item] = people.mail.inbox("carol")
+    assert item.mail == mail and item.mail.to == ("bob", "carol")
+    assert people.mail.sent("alice") == [mail]
+    assert people.mail.thread(mail.thread_id) == [mail]
+    assert people.mail.thread(mail.thread_id, identity="bob") == [mail]
+    assert [h.mail for h in people.mail.search("Plan", identity="bob")] == [mail]
+    answer = people.mail.reply("carol", mail.id, "ok")
+    assert answer.to == ("alice", "bob")
+    assert people.mail.reply("bob", mail.id, "still here").to == ("alice", "carol")
 
 
 # ---------------------------------------------------------------- search

@@ -33,8 +33,10 @@ ALL = [
     "0006-search-bounded-prefix",
     "0007-identities-and-mail",
     "0008-topics-and-queues",
+    "0009-mail-keeps-recipients",
+    "0010-queue-lease-index",
 ]
-LATEST = 8
+LATEST = 10
 
 
 def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -337,7 +339,7 @@ def test_adopts_c_era_agents(ikigai_empty_db_url: str) -> None:
     # 0001 is recorded as applied; the converters (ikigai-adopt: run) run although <= 9.
     assert migrate.apply(url) == ALL[1:]
     assert _q(url, "SELECT id, agent_uuid, kind, content FROM messages ORDER BY id") == before
-    assert _version(url) == 9
+    assert _version(url) == LATEST
     rows = _q(
         url,
         "SELECT uuid, session_id, fork_message_id, status, created_at = to_timestamp(1700000000),"
