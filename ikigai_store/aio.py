@@ -687,8 +687,11 @@ class AsyncTopicCalls:
         *,
         lease: float = 30.0,
         wait: float = 0.0,
+        complete: Claim | tuple[int, str] | None = None,
     ) -> Claim | None:
-        name, t, seconds, wait_s = topics.check_claim_args(identity, topic, lease, wait)
+        name, t, seconds, wait_s, done = topics.check_claim_args(
+            identity, topic, lease, wait, complete
+        )
         deadline = time.monotonic() + wait_s
         listener = self._store._listener
         key: tuple[str, int] | None = None
@@ -697,7 +700,8 @@ class AsyncTopicCalls:
             while True:
                 if event is not None:
                     event.clear()
-                held = await self._store._run(topics.claim(name, t, seconds))
+                held = await self._store._run(topics.claim(name, t, seconds, done))
+                done = None  # completed by the first attempt (which raised if it could not)
                 if held is not None:
                     return held
                 topic_id, expiry = await self._store._run(topics.claim_state(name, t))

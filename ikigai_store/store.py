@@ -855,6 +855,7 @@ class TopicCalls:
         *,
         lease: float = 30.0,
         wait: float = 0.0,
+        complete: Claim | tuple[int, str] | None = None,
     ) -> Claim | None:
         """Claim the oldest available message of a queue topic the identity subscribes to,
         for ``lease`` seconds; wait up to ``wait`` seconds for one (woken by the publishing
@@ -862,8 +863,14 @@ class TopicCalls:
 
         A message whose lease expired is claimable again (its next attempt); one that used
         ``max_attempts`` becomes a dead letter. No message is held by two live leases.
+
+        ``complete``: a claim (``Claim`` or ``(mail_id, token)``) to complete first, in the
+        same statement, so a worker's loop (``held = claim(..., complete=held)``) is one round
+        trip per message. If its lease was lost, ``InvalidArgument`` and nothing is claimed.
         """
-        name, t, seconds, wait_s = topics.check_claim_args(identity, topic, lease, wait)
+        name, t, seconds, wait_s, done = topics.check_claim_args(
+            identity, topic, lease, wait, complete
+        )
         deadline = time.monotonic() + wait_s
         listener = self._store._listener
         key: tuple[str, int] | None = None
@@ -872,7 +879,8 @@ class TopicCalls:
             while True:
                 if event is not None:
                     event.clear()
-                held = self._store._run(topics.claim(name, t, seconds))
+                held = self._store._run(topics.claim(name, t, seconds, done))
+                done = None  # completed by the first attempt (which raised if it could not)
                 if held is not None:
                     return held
                 topic_id, expiry = self._store._run(topics.claim_state(name, t))

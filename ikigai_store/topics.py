@@ -284,10 +284,24 @@ def poll(identity: object, limit: object) -> Op[Poll]:
 # ---------------------------------------------------------------- queues
 
 
-def claim(identity: str, topic: str, lease: float) -> Op[Claim | None]:
-    """One claim attempt (``store.topics.claim`` repeats it while it may wait)."""
-    row = yield one("claim_queue_item", identity=identity, topic=topic, lease=lease)
-    return None if row is None else Claim.from_row(row)
+def claim(
+    identity: str, topic: str, lease: float, done: tuple[int, str] | None = None
+) -> Op[Claim | None]:
+    """One claim attempt (``store.topics.claim`` repeats it while it may wait), completing the
+    ``done`` claim (mail id, token) first in the same statement: if that lease was lost,
+    ``InvalidArgument`` and nothing is claimed."""
+    done_id, done_token = done if done is not None else (None, None)
+    row = yield one(
+        "claim_queue_item",
+        identity=identity,
+        topic=topic,
+        lease=lease,
+        done_id=done_id,
+        done_token=done_token,
+    )
+    if done_id is not None and not row["completed"]:
+        raise _lost(done_id)
+    return None if row["id"] is None else Claim.from_row(row)
 
 
 def claim_state(identity: str, topic: str) -> Op[tuple[int, float | None]]:
@@ -309,10 +323,12 @@ def claim_state(identity: str, topic: str) -> Op[tuple[int, float | None]]:
 
 
 def check_claim_args(
-    identity: object, topic: object, lease: object, wait: object
-) -> tuple[str, str, float, float]:
-    """Validated (identity name, topic name, lease seconds, wait seconds)."""
+    identity: object, topic: object, lease: object, wait: object, complete: object = None
+) -> tuple[str, str, float, float, tuple[int, str] | None]:
+    """Validated (identity name, topic name, lease seconds, wait seconds, the claim to complete
+    first as (mail id, token), or None)."""
     name, t = identity_name(identity), topic_name(topic)
+    done = None if complete is None else _check_claim(complete)
     seconds = _check_lease(lease)
     if (
         isinstance(wait, bool)
@@ -321,7 +337,7 @@ def check_claim_args(
         or not 0 <= wait <= 86400
     ):
         raise InvalidArgument(f"wait must be a number of seconds in [0, 86400], got {wait!r}")
-    return name, t, seconds, float(wait)
+    return name, t, seconds, float(wait), done
 
 
 def _check_claim(value: object) -> tuple[int, str]:

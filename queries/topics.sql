@@ -191,19 +191,29 @@ SELECT * FROM (SELECT * FROM inbox ORDER BY id DESC) AS a
 UNION ALL
 SELECT * FROM (SELECT * FROM news ORDER BY topic_name, log_offset) AS b;
 
--- name: claim_queue_item(identity, topic, lease)^
+-- name: claim_queue_item(identity, topic, lease, done_id, done_token)^
 -- Claim the oldest available message of a queue topic the identity subscribes to (or one whose
 -- lease expired and that has attempts left), with a new token and a lease of :lease seconds.
 -- SKIP LOCKED: racing claimers take different rows. Expired leases that used their last
--- attempt become dead letters in the same statement. No row: nothing to claim (or not
--- subscribed, not a queue, missing or retired identity: topics.py explains).
-WITH me AS (
+-- attempt become dead letters in the same statement. With :done_id/:done_token, that claim is
+-- completed first, in the same statement (a worker's loop is one round trip per message), and
+-- nothing is claimed unless it was (completed = 0: its lease was lost). Always one row; id NULL:
+-- nothing claimed (nothing to claim, or not subscribed, not a queue, missing or retired
+-- identity: topics.py explains).
+WITH done AS (
+    UPDATE queue_items
+    SET state = 'done', token = NULL, lease_until = NULL, updated_at = ikigai_now()
+    WHERE mail_id = CAST(:done_id AS bigint) AND state = 'claimed'
+      AND token = CAST(:done_token AS uuid)
+    RETURNING mail_id
+), me AS (
     SELECT id FROM identities WHERE name = :identity AND retired_at IS NULL
 ), t AS (
     SELECT t.id, t.max_attempts
     FROM topics AS t
     JOIN subscriptions AS s ON s.topic_id = t.id AND s.identity_id = (SELECT id FROM me)
     WHERE t.name = :topic AND t.kind = 'queue'
+      AND (CAST(:done_id AS bigint) IS NULL OR EXISTS (SELECT 1 FROM done))
 ), dead AS (
     UPDATE queue_items AS q
     SET state = 'dead', token = NULL, lease_until = NULL, holder_id = NULL,
@@ -211,15 +221,18 @@ WITH me AS (
     WHERE q.topic_id = (SELECT id FROM t) AND q.state = 'claimed'
       AND q.lease_until <= ikigai_now()
       AND q.attempts >= (SELECT max_attempts FROM t)
+      AND q.mail_id IS DISTINCT FROM CAST(:done_id AS bigint)
 ), c AS (
     -- The topic as a scalar (not a join), so the planner walks queue_items_open_idx in
     -- mail_id order and stops at the first claimable row (done rows are not in that index).
+    -- The row just completed is still 'claimed' in this statement's snapshot: skip it.
     SELECT q.mail_id
     FROM queue_items AS q
     WHERE q.topic_id = (SELECT id FROM t)
       AND q.state IN ('available', 'claimed')
       AND (q.state = 'available'
            OR (q.lease_until <= ikigai_now() AND q.attempts < (SELECT max_attempts FROM t)))
+      AND q.mail_id IS DISTINCT FROM CAST(:done_id AS bigint)
     ORDER BY q.mail_id
     LIMIT 1
     FOR UPDATE OF q SKIP LOCKED
@@ -234,8 +247,10 @@ WITH me AS (
     WHERE q.mail_id = c.mail_id
     RETURNING q.mail_id, q.attempts, q.lease_until, q.token
 )
-SELECT v.*, u.attempts, u.lease_until, CAST(u.token AS text) AS token
-FROM u JOIN mail_view AS v ON v.id = u.mail_id;
+SELECT (SELECT count(*) FROM done) AS completed,
+       v.*, u.attempts, u.lease_until, CAST(u.token AS text) AS token
+FROM (SELECT 1) AS one
+LEFT JOIN (u JOIN mail_view AS v ON v.id = u.mail_id) ON true;
 
 -- name: claim_refusal(identity, topic)^
 -- Why claim_queue_item found nothing (identity, topic, kind, subscription) and, when it could

@@ -10,14 +10,16 @@ Three measurements:
    identity, looping ``store.topics.claim`` + ``store.topics.complete`` on one queue topic
    pre-filled with N messages (20,000 by default) until a claim finds nothing, vs the minimal
    queue a raw baseline runs on the same server (pgmq's design): 8 processes, each an autocommit
-   psycopg connection looping ``DELETE FROM q WHERE id = (SELECT id FROM q ORDER BY id FOR UPDATE
-   SKIP LOCKED LIMIT 1) RETURNING *`` over N rows of a plain table (id, enqueued_at, subject,
-   body). Every run has a fresh scratch database (dropped after it), so each starts from the
-   same tables. Both queues are filled in bulk (``INSERT ... SELECT generate_series``; the
-   topic's mail and queue rows as ``publish`` writes them, offsets 1..N), then ``VACUUM
+   psycopg connection looping ``DELETE FROM q WHERE id = (SELECT id FROM q ORDER BY id FOR
+   UPDATE SKIP LOCKED LIMIT 1) RETURNING *`` over N rows of a plain table (id, enqueued_at,
+   subject, body). Every run has a fresh scratch database (dropped after it), so each starts
+   from the same tables. Both queues are filled in bulk (``INSERT ... SELECT generate_series``;
+   the topic's mail and queue rows as ``publish`` writes them, offsets 1..N), then ``VACUUM
    ANALYZE``d; each consumer warms up (20 claims on a warm-up queue) before all start together.
-   Throughput: N / (last finish - first start). Runs alternate (store, raw, raw, store). Goal:
-   store >= 0.5x raw. Checked after every run: every queue row of the topic is ``done`` after
+   Throughput: N / (last finish - first start). A third consumer loop takes the same messages in
+   one round trip each: ``held = claim(..., complete=held)`` (the claim completes the previous
+   one in its own statement). Runs rotate their order (store, loop, raw; loop, raw, store; ...).
+   Goal: >= 0.5x raw. Checked after every run: every queue row of the topic is ``done`` after
    exactly one attempt, N of them, and the ids the consumers got are N distinct ids, exactly the
    topic's (raw: the table is empty, the ids are 1..N once each). Where the time goes: what the
    consumers' backends wait on (``pg_stat_activity``, sampled every 10 ms); per message, the
@@ -90,6 +92,13 @@ PGMQ_VCPUS = 16
 LEASE = 300.0  # no lease runs out during a run: every message is claimed once
 WARMUP_CLAIMS = 20
 CONSUMERS = 8
+#: Queue consumers: claim then complete (two round trips per message), claim completing the
+#: previous claim (``claim(..., complete=held)``: one round trip), and the raw DELETE.
+MODES = {
+    "store": "claim + complete",
+    "loop": "claim(complete=previous)",
+    "raw": "raw DELETE",
+}
 POLL_TOPICS = 20
 POLL_NEW = 5  # new mails per topic past the stored offset
 POLL_OLD = 5  # mails per topic already committed (and read)
@@ -365,12 +374,13 @@ def backend_cpu(pid: int) -> float | None:
 def consumer_process(
     url: str, mode: str, name: str, target: str, warm: str, go: Any, results: Any
 ) -> None:
-    """Consume ``target`` until empty once ``go`` is set (``mode`` "store": claim + complete
-    as identity ``name`` on queue topic ``target``; "raw": the DELETE on table ``target``),
-    after warming up on ``warm``; report (t0, t1, ids, client CPU s, its backend's CPU s)."""
+    """Consume ``target`` until empty once ``go`` is set (``mode`` "store": claim + complete,
+    "loop": claim(complete=previous), as identity ``name`` on queue topic ``target``; "raw":
+    the DELETE on table ``target``), after warming up on ``warm``; report (t0, t1, ids, client
+    CPU s, its backend's CPU s)."""
     try:
         ids: list[int] = []
-        if mode == "store":
+        if mode != "raw":
             with ik.Store(url, pool_size=1) as store:
                 for _ in range(WARMUP_CLAIMS):  # connection, prepared statements, caches
                     held = store.topics.claim(name, warm, lease=LEASE)
@@ -383,9 +393,15 @@ def consumer_process(
                 if not go.wait(120):
                     raise RuntimeError("never started")
                 t0, c0, s0 = time.monotonic(), time.process_time(), backend_cpu(pid)
-                while (held := store.topics.claim(name, target, lease=LEASE)) is not None:
-                    store.topics.complete(held)
-                    ids.append(held.mail.id)
+                if mode == "store":
+                    while (held := store.topics.claim(name, target, lease=LEASE)) is not None:
+                        store.topics.complete(held)
+                        ids.append(held.mail.id)
+                else:  # "loop": each claim completes the previous one (one round trip)
+                    held = store.topics.claim(name, target, lease=LEASE)
+                    while held is not None:
+                        ids.append(held.mail.id)
+                        held = store.topics.claim(name, target, lease=LEASE, complete=held)
                 t1, c1, s1 = time.monotonic(), time.process_time(), backend_cpu(pid)
         else:
             with psycopg.connect(url, autocommit=True) as conn:
@@ -480,8 +496,8 @@ def queue_run(
 def consume(url: str, mode: str, consumers: int, n: int, tag: str, sample: bool) -> QueueRun:
     names = [f"w{i}" for i in range(consumers)]
     register(url, "producer", *names)
-    target, warm = (f"jobs-{tag}", f"warm-{tag}") if mode == "store" else (tag, f"warm_{tag}")
-    if mode == "store":
+    target, warm = (f"jobs-{tag}", f"warm-{tag}") if mode != "raw" else (tag, f"warm_{tag}")
+    if mode != "raw":
         with ik.Store(url, pool_size=1) as store:
             for topic in (target, warm):
                 store.topics.create(topic, "queue")
@@ -551,7 +567,7 @@ def consume(url: str, mode: str, consumers: int, n: int, tag: str, sample: bool)
     got = [i for m in done for i in m[4]]
     distinct = len(set(got)) == len(got)
     with psycopg.connect(url) as conn:
-        if mode == "store":
+        if mode != "raw":
             row = conn.execute(
                 """
                 SELECT count(*), count(*) FILTER (WHERE state = 'done'),
@@ -591,7 +607,13 @@ _PLAN_KEEP = re.compile(r"^\s*CTE |Scan.* on queue_items|Rows Removed|Execution 
 def claim_plan(url: str) -> list[str]:
     """The library's claim statement under EXPLAIN ANALYZE (rolled back), the lines that say
     how it reaches queue_items: its CTEs, their queue_items scans, rows filtered, total time."""
-    params = {"identity": "probe", "topic": "jobs", "lease": LEASE}
+    params = {
+        "identity": "probe",
+        "topic": "jobs",
+        "lease": LEASE,
+        "done_id": None,
+        "done_token": None,
+    }
     with psycopg.connect(url, autocommit=True) as conn:
         for _ in range(3):  # the last of three: warm caches
             with conn.transaction(force_rollback=True):
@@ -657,19 +679,18 @@ def bench_queue(scratch: Scratch, n: int, rounds: int) -> list[Row]:
         f"\n[1] queue: {CONSUMERS} consumers claim + complete vs raw DELETE ... SKIP LOCKED, "
         f"{n:,} messages ({rounds} run(s) each, alternating)"
     )
-    runs: dict[str, list[QueueRun]] = {"store": [], "raw": []}
+    runs: dict[str, list[QueueRun]] = {mode: [] for mode in MODES}
     for r in range(rounds):
-        for mode in ("store", "raw") if r % 2 == 0 else ("raw", "store"):
-            label = "claim + complete" if mode == "store" else "raw DELETE"
-            with step(f"run {r + 1}: {CONSUMERS} x {label}"):
+        order = list(MODES)[r % 3 :] + list(MODES)[: r % 3]  # the first side rotates
+        for mode in order:
+            with step(f"run {r + 1}: {CONSUMERS} x {MODES[mode]}"):
                 run = queue_run(scratch, mode, CONSUMERS, n, f"q{CONSUMERS}_{mode}_{r}")
             runs[mode].append(run)
             bad = [what for what, ok in run.checks.items() if not ok]
             print(f"    {run.rate:,.0f} msg/s ({run.cost}); checks: {bad if bad else 'all passed'}")
     single_n = max(100, n // 4)
     single: dict[str, QueueRun] = {}
-    for mode in ("store", "raw"):
-        label = "claim + complete" if mode == "store" else "raw DELETE"
+    for mode, label in MODES.items():
         with step(f"1 x {label}, {single_n:,} messages"):
             single[mode] = queue_run(scratch, mode, 1, single_n, f"q1_{mode}", sample=False)
         bad = [what for what, ok in single[mode].checks.items() if not ok]
@@ -686,20 +707,23 @@ def bench_queue(scratch: Scratch, n: int, rounds: int) -> list[Row]:
         print(f"  EXPLAIN ANALYZE claim_queue_item, {n:,} messages, {label} (queue_items lines):")
         for line in plan:
             print(f"    {line}")
-    for mode, label in (("store", "claim + complete"), ("raw", "raw DELETE")):
+    for mode, label in MODES.items():
         counts: collections.Counter[str] = sum((q.waits for q in runs[mode]), collections.Counter())
         print(f"  backends, sampled every 10 ms, {CONSUMERS} x {label}: {describe_waits(counts)}")
-    ours = statistics.median(q.rate for q in runs["store"])
-    raw = statistics.median(q.rate for q in runs["raw"])
-    ratio = ours / raw
+    rate = {mode: statistics.median(q.rate for q in runs[mode]) for mode in MODES}
+    ours, loop, raw = rate["store"], rate["loop"], rate["raw"]
+    ratio, loop_ratio = ours / raw, loop / raw
     s_ratio = single["store"].rate / single["raw"].rate
+    s_loop = single["loop"].rate / single["raw"].rate
     print(
-        f"  throughput ({CONSUMERS} consumers, medians): store {ours:,.0f} msg/s, raw "
-        f"{raw:,.0f} msg/s = {ratio:.2f}x; 1 consumer: {single['store'].rate:,.0f} vs "
-        f"{single['raw'].rate:,.0f} = {s_ratio:.2f}x"
+        f"  throughput ({CONSUMERS} consumers, medians): claim + complete {ours:,.0f} msg/s, "
+        f"claim(complete=previous) {loop:,.0f} msg/s, raw {raw:,.0f} msg/s = {ratio:.2f}x / "
+        f"{loop_ratio:.2f}x; 1 consumer: {single['store'].rate:,.0f} / "
+        f"{single['loop'].rate:,.0f} vs {single['raw'].rate:,.0f} = {s_ratio:.2f}x / "
+        f"{s_loop:.2f}x"
     )
     cost: dict[str, str] = {}
-    for mode in ("store", "raw"):
+    for mode in MODES:
         qs = runs[mode]
         client = statistics.median(q.client_cpu for q in qs)
         servers = [q.server_cpu for q in qs if q.server_cpu is not None]
@@ -714,7 +738,7 @@ def bench_queue(scratch: Scratch, n: int, rounds: int) -> list[Row]:
         f"  pgmq reports ~{PGMQ_MSGS_PER_S:,} msg/s on {PGMQ_VCPUS} vCPU; this machine: "
         f"nproc {nproc()} (server and consumers share it)"
     )
-    all_runs = runs["store"] + runs["raw"] + list(single.values())
+    all_runs = [q for mode in MODES for q in runs[mode]] + list(single.values())
     ok = all(all(q.checks.values()) for q in all_runs)
     failed = sorted({w for q in all_runs for w, v in q.checks.items() if not v})
     return [
@@ -726,7 +750,14 @@ def bench_queue(scratch: Scratch, n: int, rounds: int) -> list[Row]:
             ratio >= 0.5,
         ),
         Row(
-            "queue: every message completed exactly once (store and raw)",
+            f"queue throughput, {CONSUMERS} consumers, claim(complete=previous) (one round "
+            f"trip per message) vs raw DELETE, {n:,} msgs",
+            f"{loop:,.0f} vs {raw:,.0f} msg/s = {loop_ratio:.2f}x",
+            "≥ 0.5x",
+            loop_ratio >= 0.5,
+        ),
+        Row(
+            "queue: every message completed exactly once (store, loop and raw)",
             (
                 f"{n:,} done, 1 attempt each, consumers' ids distinct and complete, in each of "
                 f"{rounds} run(s) (and the 1-consumer runs)"
@@ -738,14 +769,17 @@ def bench_queue(scratch: Scratch, n: int, rounds: int) -> list[Row]:
             check=True,
         ),
         Row(
-            f"queue throughput, 1 consumer vs 1 raw, {single_n:,} msgs",
-            f"{single['store'].rate:,.0f} vs {single['raw'].rate:,.0f} msg/s = {s_ratio:.2f}x",
+            f"queue throughput, 1 consumer vs 1 raw, {single_n:,} msgs: claim + complete / "
+            "claim(complete=previous)",
+            f"{single['store'].rate:,.0f} / {single['loop'].rate:,.0f} vs "
+            f"{single['raw'].rate:,.0f} msg/s = {s_ratio:.2f}x / {s_loop:.2f}x",
             "(report)",
             None,
         ),
         Row(
-            f"per message, {CONSUMERS} consumers: consumer + backend CPU, WAL; store vs raw",
-            f"{cost['store']} vs {cost['raw']}",
+            f"per message, {CONSUMERS} consumers: consumer + backend CPU, WAL; claim + complete "
+            "/ claim(complete=previous) vs raw",
+            f"{cost['store']} / {cost['loop']} vs {cost['raw']}",
             "(report)",
             None,
         ),

@@ -34,7 +34,7 @@ ALL = [
     "0007-identities-and-mail",
     "0008-topics-and-queues",
     "0009-mail-keeps-recipients",
-    "0010-queue-lease-index",
+    "0010-queue-claim-cost",
 ]
 LATEST = 10
 

@@ -250,6 +250,54 @@ def test_lease_expiry_and_stale_tokens(hub: ik.Store) -> None:
         hub.topics.complete(extended)  # completing twice
 
 
+def _queue_states(store: ik.Store) -> dict[int, tuple[str, int]]:
+    with store._connection() as conn:
+        rows = conn.execute("SELECT mail_id, state, attempts FROM queue_items").fetchall()
+    return {r["mail_id"]: (r["state"], r["attempts"]) for r in rows}
+
+
+def test_claim_can_complete_the_previous_claim_in_the_same_statement(hub: ik.Store) -> None:
+    """claim(complete=held) finishes held and takes the next message; at the end of the queue
+    it still completes and returns None; a (mail_id, token) pair works too."""
+    jobs = [hub.mail.publish("pub", "jobs", f"j{k}", "x") for k in range(3)]
+    held = _claim(hub, "w1")
+    taken = [held.mail.id]
+    while (held := hub.topics.claim("w1", "jobs", complete=held)) is not None:
+        taken.append(held.mail.id)
+        if len(taken) == 2:
+            held = hub.topics.claim("w1", "jobs", complete=(held.mail.id, held.token))
+            assert held is not None
+            taken.append(held.mail.id)
+    assert taken == [j.id for j in jobs]
+    assert _queue_states(hub) == {j.id: ("done", 1) for j in jobs}
+
+
+def test_claim_with_a_lost_claim_to_complete_claims_nothing(hub: ik.Store) -> None:
+    """If the claim to complete lost its lease, claim raises InvalidArgument and takes
+    nothing (even while waiting); an expired but untaken lease still completes, and is not
+    handed straight back."""
+    clock = Clock(hub)
+    a, b = (hub.mail.publish("pub", "jobs", f"j{k}", "x") for k in range(2))
+    old = _claim(hub, "w1", lease=10)
+    clock.advance(seconds=11)
+    new = _claim(hub, "w2", lease=10)  # old's message again, attempt 2
+    assert new.mail.id == a.id
+    before = _queue_states(hub)
+    for kwargs in ({}, {"wait": 0.2}):
+        with pytest.raises(ik.InvalidArgument, match="lease on mail"):
+            hub.topics.claim("w1", "jobs", complete=old, **kwargs)
+    assert _queue_states(hub) == before
+    clock.advance(seconds=11)  # new's lease expired too, nobody took it
+    nxt = hub.topics.claim("w2", "jobs", complete=new)
+    assert nxt is not None and nxt.mail.id == b.id
+    assert _queue_states(hub) == {a.id: ("done", 2), b.id: ("claimed", 1)}
+    assert hub.topics.claim("w2", "jobs", complete=nxt, wait=0.05) is None
+    assert _queue_states(hub)[b.id] == ("done", 1)
+    for bad in ("x", (1,), (a.id, "not-a-token"), 5):
+        with pytest.raises(ik.InvalidArgument):
+            hub.topics.claim("w1", "jobs", complete=bad)  # type: ignore[arg-type]
+
+
 def test_release_and_dead_letters(hub: ik.Store) -> None:
     """release makes work claimable again until max_attempts; then it is a dead letter that
     requeue revives."""
