@@ -288,8 +288,9 @@ def claim(
     identity: str, topic: str, lease: float, done: tuple[int, str] | None = None
 ) -> Op[Claim | None]:
     """One claim attempt (``store.topics.claim`` repeats it while it may wait), completing the
-    ``done`` claim (mail id, token) first in the same statement: if that lease was lost,
-    ``InvalidArgument`` and nothing is claimed."""
+    ``done`` claim (mail id, token) first in the same statement: if the claim is refused, that
+    refusal and nothing completed; if that lease was lost, ``InvalidArgument`` and nothing is
+    claimed."""
     done_id, done_token = done if done is not None else (None, None)
     row = yield one(
         "claim_queue_item",
@@ -300,6 +301,7 @@ def claim(
         done_token=done_token,
     )
     if done_id is not None and not row["completed"]:
+        yield from claim_state(identity, topic)  # a refused claim completes nothing: say why
         raise _lost(done_id)
     return None if row["id"] is None else Claim.from_row(row)
 

@@ -197,23 +197,25 @@ SELECT * FROM (SELECT * FROM news ORDER BY topic_name, log_offset) AS b;
 -- SKIP LOCKED: racing claimers take different rows. Expired leases that used their last
 -- attempt become dead letters in the same statement. With :done_id/:done_token, that claim is
 -- completed first, in the same statement (a worker's loop is one round trip per message), and
--- nothing is claimed unless it was (completed = 0: its lease was lost). Always one row; id NULL:
--- nothing claimed (nothing to claim, or not subscribed, not a queue, missing or retired
--- identity: topics.py explains).
-WITH done AS (
-    UPDATE queue_items
-    SET state = 'done', token = NULL, lease_until = NULL, updated_at = ikigai_now()
-    WHERE mail_id = CAST(:done_id AS bigint) AND state = 'claimed'
-      AND token = CAST(:done_token AS uuid)
-    RETURNING mail_id
-), me AS (
+-- nothing is claimed unless it was (completed = 0: its lease was lost, or this claim is
+-- refused, which then completes nothing). Always one row; id NULL: nothing claimed (nothing
+-- to claim, or not subscribed, not a queue, missing or retired identity: topics.py explains).
+WITH me AS (
     SELECT id FROM identities WHERE name = :identity AND retired_at IS NULL
-), t AS (
+), q_topic AS (
     SELECT t.id, t.max_attempts
     FROM topics AS t
     JOIN subscriptions AS s ON s.topic_id = t.id AND s.identity_id = (SELECT id FROM me)
     WHERE t.name = :topic AND t.kind = 'queue'
-      AND (CAST(:done_id AS bigint) IS NULL OR EXISTS (SELECT 1 FROM done))
+), done AS (
+    UPDATE queue_items
+    SET state = 'done', token = NULL, lease_until = NULL, updated_at = ikigai_now()
+    WHERE mail_id = CAST(:done_id AS bigint) AND state = 'claimed'
+      AND token = CAST(:done_token AS uuid) AND EXISTS (SELECT 1 FROM q_topic)
+    RETURNING mail_id
+), t AS (
+    SELECT id, max_attempts FROM q_topic
+    WHERE CAST(:done_id AS bigint) IS NULL OR EXISTS (SELECT 1 FROM done)
 ), dead AS (
     UPDATE queue_items AS q
     SET state = 'dead', token = NULL, lease_until = NULL, holder_id = NULL,
