@@ -38,6 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
 from . import ops
@@ -82,9 +83,6 @@ _TRANSIENT = (DatabaseUnavailable, DatabaseError, StoreClosed)
 #: Payload keys holding datetimes (stored as ISO 8601 text).
 _DATETIME_KEYS = frozenset({"deadline_at"})
 
-#: Payload keys naming an identity or a topic (an ``Identity``/``Topic`` is stored by name).
-_NAME_KEYS = frozenset({"sender", "name", "topic"})
-
 
 def default_path() -> Path:
     """Where ``Outbox()`` keeps its file: ``$IKIGAI_OUTBOX``, else
@@ -128,16 +126,10 @@ def _calls(store: Any) -> dict[str, Callable[..., Any]]:
 
 @functools.cache
 def _checkers() -> dict[str, Callable[..., Any]]:
-    from .store import IdentityCalls, MailCalls, TopicCalls
+    from .store import IdentityCalls, MailCalls
 
-    class Checking:
-        def __init__(self) -> None:
-            store = cast(Any, _Checker())
-            self.mail = MailCalls(store)
-            self.identities = IdentityCalls(store)
-            self.topics = TopicCalls(store)
-
-    return _calls(Checking())
+    store = cast(Any, _Checker())
+    return _calls(SimpleNamespace(mail=MailCalls(store), identities=IdentityCalls(store)))
 
 
 @dataclass(frozen=True, slots=True)
