@@ -52,31 +52,39 @@ import argparse
 import collections
 import multiprocessing as mp
 import os
-import platform
 import random
 import statistics
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
 import psycopg
+from benchkit import (
+    BODY,
+    SUBJECT,
+    Row,
+    Scratch,
+    Timings,
+    describe_waits,
+    environment,
+    interleaved,
+    ms,
+    pct,
+    register,
+    step,
+    table,
+    us,
+    what_backends_do,
+)
 
 import ikigai_store as ik
-from ikigai_store.config import redact
-from ikigai_store.db import admin_url, create_database, drop_database, embedded_server_url
-from ikigai_store.migrate import apply as migrate
+from ikigai_store.db import embedded_server_url
 
-SUBJECT = "Build finished"
-BODY = (
-    "The nightly build of branch main finished: 1,284 tests passed, 3 skipped. "
-    "Artifacts are in the usual place; the flaky parser test did not fail this time."
-)
 SUBTRATE_POLL_MS = 5000.0
 WAIT_TIMEOUT = 10.0
 
@@ -90,160 +98,7 @@ _RAW_RECIPIENT = "INSERT INTO mail_recipients (mail_id, identity_id) VALUES (%s,
 # ------------------------------------------------------------------------------------ report
 
 
-def pct(xs: list[float], q: float) -> float:
-    """The ``q`` quantile (0..1) of ``xs``, nearest rank."""
-    ordered = sorted(xs)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def us(seconds: float) -> str:
-    return f"{seconds * 1e6:,.0f} µs"
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.2f} ms"
-
-
-@dataclass
-class Row:
-    """One line of the final table; ``met`` None for lines reported without a goal."""
-
-    measure: str
-    result: str
-    goal: str
-    met: bool | None
-
-    @property
-    def verdict(self) -> str:
-        return "info" if self.met is None else "yes" if self.met else "**NO**"
-
-
-def table(rows: list[Row], title: str) -> None:
-    print(f"\n{title}\n")
-    print("| measure | result | goal | met? |")
-    print("|---|---|---|---|")
-    for r in rows:
-        print(f"| {r.measure} | {r.result} | {r.goal} | {r.verdict} |")
-
-
-def environment(server_url: str) -> None:
-    with psycopg.connect(server_url) as conn:
-        settings = {
-            name: str((conn.execute(f"SHOW {name}").fetchone() or ("?",))[0])
-            for name in ("server_version", "shared_buffers", "fsync", "synchronous_commit")
-        }
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print("environment")
-    print(f"  cores       : {os.cpu_count()} ({platform.machine()}); load average {load}")
-    print(f"  Python      : {platform.python_version()} ({platform.python_implementation()})")
-    print(f"  psycopg     : {psycopg.__version__} (libpq {psycopg.pq.version()})")
-    print(f"  ikigai_store: {ik.__version__}")
-    print(
-        f"  PostgreSQL  : {settings['server_version']} (shared_buffers "
-        f"{settings['shared_buffers']}, fsync {settings['fsync']}, synchronous_commit "
-        f"{settings['synchronous_commit']})"
-    )
-    print(f"  server      : {redact(server_url)}")
-
-
-@contextmanager
-def step(what: str) -> Iterator[None]:
-    print(f"  {what} ...", end="", flush=True)
-    t0 = time.perf_counter()
-    yield
-    print(f" {time.perf_counter() - t0:.1f} s", flush=True)
-
-
-class Scratch:
-    """Scratch databases on one server, migrated; every one created is dropped by ``drop_all``."""
-
-    def __init__(self, server_url: str) -> None:
-        self.server_url = server_url
-        self.created: list[str] = []
-
-    def create(self, role: str) -> str:
-        name = f"ikigai_bench_{os.getpid()}_mail_{role}"
-        drop_database(self.server_url, name)
-        create_database(self.server_url, name)
-        self.created.append(name)
-        url = admin_url(self.server_url, name)
-        migrate(url)
-        return url
-
-    def drop_all(self) -> None:
-        for name in reversed(self.created):
-            try:
-                drop_database(self.server_url, name)
-            except ik.IkigaiStoreError as exc:
-                print(f"warning: could not drop scratch database {name}: {exc}", file=sys.stderr)
-        self.created.clear()
-
-
-def register(url: str, *names: str) -> dict[str, int]:
-    """Register identities; their ids."""
-    with ik.Store(url, pool_size=1) as store:
-        for name in names:
-            store.identities.register(name)
-    with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "SELECT name, id FROM identities WHERE name = ANY(%s)", (list(names),)
-        ).fetchall()
-    return {name: int(i) for name, i in rows}
-
-
 # ------------------------------------------------------------------------------------ timing
-
-
-@dataclass
-class Timings:
-    """Per-call wall times of each side, and each side's median per round."""
-
-    calls: dict[str, list[float]]
-    rounds: dict[str, list[float]]
-
-    def line(self, side: str) -> str:
-        xs = self.calls[side]
-        return (
-            f"mean {us(statistics.fmean(xs))}  p50 {us(statistics.median(xs))}  "
-            f"p90 {us(pct(xs, 0.9))}"
-        )
-
-    def ratio(self, ours: str, base: str) -> float:
-        return statistics.median(self.calls[ours]) / statistics.median(self.calls[base])
-
-    def round_ratios(self, ours: str, base: str) -> str:
-        rr = sorted(a / b for a, b in zip(self.rounds[ours], self.rounds[base], strict=True))
-        return (
-            f"per-round p50 ratios min {rr[0]:.3f} median {statistics.median(rr):.3f} "
-            f"max {rr[-1]:.3f} ({len(rr)} rounds)"
-        )
-
-
-def interleaved(
-    sides: dict[str, Callable[[], object]], *, rounds: int, per_round: int, warmup: int
-) -> Timings:
-    """``per_round`` timed calls of each side per round; the side going first rotates every
-    round and the order reverses every other cycle, so drift hits every side alike."""
-    clock = time.perf_counter
-    names = list(sides)
-    for _ in range(warmup):
-        for name in names:
-            sides[name]()
-    result = Timings({n: [] for n in names}, {n: [] for n in names})
-    for r in range(rounds):
-        k = r % len(names)
-        order = names[k:] + names[:k]
-        if (r // len(names)) % 2:
-            order.reverse()
-        for name in order:
-            fn, out = sides[name], []
-            for _ in range(per_round):
-                t0 = clock()
-                fn()
-                out.append(clock() - t0)
-            result.calls[name] += out
-            result.rounds[name].append(statistics.median(out))
-    return result
 
 
 # ------------------------------------------------------------------------------------ 1 send
@@ -681,36 +536,6 @@ class Burst:
     waits: collections.Counter[str]
 
 
-_ACTIVITY = """
-SELECT a.state, a.wait_event_type, a.wait_event, l.locktype, l.classid::regclass::text, l.objid
-FROM pg_stat_activity AS a
-LEFT JOIN pg_locks AS l ON l.pid = a.pid AND NOT l.granted
-WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
-  AND a.backend_type = 'client backend'
-"""
-
-
-def what_backends_do(url: str, stop: threading.Event, counts: collections.Counter[str]) -> None:
-    """Sample what the database's client backends wait on, every 10 ms, until ``stop``."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        while not stop.wait(0.01):
-            for state, kind, event, locktype, classid, objid in conn.execute(_ACTIVITY):
-                if state != "active":
-                    label = f"{state} (waiting for the client)"
-                elif kind is None:
-                    label = "running (CPU)"
-                elif locktype == "object" and classid == "pg_database" and objid == 0:
-                    label = "Lock/object on pg_database 0 (NOTIFY's commit lock)"
-                else:
-                    label = f"{kind}/{event}"
-                counts[label] += 1
-
-
-def describe_waits(counts: collections.Counter[str], top: int = 5) -> str:
-    total = sum(counts.values()) or 1
-    return "; ".join(f"{v / total:.0%} {k}" for k, v in counts.most_common(top))
-
-
 def burst(url: str, senders: list[str], recipient: str, per_sender: int, tag: str) -> Burst:
     """Each sender a spawned process sending ``per_sender`` mails to ``recipient``; then check."""
     ctx = mp.get_context("spawn")
@@ -877,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
         or embedded_server_url()
     )
     environment(server_url)
-    scratch = Scratch(server_url)
+    scratch = Scratch(server_url, "mail")
     rows: list[Row] = []
     try:
         rows += bench_send(scratch, rounds=4 if quick else 20, per_round=100)
