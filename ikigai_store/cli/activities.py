@@ -1,0 +1,309 @@
+"""CLI ``activity`` commands (record, feed, prune) and ``lease`` commands (acquire, renew,
+release, force-release, held).
+
+``activity record`` prints the new activity's id alone; ``activity feed`` lists newest first
+(``--before ID`` continues after the last id shown). ``lease acquire`` prints the lease's token
+alone on its first line: ``renew`` and ``release`` take RESOURCE TOKEN. A refused lease is one
+``Error:`` line naming the holder and when its lease ends (exit status 1).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import click
+
+from ..models import ACTIVITY_TYPES, Activity, Lease
+from .app import _show_help_without_command, _store, cli
+from .identities import JSON_OPTION, _age, _echo_rows, _iso
+from .mail import _parse_json, parse_duration, parse_time
+from .render import _one_line, json_text
+
+#: Width a description is cut to in the feed.
+DESCRIPTION_WIDTH = 60
+
+_SECONDS = re.compile(r"\d+(?:\.\d*)?|\.\d+")
+_AGO = re.compile(r"(?:\d+[dhms])+")
+
+
+def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+    """``--since``: a duration ago (``2h``: the last two hours) or an ISO-8601 time."""
+    if value is None:
+        return None
+    if _AGO.fullmatch(value.strip().lower()):
+        try:
+            return datetime.now(UTC) - parse_duration(value)
+        except (ValueError, OverflowError):
+            raise click.BadParameter(f"{value!r} is too long ago") from None
+    try:
+        return parse_time(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc}, or a duration ago such as 30m, 2h, 7d") from None
+
+
+def _age_option(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _ttl(ctx: click.Context, param: click.Parameter, value: str) -> timedelta | float:
+    """``--ttl``: seconds (``90``, ``0.5``) or a duration (``30s``, ``10m``, ``2h``)."""
+    if _SECONDS.fullmatch(value.strip()):
+        return float(value)
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc}, or a number of seconds") from None
+
+
+def _activity_json(a: Activity) -> dict[str, Any]:
+    return {
+        "id": a.id,
+        "identity": a.identity,
+        "type": a.type,
+        "description": a.description,
+        "metadata": a.metadata,
+        "created_at": _iso(a.created_at),
+    }
+
+
+def _lease_json(lease: Lease) -> dict[str, Any]:
+    return {
+        "id": lease.id,
+        "resource": lease.resource,
+        "holder": lease.holder,
+        "exclusive": lease.exclusive,
+        "token": lease.token,
+        "acquired_at": _iso(lease.acquired_at),
+        "expires_at": _iso(lease.expires_at),
+    }
+
+
+def _until(when: datetime) -> str:
+    seconds = (when - datetime.now(UTC)).total_seconds()
+    return f"{_iso(when)} (in {max(0.0, seconds):.0f}s)"
+
+
+def _echo_leases(leases: Sequence[Lease]) -> None:
+    _echo_rows(
+        ("resource", "holder", "mode", "expires", "token"),
+        [
+            (
+                lease.resource,
+                lease.holder,
+                "exclusive" if lease.exclusive else "shared",
+                _until(lease.expires_at),
+                lease.token,
+            )
+            for lease in leases
+        ],
+    )
+
+
+# ---------------------------------------------------------------- activity
+
+
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def activity(ctx: click.Context) -> None:
+    """The activity feed: what identities did, newest first.
+
+    Types: commit, message, session_start, session_complete, decision, error, blocker,
+    heartbeat, task_complete, review_*, plan_submitted, plan_decided.
+    """
+    _show_help_without_command(ctx)
+
+
+@activity.command("record", short_help="Record an activity; print its id.")
+@click.argument("identity")
+@click.argument("type", type=click.Choice(ACTIVITY_TYPES))
+@click.argument("description")
+@click.option("--metadata", metavar="JSON", default=None, help="A JSON object.")
+@JSON_OPTION
+def activity_record(
+    identity: str, type: str, description: str, metadata: str | None, as_json: bool
+) -> None:
+    """Record that IDENTITY did DESCRIPTION (an activity of TYPE); print its id."""
+    parsed = _parse_json(metadata, "--metadata")
+    with _store() as store:
+        made = store.activities.record_activity(identity, type, description, parsed)
+    if as_json:
+        click.echo(json_text(_activity_json(made), indent=2))
+    else:
+        click.echo(str(made.id))
+
+
+@activity.command("feed", short_help="The feed, newest first.")
+@click.option(
+    "--since",
+    metavar="WHEN",
+    callback=_since,
+    default=None,
+    help="Only since then: an ISO-8601 time with offset, or a duration ago (2h, 7d).",
+)
+@click.option("--identity", metavar="NAME", default=None, help="Only this identity's.")
+@click.option("--type", "type_", type=click.Choice(ACTIVITY_TYPES), default=None)
+@click.option("--limit", "-n", type=int, default=50, show_default=True)
+@click.option("--before", type=int, default=None, help="Only ids below this (the next page).")
+@JSON_OPTION
+def activity_feed(
+    since: datetime | None,
+    identity: str | None,
+    type_: str | None,
+    limit: int,
+    before: int | None,
+    as_json: bool,
+) -> None:
+    """List activities, newest first (--before the last id shown for the next page)."""
+    with _store() as store:
+        found = store.activities.feed(
+            since=since, identity=identity, type=type_, limit=limit, before=before
+        )
+    if as_json:
+        click.echo(json_text([_activity_json(a) for a in found], indent=2))
+        return
+    if not found:
+        click.echo("no activity")
+        return
+    _echo_rows(
+        ("id", "age", "identity", "type", "description"),
+        [
+            (
+                str(a.id),
+                _age(a.created_at),
+                a.identity,
+                a.type,
+                _one_line(a.description, DESCRIPTION_WIDTH),
+            )
+            for a in found
+        ],
+        frozenset({"id", "age"}),
+    )
+
+
+@activity.command("prune", short_help="Delete old activities.")
+@click.option(
+    "--older-than",
+    required=True,
+    callback=_age_option,
+    help="Delete what is older than this (30d, 12h...).",
+)
+@JSON_OPTION
+def activity_prune(older_than: timedelta, as_json: bool) -> None:
+    """Delete activities older than --older-than; print how many."""
+    with _store() as store:
+        deleted = store.activities.prune_activities(older_than)
+    if as_json:
+        click.echo(json_text({"deleted": deleted}))
+    else:
+        click.echo(f"deleted {deleted}")
+
+
+# ---------------------------------------------------------------- lease
+
+
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def lease(ctx: click.Context) -> None:
+    """Leases: reserve a resource (a file, a build slot, a port) for a while.
+
+    An exclusive lease excludes every other holder; shared leases (--shared) exclude only
+    exclusive ones. The database refuses a second holder; an expired lease frees the resource
+    by itself. `acquire` prints the TOKEN that `renew` and `release` take.
+    """
+    _show_help_without_command(ctx)
+
+
+TTL_OPTION = click.option(
+    "--ttl",
+    default="60",
+    show_default=True,
+    callback=_ttl,
+    help="How long: seconds, or 30s, 10m, 2h (at most a day).",
+)
+
+
+@lease.command("acquire", short_help="Lease a resource; print the token.")
+@click.argument("holder")
+@click.argument("resource")
+@TTL_OPTION
+@click.option("--shared", is_flag=True, help="A shared lease (default: exclusive).")
+@JSON_OPTION
+def lease_acquire(
+    holder: str, resource: str, ttl: timedelta | float, shared: bool, as_json: bool
+) -> None:
+    """Lease RESOURCE to HOLDER for --ttl. Prints the TOKEN alone on the first line; refused
+    (held by someone else): exit status 1, naming the holder."""
+    with _store() as store:
+        got = store.leases.acquire(holder, resource, ttl=ttl, exclusive=not shared)
+    if as_json:
+        click.echo(json_text(_lease_json(got), indent=2))
+        return
+    click.echo(got.token)
+    mode = "exclusive" if got.exclusive else "shared"
+    click.echo(f"{got.resource}: {mode} lease of {got.holder} until {_until(got.expires_at)}")
+
+
+@lease.command("renew", short_help="Extend a live lease.")
+@click.argument("resource")
+@click.argument("token")
+@TTL_OPTION
+@JSON_OPTION
+def lease_renew(resource: str, token: str, ttl: timedelta | float, as_json: bool) -> None:
+    """Make the lease on RESOURCE (TOKEN) end --ttl from now (it must still be live)."""
+    with _store() as store:
+        got = store.leases.renew((resource, token), ttl)
+    if as_json:
+        click.echo(json_text(_lease_json(got), indent=2))
+    else:
+        click.echo(f"{got.resource}: lease of {got.holder} until {_until(got.expires_at)}")
+
+
+@lease.command("release", short_help="End a lease.")
+@click.argument("resource")
+@click.argument("token")
+@JSON_OPTION
+def lease_release(resource: str, token: str, as_json: bool) -> None:
+    """End the lease on RESOURCE (TOKEN); idempotent (says when it had already ended)."""
+    with _store() as store:
+        was_live = store.leases.release((resource, token))
+    if as_json:
+        click.echo(json_text({"resource": resource, "released": was_live}))
+    elif was_live:
+        click.echo(f"released {resource}")
+    else:
+        click.echo(f"the lease on {resource} had already ended")
+
+
+@lease.command("force-release", short_help="End every lease on a resource (admin).")
+@click.argument("resource")
+@JSON_OPTION
+def lease_force_release(resource: str, as_json: bool) -> None:
+    """End every lease on RESOURCE, whoever holds it; print how many were live."""
+    with _store() as store:
+        ended = store.leases.force_release(resource)
+    if as_json:
+        click.echo(json_text({"resource": resource, "ended": ended}))
+    else:
+        click.echo(f"ended {ended} live lease(s) on {resource}")
+
+
+@lease.command("held", short_help="Live leases (under a prefix).")
+@click.argument("prefix", default="")
+@click.option("--holder", metavar="NAME", default=None, help="Only this identity's leases.")
+@JSON_OPTION
+def lease_held(prefix: str, holder: str | None, as_json: bool) -> None:
+    """List live leases whose resource starts with PREFIX (literally), by resource."""
+    with _store() as store:
+        found = store.leases.held(prefix, holder=holder)
+    if as_json:
+        click.echo(json_text([_lease_json(x) for x in found], indent=2))
+    elif found:
+        _echo_leases(found)
+    else:
+        click.echo("no live leases")

@@ -1,0 +1,202 @@
+"""Leases: a resource (a file, a build slot, a port) reserved by an identity for a while.
+
+Owns acquiring, renewing, releasing and listing leases, for both faces (see ``ops``).
+Invariants:
+- the database refuses a second holder, whatever this code does: the exclusion constraint
+  ``leases_exclusion`` (migration 0014) lets an exclusive lease's period overlap no other
+  lease of its resource and a shared lease's only shared ones, so of any number of racing
+  acquirers of one free resource exactly one exclusive grant commits (the others wait for it,
+  then get ``Conflict``);
+- a lease is live while ``expires_at`` is after ``ikigai_now()``; a grant's period starts at
+  ``ikigai_now()``, so an expired lease frees its resource by itself, with no cleanup job, and
+  is never live again: ``renew`` needs a live lease and its token, and keeps its start;
+- an identity holds at most one lease per resource: acquiring again replaces its lease (a new
+  token; the old one is dead), in the same statement, or not at all when refused;
+- every time comes from the database, never from this process.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from .errors import Conflict, InvalidArgument, NotFound
+from .identities import identity_name
+from .models import Lease
+from .ops import Op, atomic, many, one
+from .validate import check_text
+
+__all__ = [
+    "MAX_RESOURCE_CHARS",
+    "MAX_TTL",
+    "acquire",
+    "check_ttl",
+    "force_release",
+    "held",
+    "release",
+    "renew",
+]
+
+#: Longest time a lease may be taken or renewed for.
+MAX_TTL = timedelta(days=1)
+#: Longest resource name, in characters.
+MAX_RESOURCE_CHARS = 512
+#: The constraint that refuses overlapping leases (``Conflict.constraint`` of a refusal).
+EXCLUSION = "leases_exclusion"
+#: How often acquire asks again when the lease that refused it ended before it could be named.
+_RETRIES = 3
+
+
+def check_resource(resource: object, what: str = "resource") -> str:
+    """A resource name: a string of 1-``MAX_RESOURCE_CHARS`` characters PostgreSQL can store."""
+    if not isinstance(resource, str):
+        raise InvalidArgument(f"{what} must be a string, got {type(resource).__name__}")
+    if not 0 < len(resource) <= MAX_RESOURCE_CHARS:
+        raise InvalidArgument(
+            f"{what} must be 1-{MAX_RESOURCE_CHARS} characters, got {len(resource)}"
+        )
+    check_text(resource, what)
+    return resource
+
+
+def check_ttl(ttl: object) -> timedelta:
+    """A lease length: a ``timedelta`` or a number of seconds, in (0, ``MAX_TTL``] (and at
+    least a microsecond, the database's resolution)."""
+    limit = MAX_TTL.total_seconds()
+    if isinstance(ttl, timedelta):
+        value = ttl
+    elif isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and math.isfinite(ttl):
+        value = timedelta(seconds=ttl) if 0 < ttl <= limit else timedelta(0)
+    else:
+        raise InvalidArgument(f"ttl must be a timedelta or a number of seconds, got {ttl!r}")
+    if not timedelta(0) < value <= MAX_TTL:
+        raise InvalidArgument(
+            f"ttl must be more than 0 and at most {limit:g} seconds (MAX_TTL), got {ttl!r}"
+        )
+    return value
+
+
+def check_lease(value: object) -> tuple[str, str]:
+    """(resource, token) of a ``Lease`` or of a ``(resource, token)`` pair."""
+    if isinstance(value, Lease):
+        resource, token = value.resource, value.token
+    elif isinstance(value, tuple) and len(value) == 2:
+        resource, token = value
+    else:
+        raise InvalidArgument(
+            f"expected a Lease (from store.leases.acquire) or (resource, token), got {value!r}"
+        )
+    check_resource(resource, "lease resource")
+    try:
+        uuid.UUID(token)
+    except (ValueError, TypeError, AttributeError):
+        raise InvalidArgument(f"not a lease token: {token!r}") from None
+    return resource, token
+
+
+def _describe(blockers: list[Lease]) -> str:
+    first = blockers[0]
+    if first.exclusive:
+        return f"held exclusively by {first.holder!r} until {first.expires_at.isoformat()}"
+    names = ", ".join(repr(b.holder) for b in blockers[:5])
+    more = f" and {len(blockers) - 5} more" if len(blockers) > 5 else ""
+    return f"held shared by {names}{more} until {first.expires_at.isoformat()}"
+
+
+@atomic
+def acquire(holder: object, resource: object, ttl: object, exclusive: object) -> Op[Lease]:
+    name = identity_name(holder, "holder")
+    res = check_resource(resource)
+    length = check_ttl(ttl)
+    if not isinstance(exclusive, bool):
+        raise InvalidArgument(f"exclusive must be a bool, got {exclusive!r}")
+    for _ in range(_RETRIES):
+        row = yield one(
+            "leases_acquire", holder=name, resource=res, exclusive=exclusive, ttl=length
+        )
+        if row is not None:
+            return Lease.from_row(row)
+        rows = yield many("leases_refusal", holder=name, resource=res, exclusive=exclusive)
+        state = rows[0]["holder_state"]
+        if state is None:
+            raise NotFound(f"identity {name!r} does not exist")
+        if state == "retired":
+            raise InvalidArgument(f"identity {name!r} is retired: it cannot hold leases")
+        blockers = [Lease.from_row(r) for r in rows if r["id"] is not None]
+        if blockers:
+            mode = "an exclusive" if exclusive else "a shared"
+            raise Conflict(
+                f"{mode} lease on {res!r} for {name!r} is refused: it is {_describe(blockers)}",
+                constraint=EXCLUSION,
+                sqlstate="23P01",
+            )
+        # The lease that refused this one ended (or was replaced) before it could be named:
+        # ask again (the replaced own lease is still deleted in this transaction: harmless).
+    raise Conflict(
+        f"the lease on {res!r} for {name!r} was refused {_RETRIES} times by leases that "
+        "ended at once: try again",
+        constraint=EXCLUSION,
+        sqlstate="23P01",
+    )
+
+
+def _lost(resource: str, token: str, found: Mapping[str, Any] | None) -> NotFound:
+    if found is not None and not found["live"]:
+        return NotFound(
+            f"the lease on {resource!r} (token {token}) expired at "
+            f"{found['expires_at'].isoformat()}: acquire it again"
+        )
+    return NotFound(
+        f"the lease on {resource!r} (token {token}) is not held: it was released, "
+        "force-released, replaced by a new acquire, or it expired"
+    )
+
+
+def renew(value: object, ttl: object) -> Op[Lease]:
+    resource, token = check_lease(value)
+    length = check_ttl(ttl)
+    try:
+        row = yield one("leases_renew", resource=resource, token=token, ttl=length)
+    except Conflict as exc:  # only when the clock went back: someone holds the new period
+        if exc.constraint != EXCLUSION:
+            raise
+        raise NotFound(
+            f"the lease on {resource!r} (token {token}) cannot be renewed: another holder's "
+            "lease overlaps the renewed period"
+        ) from exc
+    if row is not None:
+        return Lease.from_row(row)
+    found = yield one("leases_by_token", resource=resource, token=token)
+    raise _lost(resource, token, found)
+
+
+def release(value: object) -> Op[bool]:
+    resource, token = check_lease(value)
+    row = yield one("leases_release", resource=resource, token=token)
+    return row is not None and bool(row["live"])
+
+
+def force_release(resource: object) -> Op[int]:
+    res = check_resource(resource)
+    row = yield one("leases_force_release", resource=res)
+    return int(row["ended"])
+
+
+def held(prefix: object, holder: object) -> Op[list[Lease]]:
+    if not isinstance(prefix, str):
+        raise InvalidArgument(f"prefix must be a string, got {type(prefix).__name__}")
+    if len(prefix) > MAX_RESOURCE_CHARS:
+        raise InvalidArgument(
+            f"prefix is {len(prefix)} characters; a resource has at most {MAX_RESOURCE_CHARS}"
+        )
+    check_text(prefix, "prefix")
+    name = None if holder is None else identity_name(holder, "holder")
+    rows = yield many("leases_held", prefix=prefix, holder=name)
+    if not rows and name is not None:
+        found = yield one("leases_identity_exists", holder=name)
+        if found is None:
+            raise NotFound(f"identity {name!r} does not exist")
+    return [Lease.from_row(r) for r in rows]

@@ -1,0 +1,108 @@
+-- Leases (migration 0014): a resource held by one identity exclusively, or by several shared,
+-- until a time. The exclusion constraint leases_exclusion is what refuses a second holder
+-- (whatever the code does); these statements only ask for grants, and a lease is live while
+-- expires_at > ikigai_now().
+
+-- name: leases_acquire(holder, resource, exclusive, ttl)^
+-- Grant :holder (existing, not retired) a lease on :resource for :ttl from now, in one
+-- statement: the holder's own leases on the resource (any mode) are replaced, a few expired
+-- leases anywhere are swept (so no cleanup job is needed), and the insert is refused by
+-- leases_exclusion (ON CONFLICT DO NOTHING: after waiting for a racing grant to commit or roll
+-- back) when another holder's live lease conflicts. The scalar subqueries make the deletes run
+-- before the insert checks the constraint (rows deleted by this statement conflict with
+-- nothing). No row: refused or no such holder; the caller rolls the replacement back and
+-- asks leases_refusal why.
+WITH me AS (
+    SELECT id FROM identities WHERE name = :holder AND retired_at IS NULL
+), mine AS (
+    DELETE FROM leases AS l
+    USING me
+    WHERE l.resource = :resource AND l.holder_id = me.id
+    RETURNING l.id
+), swept AS (
+    DELETE FROM leases
+    WHERE id IN (SELECT x.id FROM leases AS x
+                 WHERE x.expires_at <= ikigai_now()
+                   AND (x.resource <> :resource
+                        OR x.holder_id IS DISTINCT FROM (SELECT id FROM me))
+                 ORDER BY x.expires_at
+                 LIMIT 16
+                 FOR UPDATE SKIP LOCKED)
+    RETURNING id
+)
+INSERT INTO leases (resource, holder_id, exclusive, expires_at)
+SELECT :resource, me.id, :exclusive, ikigai_now() + CAST(:ttl AS interval)
+FROM me
+WHERE (SELECT count(*) FROM mine) >= 0 AND (SELECT count(*) FROM swept) >= 0
+ON CONFLICT DO NOTHING
+RETURNING id, resource, CAST(:holder AS text) AS holder, exclusive, CAST(token AS text) AS token,
+          acquired_at, expires_at;
+
+-- name: leases_refusal(holder, resource, exclusive)
+-- Why leases_acquire granted nothing (rare path): the holder's state ('active', 'retired' or
+-- NULL: missing) on every row, and the live leases of other holders that the requested mode
+-- conflicts with (every live one for an exclusive request, live exclusive ones for a shared
+-- request), longest-lived first; one row of NULL lease columns when there is none.
+SELECT (SELECT CASE WHEN retired_at IS NULL THEN 'active' ELSE 'retired' END
+        FROM identities WHERE name = :holder) AS holder_state,
+       b.id, b.resource, b.holder, b.exclusive, b.token, b.acquired_at, b.expires_at
+FROM (SELECT 1) AS one
+LEFT JOIN (
+    SELECT l.id, l.resource, i.name AS holder, l.exclusive, CAST(l.token AS text) AS token,
+           l.acquired_at, l.expires_at
+    FROM leases AS l
+    JOIN identities AS i ON i.id = l.holder_id
+    WHERE l.resource = :resource AND l.expires_at > ikigai_now() AND i.name <> :holder
+      AND (l.exclusive OR :exclusive)
+) AS b ON true
+ORDER BY b.expires_at DESC, b.id;
+
+-- name: leases_renew(resource, token, ttl)^
+-- Move a live lease's end to :ttl from now, only with its token; it keeps its start, so a
+-- lease that expired is never renewed (and if someone took the resource meanwhile, the
+-- renewed period would overlap theirs: leases_exclusion refuses it). No row: not live.
+UPDATE leases AS l
+SET expires_at = ikigai_now() + CAST(:ttl AS interval)
+FROM identities AS i
+WHERE l.token = CAST(:token AS uuid) AND l.resource = :resource
+  AND l.expires_at > ikigai_now() AND i.id = l.holder_id
+RETURNING l.id, l.resource, i.name AS holder, l.exclusive, CAST(l.token AS text) AS token,
+          l.acquired_at, l.expires_at;
+
+-- name: leases_by_token(resource, token)^
+-- The lease with this token on this resource, live or expired (why renew refused); no row
+-- when it was released, force-released, replaced or swept.
+SELECT l.id, l.resource, i.name AS holder, l.exclusive, CAST(l.token AS text) AS token,
+       l.acquired_at, l.expires_at, l.expires_at > ikigai_now() AS live
+FROM leases AS l
+JOIN identities AS i ON i.id = l.holder_id
+WHERE l.token = CAST(:token AS uuid) AND l.resource = :resource;
+
+-- name: leases_release(resource, token)^
+-- End a lease, only with its token; returns whether it was live. No row: already gone.
+DELETE FROM leases
+WHERE token = CAST(:token AS uuid) AND resource = :resource
+RETURNING expires_at > ikigai_now() AS live;
+
+-- name: leases_force_release(resource)^
+-- End every lease on :resource, whoever holds it (an administrator's call); returns how many
+-- of them were live.
+WITH gone AS (
+    DELETE FROM leases WHERE resource = :resource RETURNING expires_at > ikigai_now() AS live
+)
+SELECT count(*) FILTER (WHERE live) AS ended FROM gone;
+
+-- name: leases_held(prefix, holder)
+-- Live leases whose resource starts with :prefix (a range scan of leases_resource_idx: the
+-- column sorts bytewise), of one holder when :holder is not NULL, by resource then id.
+SELECT l.id, l.resource, i.name AS holder, l.exclusive, CAST(l.token AS text) AS token,
+       l.acquired_at, l.expires_at
+FROM leases AS l
+JOIN identities AS i ON i.id = l.holder_id
+WHERE starts_with(l.resource, :prefix) AND l.expires_at > ikigai_now()
+  AND (CAST(:holder AS text) IS NULL OR i.name = :holder)
+ORDER BY l.resource, l.id;
+
+-- name: leases_identity_exists(holder)^
+-- One row when the identity exists (an empty held() of an unknown holder is NotFound).
+SELECT 1 AS found FROM identities WHERE name = :holder;

@@ -1,0 +1,196 @@
+"""Leases under real races (committed databases, threads and processes): of 32 racing exclusive
+acquirers exactly one wins; shared and exclusive racers never mix; renewals racing expiry and
+takeover never leave two live holders."""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import random
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+import ikigai_store as ik
+
+pytestmark = pytest.mark.db
+
+RACERS = 32
+
+
+@pytest.fixture
+def url(ikigai_empty_db_url: str) -> Iterator[str]:
+    """A fresh, migrated database with identities r0..r31."""
+    with ik.open(ikigai_empty_db_url) as store:
+        for n in range(RACERS):
+            store.identities.register(f"r{n}")
+    yield ikigai_empty_db_url
+
+
+def _race(store: ik.Store, names: list[str], resource: str, exclusive: list[bool]) -> list[Any]:
+    """Each name tries once to acquire ``resource`` at the same moment (one thread each);
+    returns each outcome: a Lease or the exception."""
+    barrier = threading.Barrier(len(names))
+    results: list[Any] = [None] * len(names)
+
+    def attempt(k: int) -> None:
+        barrier.wait(30)
+        try:
+            results[k] = store.leases.acquire(names[k], resource, ttl=60, exclusive=exclusive[k])
+        except ik.IkigaiStoreError as exc:
+            results[k] = exc
+
+    threads = [threading.Thread(target=attempt, args=(k,)) for k in range(len(names))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return results
+
+
+def test_32_racing_exclusive_acquirers_one_wins(url: str) -> None:
+    """32 threads (32 connections) acquire one resource at once, five times over: each round
+    exactly one Lease and 31 Conflicts naming the winner."""
+    names = [f"r{n}" for n in range(RACERS)]
+    with ik.open(url, migrate=False, pool_size=RACERS) as store:
+        for round_ in range(5):
+            resource = f"build-slot-{round_}"
+            results = _race(store, names, resource, [True] * RACERS)
+            won = [r for r in results if isinstance(r, ik.Lease)]
+            lost = [r for r in results if isinstance(r, ik.Conflict)]
+            assert len(won) == 1, results
+            assert len(lost) == RACERS - 1, results
+            assert all(f"'{won[0].holder}'" in str(c) for c in lost)
+            assert store.leases.held(resource) == won
+
+
+def test_shared_and_exclusive_racers_never_mix(url: str) -> None:
+    """16 shared and 16 exclusive acquirers race for one resource, five times over: either
+    exactly one exclusive lease and nothing else, or only shared ones."""
+    names = [f"r{n}" for n in range(RACERS)]
+    modes = [n % 2 == 0 for n in range(RACERS)]
+    with ik.open(url, migrate=False, pool_size=RACERS) as store:
+        for round_ in range(5):
+            resource = f"db-{round_}"
+            results = _race(store, names, resource, modes)
+            won = [r for r in results if isinstance(r, ik.Lease)]
+            assert all(isinstance(r, (ik.Lease, ik.Conflict)) for r in results), results
+            assert won
+            if any(w.exclusive for w in won):
+                assert len(won) == 1
+            held = store.leases.held(resource)
+            assert sorted(x.token for x in held) == sorted(w.token for w in won)
+
+
+def _acquire_in_process(url: str, names: list[str], start: Any, out: Any) -> None:
+    with ik.open(url, migrate=False, pool_size=len(names)) as store:
+        barrier = threading.Barrier(len(names))
+
+        def attempt(name: str) -> None:
+            barrier.wait(60)
+            try:
+                got = store.leases.acquire(name, "port:5432", ttl=60)
+                out.put(("lease", name, got.token))
+            except ik.Conflict as exc:
+                out.put(("conflict", name, str(exc)))
+            except ik.IkigaiStoreError as exc:
+                out.put(("error", name, repr(exc)))
+
+        start.wait(60)
+        threads = [threading.Thread(target=attempt, args=(n,)) for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+
+
+def test_32_acquirers_in_4_processes_one_wins(url: str) -> None:
+    """4 processes of 8 threads each acquire one resource at once: one Lease, 31 Conflicts."""
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Event()
+    out: Any = ctx.Queue()
+    groups = [[f"r{n}" for n in range(p * 8, p * 8 + 8)] for p in range(4)]
+    procs = [ctx.Process(target=_acquire_in_process, args=(url, g, start, out)) for g in groups]
+    for p in procs:
+        p.start()
+    time.sleep(1.0)  # let every process import and connect before the start
+    start.set()
+    results = [out.get(timeout=180) for _ in range(RACERS)]
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    kinds = [r[0] for r in results]
+    assert kinds.count("lease") == 1, results
+    assert kinds.count("conflict") == RACERS - 1, results
+    with ik.open(url, migrate=False) as store:
+        [held] = store.leases.held("port:5432")
+        assert held.token == next(r[2] for r in results if r[0] == "lease")
+
+
+def test_renew_racing_expiry_and_takeover_never_two_live_holders(url: str) -> None:
+    """Four holders fight over one resource with 50 ms leases for about three seconds: each
+    renews while it can (pausing at random, sometimes past its lease's end) and acquires again
+    when its renewal is refused, while a watcher lists the live leases. The watcher never sees
+    two; the periods the database granted (acquired_at to the last renewed end of each token)
+    never overlap; and the race really happened (takeovers and refused renewals)."""
+    resource, ttl = "hot/file.c", timedelta(milliseconds=50)
+    names = ["r0", "r1", "r2", "r3"]
+    periods: dict[str, list[datetime]] = {}  # token -> [acquired_at, latest expires_at]
+    counts = {"acquired": 0, "renewed": 0, "renew_refused": 0, "acquire_refused": 0}
+    lock = threading.Lock()
+    seen_two: list[list[ik.Lease]] = []
+    stop = time.monotonic() + 3.0
+
+    with ik.open(url, migrate=False, pool_size=len(names) + 2) as store:
+
+        def holder(name: str, seed: int) -> None:
+            rng = random.Random(seed)
+            lease: ik.Lease | None = None
+            while time.monotonic() < stop:
+                if lease is None:
+                    try:
+                        lease = store.leases.acquire(name, resource, ttl=ttl)
+                    except ik.Conflict:
+                        with lock:
+                            counts["acquire_refused"] += 1
+                        time.sleep(rng.uniform(0, 0.02))
+                        continue
+                    with lock:
+                        counts["acquired"] += 1
+                        periods[lease.token] = [lease.acquired_at, lease.expires_at]
+                time.sleep(rng.uniform(0, 0.07))  # sometimes past the lease's end
+                try:
+                    lease = store.leases.renew(lease, ttl)
+                except ik.NotFound:
+                    with lock:
+                        counts["renew_refused"] += 1
+                    lease = None
+                    continue
+                with lock:
+                    counts["renewed"] += 1
+                    periods[lease.token][1] = max(periods[lease.token][1], lease.expires_at)
+
+        def watcher() -> None:
+            while time.monotonic() < stop:
+                live = store.leases.held(resource)
+                if len(live) > 1:
+                    seen_two.append(live)
+
+        threads = [threading.Thread(target=holder, args=(n, k)) for k, n in enumerate(names)] + [
+            threading.Thread(target=watcher)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+
+    assert seen_two == []
+    spans = sorted(periods.values())
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert end <= start, f"two live leases overlap: one ends {end}, the next starts {start}"
+    assert counts["acquired"] > 1 and counts["renewed"] > 0, counts
+    assert counts["renew_refused"] > 0 and counts["acquire_refused"] > 0, counts
