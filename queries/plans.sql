@@ -1,0 +1,264 @@
+-- Plan reviews (migration 0012): a requester asks a reviewer (by default the human, "User") to
+-- approve a plan before acting on it. pending -> approved | rejected | changes_requested, and
+-- changes_requested -> pending again by a resubmission. Each change is one conditional
+-- statement that also writes its mail (on the plan's thread) and its activity: a refused
+-- change writes nothing. Reads return plans with names; order is id.
+
+-- name: plan_submit(plan_review_id, requester, reviewer, ensure_reviewer, plan_path, title, summary, session_key, subject, body, description)^
+-- Submit a plan (state pending), its request mail from the requester to the reviewer on the
+-- plan's new thread (none when the reviewer is the requester) and the plan_submitted activity,
+-- in one statement. The requester and reviewer must exist and not be retired (locked FOR
+-- SHARE); with ensure_reviewer a missing reviewer is registered first (the human, "User"), but
+-- only when the requester can submit. No row: requester missing or retired, reviewer missing
+-- (or registered concurrently: try again) or retired. subject, body and description are
+-- format() templates over the values of f below.
+WITH rq AS (
+    SELECT id, name FROM identities WHERE name = :requester AND retired_at IS NULL FOR SHARE
+), named AS (
+    SELECT id, name, retired_at FROM identities WHERE name = :reviewer FOR SHARE
+), ensured AS (
+    INSERT INTO identities (name, purpose)
+    SELECT :reviewer, 'the human user: plan reviews go to it unless another reviewer is named'
+    WHERE :ensure_reviewer AND EXISTS (SELECT 1 FROM rq) AND NOT EXISTS (SELECT 1 FROM named)
+    ON CONFLICT DO NOTHING
+    RETURNING id, name
+), rv AS (
+    SELECT id, name FROM named WHERE retired_at IS NULL
+    UNION ALL
+    SELECT id, name FROM ensured
+), audience AS (
+    SELECT rv.id, rv.name FROM rv, rq WHERE rv.id <> rq.id
+), f AS (
+    -- The template arguments, in order: short id, title, actor (the requester), state
+    -- before (none), state after, requester, plan path, summary, revision.
+    SELECT left(CAST(:plan_review_id AS text), 8) AS a1, CAST(:title AS text) AS a2,
+           rq.name AS a3, '' AS a4, 'pending' AS a5, rq.name AS a6,
+           CAST(:plan_path AS text) AS a7, CAST(:summary AS text) AS a8, '1' AS a9
+    FROM rq, rv
+), m AS (
+    INSERT INTO mail (thread_id, sender_id, recipients, subject, body, priority, metadata)
+    SELECT 'plan-' || left(CAST(:plan_review_id AS text), 8), rq.id,
+           ARRAY(SELECT a.name FROM audience AS a),
+           format(:subject, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           format(:body, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           'normal',
+           jsonb_build_object('plan_review_id', CAST(:plan_review_id AS uuid),
+                              'state', 'pending', 'revision', 1)
+    FROM rq, f
+    WHERE EXISTS (SELECT 1 FROM audience)
+    RETURNING id
+), p AS (
+    INSERT INTO plan_reviews (plan_review_id, mail_id, requester_id, reviewer_id, plan_path,
+                              title, summary, session_key)
+    SELECT CAST(:plan_review_id AS uuid), (SELECT m.id FROM m), rq.id, rv.id, :plan_path,
+           :title, :summary, :session_key
+    FROM rq, rv
+    RETURNING *
+), delivered AS (
+    INSERT INTO mail_recipients (mail_id, identity_id)
+    SELECT m.id, a.id FROM m, audience AS a
+), act AS (
+    INSERT INTO activities (identity_id, type, description, metadata)
+    SELECT p.requester_id, 'plan_submitted',
+           format(:description, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           jsonb_build_object('plan_review_id', p.plan_review_id, 'revision', p.revision,
+                              'reviewer', rv.name, 'mail_id', p.mail_id)
+    FROM p, f, rv
+)
+SELECT p.id, p.plan_review_id, p.thread_id, p.mail_id, rq.name AS requester,
+       rv.name AS reviewer, p.plan_path, p.title, p.summary, p.state, p.reviewer_comment,
+       CAST(NULL AS text) AS reviewed_by, p.session_key, p.revision, p.created_at,
+       p.updated_at, p.reviewed_at
+FROM p, rq, rv;
+
+-- name: plan_get(plan_review_id)^
+-- One plan review by its uuid.
+SELECT p.id, p.plan_review_id, p.thread_id, p.mail_id, q.name AS requester, r.name AS reviewer,
+       p.plan_path, p.title, p.summary, p.state, p.reviewer_comment, b.name AS reviewed_by,
+       p.session_key, p.revision, p.created_at, p.updated_at, p.reviewed_at
+FROM plan_reviews AS p
+JOIN identities AS q ON q.id = p.requester_id
+JOIN identities AS r ON r.id = p.reviewer_id
+LEFT JOIN identities AS b ON b.id = p.reviewed_by_id
+WHERE p.plan_review_id = CAST(:plan_review_id AS uuid);
+
+-- name: plan_by_thread(thread_id)^
+-- The plan review whose mail thread this is.
+SELECT p.id, p.plan_review_id, p.thread_id, p.mail_id, q.name AS requester, r.name AS reviewer,
+       p.plan_path, p.title, p.summary, p.state, p.reviewer_comment, b.name AS reviewed_by,
+       p.session_key, p.revision, p.created_at, p.updated_at, p.reviewed_at
+FROM plan_reviews AS p
+JOIN identities AS q ON q.id = p.requester_id
+JOIN identities AS r ON r.id = p.reviewer_id
+LEFT JOIN identities AS b ON b.id = p.reviewed_by_id
+WHERE p.thread_id = :thread_id;
+
+-- name: plan_pending_for_session(session_key)
+-- A session's plan reviews waiting for a decision (state pending), oldest first.
+SELECT p.id, p.plan_review_id, p.thread_id, p.mail_id, q.name AS requester, r.name AS reviewer,
+       p.plan_path, p.title, p.summary, p.state, p.reviewer_comment, b.name AS reviewed_by,
+       p.session_key, p.revision, p.created_at, p.updated_at, p.reviewed_at
+FROM plan_reviews AS p
+JOIN identities AS q ON q.id = p.requester_id
+JOIN identities AS r ON r.id = p.reviewer_id
+LEFT JOIN identities AS b ON b.id = p.reviewed_by_id
+WHERE p.session_key = :session_key AND p.state = 'pending'
+ORDER BY p.id;
+
+-- name: plan_list(state, requester, before_id, limit)
+-- Plan reviews, newest first, optionally in one state and/or of one requester. Keyset
+-- pagination: ids < before_id.
+SELECT p.id, p.plan_review_id, p.thread_id, p.mail_id, q.name AS requester, r.name AS reviewer,
+       p.plan_path, p.title, p.summary, p.state, p.reviewer_comment, b.name AS reviewed_by,
+       p.session_key, p.revision, p.created_at, p.updated_at, p.reviewed_at
+FROM plan_reviews AS p
+JOIN identities AS q ON q.id = p.requester_id
+JOIN identities AS r ON r.id = p.reviewer_id
+LEFT JOIN identities AS b ON b.id = p.reviewed_by_id
+WHERE (CAST(:state AS text) IS NULL OR p.state = :state)
+  AND (CAST(:requester AS text) IS NULL
+       OR p.requester_id = (SELECT id FROM identities WHERE name = :requester))
+  AND (CAST(:before_id AS bigint) IS NULL OR p.id < :before_id)
+ORDER BY p.id DESC
+LIMIT :limit;
+
+-- name: plan_decide(plan_review_id, state, comment, reviewed_by, subject, body, description)^
+-- Decide a pending plan (approved, rejected or changes_requested), in one statement: the
+-- decider is reviewed_by, else the plan's reviewer (not retired, locked FOR SHARE); the UPDATE
+-- applies only while the plan is pending; then the decision mail from the decider to the
+-- requester (not to itself, not when retired) on the plan's thread and the plan_decided
+-- activity. No row: unknown plan, decider missing or retired, or not pending.
+WITH actor AS (
+    SELECT i.id, i.name
+    FROM identities AS i
+    WHERE i.retired_at IS NULL
+      AND i.name = COALESCE(CAST(:reviewed_by AS text),
+                            (SELECT r.name
+                             FROM plan_reviews AS p JOIN identities AS r ON r.id = p.reviewer_id
+                             WHERE p.plan_review_id = CAST(:plan_review_id AS uuid)))
+    FOR SHARE
+), u AS (
+    UPDATE plan_reviews AS p
+    SET state = :state, reviewer_comment = :comment, reviewed_by_id = actor.id,
+        reviewed_at = ikigai_now(), updated_at = ikigai_now()
+    FROM actor
+    WHERE p.plan_review_id = CAST(:plan_review_id AS uuid) AND p.state = 'pending'
+    RETURNING p.*, actor.name AS actor_name
+), names AS (
+    SELECT q.name AS requester, r.name AS reviewer
+    FROM u
+    JOIN identities AS q ON q.id = u.requester_id
+    JOIN identities AS r ON r.id = u.reviewer_id
+), audience AS (
+    SELECT i.id, i.name
+    FROM u, identities AS i
+    WHERE i.id = u.requester_id AND i.id <> u.reviewed_by_id AND i.retired_at IS NULL
+), f AS (
+    -- As in plan_submit; the actor is the decider, the eighth argument the comment.
+    SELECT left(CAST(u.plan_review_id AS text), 8) AS a1, u.title AS a2, u.actor_name AS a3,
+           'pending' AS a4, u.state AS a5, names.requester AS a6, u.plan_path AS a7,
+           COALESCE(u.reviewer_comment, '') AS a8, CAST(u.revision AS text) AS a9
+    FROM u, names
+), m AS (
+    INSERT INTO mail (thread_id, sender_id, recipients, subject, body, priority, metadata)
+    SELECT u.thread_id, u.reviewed_by_id, ARRAY(SELECT a.name FROM audience AS a),
+           format(:subject, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           format(:body, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           'normal',
+           jsonb_build_object('plan_review_id', u.plan_review_id, 'state', u.state,
+                              'revision', u.revision)
+    FROM u, f
+    WHERE EXISTS (SELECT 1 FROM audience)
+    RETURNING id
+), delivered AS (
+    INSERT INTO mail_recipients (mail_id, identity_id)
+    SELECT m.id, a.id FROM m, audience AS a
+), act AS (
+    INSERT INTO activities (identity_id, type, description, metadata)
+    SELECT u.reviewed_by_id, 'plan_decided',
+           format(:description, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           jsonb_build_object('plan_review_id', u.plan_review_id, 'state', u.state,
+                              'revision', u.revision, 'mail_id', (SELECT m.id FROM m))
+    FROM u, f
+)
+SELECT u.id, u.plan_review_id, u.thread_id, u.mail_id, names.requester, names.reviewer,
+       u.plan_path, u.title, u.summary, u.state, u.reviewer_comment, u.actor_name AS reviewed_by,
+       u.session_key, u.revision, u.created_at, u.updated_at, u.reviewed_at
+FROM u, names;
+
+-- name: plan_resubmit(plan_review_id, summary, plan_path, subject, body, description)^
+-- Resubmit a plan whose changes were requested, in one statement: lock it (FOR UPDATE: its
+-- state as of now), and only if it is changes_requested and its requester is not retired,
+-- mail the reviewer (the new request, on the plan's thread; not when retired or the
+-- requester itself), make it pending again with revision + 1, the new summary and path when
+-- given and no decision, and record plan_submitted. No row: unknown plan, requester retired,
+-- or not changes_requested.
+WITH cur AS (
+    SELECT p.id, p.plan_review_id, p.thread_id, p.state, p.requester_id, p.reviewer_id,
+           p.title, p.revision + 1 AS revision,
+           COALESCE(CAST(:summary AS text), p.summary) AS summary,
+           COALESCE(CAST(:plan_path AS text), p.plan_path) AS plan_path
+    FROM plan_reviews AS p
+    WHERE p.plan_review_id = CAST(:plan_review_id AS uuid)
+    FOR UPDATE
+), rq AS (
+    SELECT i.id, i.name
+    FROM cur JOIN identities AS i ON i.id = cur.requester_id
+    WHERE cur.state = 'changes_requested' AND i.retired_at IS NULL
+    FOR SHARE OF i
+), rv AS (
+    SELECT i.id, i.name FROM cur JOIN identities AS i ON i.id = cur.reviewer_id
+), audience AS (
+    SELECT rv.id, rv.name
+    FROM rv, rq, identities AS i
+    WHERE i.id = rv.id AND rv.id <> rq.id AND i.retired_at IS NULL
+), f AS (
+    -- As in plan_submit: the actor is the requester.
+    SELECT left(CAST(cur.plan_review_id AS text), 8) AS a1, cur.title AS a2, rq.name AS a3,
+           'changes_requested' AS a4, 'pending' AS a5, rq.name AS a6, cur.plan_path AS a7,
+           cur.summary AS a8, CAST(cur.revision AS text) AS a9
+    FROM cur, rq
+), m AS (
+    INSERT INTO mail (thread_id, sender_id, recipients, subject, body, priority, metadata)
+    SELECT cur.thread_id, rq.id, ARRAY(SELECT a.name FROM audience AS a),
+           format(:subject, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           format(:body, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           'normal',
+           jsonb_build_object('plan_review_id', cur.plan_review_id, 'state', 'pending',
+                              'revision', cur.revision)
+    FROM cur, rq, f
+    WHERE EXISTS (SELECT 1 FROM audience)
+    RETURNING id
+), u AS (
+    UPDATE plan_reviews AS p
+    SET state = 'pending', summary = cur.summary, plan_path = cur.plan_path,
+        revision = cur.revision, mail_id = (SELECT m.id FROM m), reviewer_comment = NULL,
+        reviewed_by_id = NULL, reviewed_at = NULL, updated_at = ikigai_now()
+    FROM cur, rq
+    WHERE p.id = cur.id
+    RETURNING p.*
+), delivered AS (
+    INSERT INTO mail_recipients (mail_id, identity_id)
+    SELECT m.id, a.id FROM m, audience AS a
+), act AS (
+    INSERT INTO activities (identity_id, type, description, metadata)
+    SELECT u.requester_id, 'plan_submitted',
+           format(:description, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           jsonb_build_object('plan_review_id', u.plan_review_id, 'revision', u.revision,
+                              'reviewer', rv.name, 'mail_id', u.mail_id)
+    FROM u, f, rv
+)
+SELECT u.id, u.plan_review_id, u.thread_id, u.mail_id, rq.name AS requester,
+       rv.name AS reviewer, u.plan_path, u.title, u.summary, u.state, u.reviewer_comment,
+       CAST(NULL AS text) AS reviewed_by, u.session_key, u.revision, u.created_at,
+       u.updated_at, u.reviewed_at
+FROM u, rq, rv;
+
+-- name: plan_refusal(plan_review_id)^
+-- Why a plan change wrote nothing (rare path): its state now, requester and reviewer. No
+-- row: no such plan review.
+SELECT p.state, q.name AS requester, r.name AS reviewer
+FROM plan_reviews AS p
+JOIN identities AS q ON q.id = p.requester_id
+JOIN identities AS r ON r.id = p.reviewer_id
+WHERE p.plan_review_id = CAST(:plan_review_id AS uuid);

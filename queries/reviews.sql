@@ -1,0 +1,331 @@
+-- Code reviews (migration 0012): the seed's review state machine, iterations and issues. Every
+-- state change is one conditional UPDATE (WHERE state = ANY(allowed sources); reviews.py holds
+-- the table) that also writes the change's mail (on the review's thread) and its activity, in
+-- the same statement: a refused change writes nothing at all. Reads return reviews with the
+-- requester's name; order is id.
+
+-- name: review_create(review_id, requester, reviewers, pr_number, branch, base_branch, commit_sha, repo_path, remote_url, review_type, priority)^
+-- Create a review in state new. The requester and every reviewer must exist and not be
+-- retired (locked FOR SHARE, so a concurrent retire lands before or after). No row otherwise
+-- (reviews.py explains which); a thread id taken by another review is a unique violation.
+WITH rq AS (
+    SELECT id FROM identities WHERE name = :requester AND retired_at IS NULL FOR SHARE
+), rv AS (
+    SELECT id FROM identities
+    WHERE name = ANY(CAST(:reviewers AS text[])) AND retired_at IS NULL
+    FOR SHARE
+)
+INSERT INTO reviews AS r (review_id, requester_id, reviewers, pr_number, branch, base_branch,
+                          commit_sha, repo_path, remote_url, review_type, priority)
+SELECT CAST(:review_id AS uuid), rq.id, CAST(:reviewers AS text[]), :pr_number, :branch,
+       :base_branch, :commit_sha, :repo_path, :remote_url, :review_type, :priority
+FROM rq
+WHERE (SELECT count(*) FROM rv) = cardinality(CAST(:reviewers AS text[]))
+RETURNING r.id, r.review_id, r.thread_id, CAST(:requester AS text) AS requester, r.reviewers,
+          r.pr_number, r.branch, r.base_branch, r.commit_sha, r.repo_path, r.remote_url,
+          r.review_type, r.priority, r.state, r.iterations, r.created_at, r.updated_at,
+          r.completed_at;
+
+-- name: review_people(names)
+-- Which of the names exist and whether each is retired (why a write naming them was refused).
+SELECT n AS name, i.id IS NOT NULL AS found, i.retired_at IS NOT NULL AS retired
+FROM unnest(CAST(:names AS text[])) AS n
+LEFT JOIN identities AS i ON i.name = n
+ORDER BY n;
+
+-- name: review_get(review_id)^
+-- One review by its uuid.
+SELECT r.id, r.review_id, r.thread_id, q.name AS requester, r.reviewers, r.pr_number, r.branch,
+       r.base_branch, r.commit_sha, r.repo_path, r.remote_url, r.review_type, r.priority,
+       r.state, r.iterations, r.created_at, r.updated_at, r.completed_at
+FROM reviews AS r
+JOIN identities AS q ON q.id = r.requester_id
+WHERE r.review_id = CAST(:review_id AS uuid);
+
+-- name: review_list(state, requester, before_id, limit)
+-- Reviews, newest first, optionally in one state and/or of one requester. Keyset pagination:
+-- ids < before_id.
+SELECT r.id, r.review_id, r.thread_id, q.name AS requester, r.reviewers, r.pr_number, r.branch,
+       r.base_branch, r.commit_sha, r.repo_path, r.remote_url, r.review_type, r.priority,
+       r.state, r.iterations, r.created_at, r.updated_at, r.completed_at
+FROM reviews AS r
+JOIN identities AS q ON q.id = r.requester_id
+WHERE (CAST(:state AS text) IS NULL OR r.state = :state)
+  AND (CAST(:requester AS text) IS NULL
+       OR r.requester_id = (SELECT id FROM identities WHERE name = :requester))
+  AND (CAST(:before_id AS bigint) IS NULL OR r.id < :before_id)
+ORDER BY r.id DESC
+LIMIT :limit;
+
+-- name: review_active()
+-- Every review that is not finished (not approved, rejected or cancelled), oldest first: what
+-- a restarted reviewer or requester picks up again.
+SELECT r.id, r.review_id, r.thread_id, q.name AS requester, r.reviewers, r.pr_number, r.branch,
+       r.base_branch, r.commit_sha, r.repo_path, r.remote_url, r.review_type, r.priority,
+       r.state, r.iterations, r.created_at, r.updated_at, r.completed_at
+FROM reviews AS r
+JOIN identities AS q ON q.id = r.requester_id
+WHERE r.state NOT IN ('approved', 'rejected', 'cancelled')
+ORDER BY r.id;
+
+-- name: review_by_prefix(low, high)^
+-- The oldest review whose uuid lies in [low, high] (every uuid starting with a hex prefix:
+-- the prefix padded with 0s, and with fs), and how many do: an index range scan, no LIKE.
+SELECT r.id, r.review_id, r.thread_id, q.name AS requester, r.reviewers, r.pr_number, r.branch,
+       r.base_branch, r.commit_sha, r.repo_path, r.remote_url, r.review_type, r.priority,
+       r.state, r.iterations, r.created_at, r.updated_at, r.completed_at,
+       count(*) OVER () AS matches
+FROM reviews AS r
+JOIN identities AS q ON q.id = r.requester_id
+WHERE r.review_id BETWEEN CAST(:low AS uuid) AND CAST(:high AS uuid)
+ORDER BY r.id
+LIMIT 1;
+
+-- name: review_fire(review_id, event, to_state, from_states, by, default_actor, audience, subject, body, activity_type, description)^
+-- The guarded transition, with its mail and activity, in one statement. The review row is
+-- locked first (FOR UPDATE gives its state as of now, even right after a concurrent change);
+-- the actor is the identity named by the by parameter, else the requester or the first
+-- reviewer (default_actor), not retired, locked FOR SHARE. The state moves to to_state only
+-- from one of from_states; completed_at is set on entering a terminal state. Then a mail goes
+-- on the review's thread from the actor to the audience: 'reviewers', 'requester', or
+-- 'participants' (the requester and, unless the review was still new, the reviewers); never
+-- to the actor or a retired identity, and no mail at all when that leaves no one. subject,
+-- body and description are format() templates over the values of f below. No row: unknown
+-- review, actor missing or retired, or the event is not allowed in the current state.
+WITH cur AS (
+    SELECT r.id, r.state, r.requester_id, r.reviewers
+    FROM reviews AS r
+    WHERE r.review_id = CAST(:review_id AS uuid)
+    FOR UPDATE
+), actor AS (
+    SELECT i.id, i.name
+    FROM identities AS i
+    WHERE i.retired_at IS NULL
+      AND i.name = COALESCE(CAST(:by AS text),
+                            (SELECT CASE WHEN :default_actor = 'requester'
+                                         THEN (SELECT q.name FROM identities AS q
+                                               WHERE q.id = cur.requester_id)
+                                         ELSE cur.reviewers[1] END
+                             FROM cur))
+    FOR SHARE
+), u AS (
+    UPDATE reviews AS r
+    SET state = :to_state,
+        updated_at = ikigai_now(),
+        completed_at = CASE WHEN :to_state IN ('approved', 'rejected', 'cancelled')
+                            THEN ikigai_now() END
+    FROM cur, actor
+    WHERE r.id = cur.id AND cur.state = ANY(CAST(:from_states AS text[]))
+    RETURNING r.*, cur.state AS from_state, actor.id AS actor_id, actor.name AS actor_name
+), q AS (
+    SELECT i.name FROM u JOIN identities AS i ON i.id = u.requester_id
+), audience AS (
+    SELECT i.id, i.name
+    FROM u, identities AS i
+    WHERE i.retired_at IS NULL AND i.id <> u.actor_id
+      AND ((:audience IN ('requester', 'participants') AND i.id = u.requester_id)
+           OR (:audience = 'reviewers' AND i.name = ANY(u.reviewers))
+           OR (:audience = 'participants' AND u.from_state <> 'new'
+               AND i.name = ANY(u.reviewers)))
+), f AS (
+    -- The template arguments, in order: short id, what is reviewed (branch), actor, state
+    -- before, state after, requester, the review's details, (unused here), iterations.
+    SELECT left(CAST(u.review_id AS text), 8) AS a1,
+           COALESCE(u.branch, 'review ' || left(CAST(u.review_id AS text), 8)) AS a2,
+           u.actor_name AS a3, u.from_state AS a4, u.state AS a5, q.name AS a6,
+           concat_ws(E'\n',
+                     'review: ' || CAST(u.review_id AS text) || ' (' || u.review_type
+                         || ', priority ' || u.priority || ')',
+                     'requester: ' || q.name,
+                     'reviewers: ' || array_to_string(u.reviewers, ', '),
+                     'branch: ' || u.branch || ' -> ' || u.base_branch,
+                     'commit: ' || u.commit_sha,
+                     'pull request: #' || u.pr_number,
+                     'repository: ' || u.repo_path,
+                     'remote: ' || u.remote_url) AS a7,
+           '' AS a8, CAST(u.iterations AS text) AS a9
+    FROM u, q
+), m AS (
+    INSERT INTO mail (thread_id, sender_id, recipients, subject, body, priority, metadata)
+    SELECT u.thread_id, u.actor_id,
+           ARRAY(SELECT a.name FROM audience AS a ORDER BY a.name COLLATE "C"),
+           format(:subject, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           format(:body, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           u.priority,
+           jsonb_build_object('review_id', u.review_id, 'event', CAST(:event AS text),
+                              'state', u.state)
+    FROM u, f
+    WHERE EXISTS (SELECT 1 FROM audience)
+    RETURNING id
+), delivered AS (
+    INSERT INTO mail_recipients (mail_id, identity_id)
+    SELECT m.id, a.id FROM m, audience AS a
+), act AS (
+    INSERT INTO activities (identity_id, type, description, metadata)
+    SELECT u.actor_id, :activity_type,
+           format(:description, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           jsonb_build_object('review_id', u.review_id, 'event', CAST(:event AS text),
+                              'from', u.from_state, 'to', u.state,
+                              'mail_id', (SELECT m.id FROM m))
+    FROM u, f
+)
+SELECT u.id, u.review_id, u.thread_id, q.name AS requester, u.reviewers, u.pr_number, u.branch,
+       u.base_branch, u.commit_sha, u.repo_path, u.remote_url, u.review_type, u.priority,
+       u.state, u.iterations, u.created_at, u.updated_at, u.completed_at,
+       (SELECT m.id FROM m) AS mail_id
+FROM u, q;
+
+-- name: review_refusal(review_id)^
+-- Why a guarded change wrote nothing (rare path): the review's state now, its requester and
+-- first reviewer (the default actors). No row: no such review.
+SELECT r.state, q.name AS requester, r.reviewers[1] AS first_reviewer
+FROM reviews AS r
+JOIN identities AS q ON q.id = r.requester_id
+WHERE r.review_id = CAST(:review_id AS uuid);
+
+-- name: review_record_iteration(review_id, reviewer, decision, to_state, summary, suggestions, files_reviewed, lines_analyzed, duration_ms, cost_usd, reviewer_session_id, issues, text, subject, body, activity_type, description)
+-- Record one review iteration, in one statement: only while the review is under_review, bump
+-- its iteration counter (the UPDATE's row lock serialises concurrent recorders, and the SET
+-- sees the newest counter: numbers are 1, 2, 3... without gaps or duplicates) and move it to
+-- to_state (NULL: stay, for a comment); insert the iteration numbered by the counter and its
+-- issues (the issues parameter, a JSON array, in order); mail the requester (not the reviewer
+-- itself, not when retired) on the review's thread and record the activity. One row per issue
+-- (issue columns NULL when there is none). No row: unknown review, reviewer missing or
+-- retired, or the review is not under review.
+WITH actor AS (
+    SELECT id, name FROM identities WHERE name = :reviewer AND retired_at IS NULL FOR SHARE
+), u AS (
+    UPDATE reviews AS r
+    SET iterations = r.iterations + 1,
+        state = COALESCE(CAST(:to_state AS text), r.state),
+        updated_at = ikigai_now(),
+        completed_at = CASE WHEN CAST(:to_state AS text) IN ('approved', 'rejected')
+                            THEN ikigai_now() END
+    FROM actor
+    WHERE r.review_id = CAST(:review_id AS uuid) AND r.state = 'under_review'
+    RETURNING r.*, actor.id AS actor_id, actor.name AS actor_name
+), q AS (
+    SELECT i.name FROM u JOIN identities AS i ON i.id = u.requester_id
+), it AS (
+    INSERT INTO review_iterations (review_id, iteration_num, reviewer_id, reviewer_session_id,
+                                   decision, summary, suggestions, files_reviewed,
+                                   lines_analyzed, duration_ms, cost_usd)
+    SELECT u.review_id, u.iterations, u.actor_id, :reviewer_session_id, :decision, :summary,
+           CAST(:suggestions AS jsonb), :files_reviewed, :lines_analyzed, :duration_ms, :cost_usd
+    FROM u
+    RETURNING *
+), iss AS (
+    INSERT INTO review_issues (review_id, iteration_num, issue_type, severity, file_path,
+                               line_start, line_end, title, description, code_snippet,
+                               suggestion, claude_md_ref)
+    SELECT it.review_id, it.iteration_num, e.doc ->> 'issue_type', e.doc ->> 'severity',
+           e.doc ->> 'file_path', CAST(e.doc ->> 'line_start' AS integer),
+           CAST(e.doc ->> 'line_end' AS integer), e.doc ->> 'title', e.doc ->> 'description',
+           e.doc ->> 'code_snippet', e.doc ->> 'suggestion', e.doc ->> 'claude_md_ref'
+    FROM it, jsonb_array_elements(CAST(:issues AS jsonb)) WITH ORDINALITY AS e(doc, n)
+    ORDER BY e.n
+    RETURNING *
+), audience AS (
+    SELECT i.id, i.name
+    FROM u, identities AS i
+    WHERE i.id = u.requester_id AND i.id <> u.actor_id AND i.retired_at IS NULL
+), f AS (
+    -- The template arguments, as in review_fire; the eighth is the text parameter (the
+    -- summary and the issues, written by reviews.py), the ninth the iteration's number.
+    SELECT left(CAST(u.review_id AS text), 8) AS a1,
+           COALESCE(u.branch, 'review ' || left(CAST(u.review_id AS text), 8)) AS a2,
+           u.actor_name AS a3, 'under_review' AS a4, u.state AS a5, q.name AS a6, '' AS a7,
+           CAST(:text AS text) AS a8, CAST(u.iterations AS text) AS a9
+    FROM u, q
+), m AS (
+    INSERT INTO mail (thread_id, sender_id, recipients, subject, body, priority, metadata)
+    SELECT u.thread_id, u.actor_id, ARRAY(SELECT a.name FROM audience AS a),
+           format(:subject, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           format(:body, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           u.priority,
+           jsonb_build_object('review_id', u.review_id, 'iteration', u.iterations,
+                              'decision', CAST(:decision AS text), 'state', u.state)
+    FROM u, f
+    WHERE EXISTS (SELECT 1 FROM audience)
+    RETURNING id
+), delivered AS (
+    INSERT INTO mail_recipients (mail_id, identity_id)
+    SELECT m.id, a.id FROM m, audience AS a
+), act AS (
+    INSERT INTO activities (identity_id, type, description, metadata)
+    SELECT u.actor_id, :activity_type,
+           format(:description, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
+           jsonb_build_object('review_id', u.review_id, 'iteration', u.iterations,
+                              'decision', CAST(:decision AS text), 'from', 'under_review',
+                              'to', u.state, 'issues', (SELECT count(*) FROM iss),
+                              'mail_id', (SELECT m.id FROM m))
+    FROM u, f
+)
+SELECT it.id, it.review_id, it.iteration_num, CAST(:reviewer AS text) AS reviewer,
+       it.reviewer_session_id, it.decision, it.summary, it.suggestions, it.files_reviewed,
+       it.lines_analyzed, it.duration_ms, it.cost_usd, it.created_at,
+       iss.id AS issue_id, iss.issue_type, iss.severity, iss.file_path, iss.line_start,
+       iss.line_end, iss.title, iss.description, iss.code_snippet, iss.suggestion,
+       iss.claude_md_ref, iss.status, iss.resolved_at, iss.resolved_in_iteration
+FROM it
+LEFT JOIN iss ON true
+ORDER BY iss.id;
+
+-- name: review_iterations(review_id)
+-- A review's iterations in order, each with its issues (one row per issue; issue columns NULL
+-- for an iteration without issues).
+SELECT it.id, it.review_id, it.iteration_num, i.name AS reviewer, it.reviewer_session_id,
+       it.decision, it.summary, it.suggestions, it.files_reviewed, it.lines_analyzed,
+       it.duration_ms, it.cost_usd, it.created_at,
+       iss.id AS issue_id, iss.issue_type, iss.severity, iss.file_path, iss.line_start,
+       iss.line_end, iss.title, iss.description, iss.code_snippet, iss.suggestion,
+       iss.claude_md_ref, iss.status, iss.resolved_at, iss.resolved_in_iteration
+FROM review_iterations AS it
+JOIN identities AS i ON i.id = it.reviewer_id
+LEFT JOIN review_issues AS iss
+       ON iss.review_id = it.review_id AND iss.iteration_num = it.iteration_num
+WHERE it.review_id = CAST(:review_id AS uuid)
+ORDER BY it.iteration_num, iss.id;
+
+-- name: review_issues(review_id)
+-- Every issue of a review, by id.
+SELECT id, review_id, iteration_num, issue_type, severity, file_path, line_start, line_end,
+       title, description, code_snippet, suggestion, claude_md_ref, status, resolved_at,
+       resolved_in_iteration, created_at
+FROM review_issues
+WHERE review_id = CAST(:review_id AS uuid)
+ORDER BY id;
+
+-- name: review_open_issues(review_id)
+-- A review's open issues, most severe first (critical, high, medium, low: by rank, not by
+-- name), then by id.
+SELECT id, review_id, iteration_num, issue_type, severity, file_path, line_start, line_end,
+       title, description, code_snippet, suggestion, claude_md_ref, status, resolved_at,
+       resolved_in_iteration, created_at
+FROM review_issues
+WHERE review_id = CAST(:review_id AS uuid) AND status = 'open'
+ORDER BY array_position(ARRAY['critical', 'high', 'medium', 'low'], severity), id;
+
+-- name: review_resolve_issue(issue_id, status, iteration)^
+-- Resolve an open issue (fixed, wont_fix or duplicate) in an iteration of its review (NULL:
+-- the review's latest), not one before the issue's own. No row: no such issue, it is not
+-- open, or the iteration is not allowed (reviews.py says which).
+UPDATE review_issues AS x
+SET status = :status, resolved_at = ikigai_now(),
+    resolved_in_iteration = COALESCE(CAST(:iteration AS integer), r.iterations)
+FROM reviews AS r
+WHERE x.id = :issue_id AND x.status = 'open' AND r.review_id = x.review_id
+  AND COALESCE(CAST(:iteration AS integer), r.iterations) BETWEEN x.iteration_num AND r.iterations
+RETURNING x.id, x.review_id, x.iteration_num, x.issue_type, x.severity, x.file_path,
+          x.line_start, x.line_end, x.title, x.description, x.code_snippet, x.suggestion,
+          x.claude_md_ref, x.status, x.resolved_at, x.resolved_in_iteration, x.created_at;
+
+-- name: review_issue(issue_id)^
+-- One issue, with its review's iteration count (why review_resolve_issue refused).
+SELECT x.id, x.review_id, x.iteration_num, x.issue_type, x.severity, x.file_path, x.line_start,
+       x.line_end, x.title, x.description, x.code_snippet, x.suggestion, x.claude_md_ref,
+       x.status, x.resolved_at, x.resolved_in_iteration, x.created_at,
+       r.iterations AS review_iterations
+FROM review_issues AS x
+JOIN reviews AS r ON r.review_id = x.review_id
+WHERE x.id = :issue_id;
