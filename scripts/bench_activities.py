@@ -98,6 +98,7 @@ def hour_ago(store: ik.Store) -> Any:
     if key not in _HOUR_AGO:
         with store._connection() as conn:
             row = conn.execute("SELECT ikigai_now() - interval '1 hour' AS t").fetchone()
+        assert row is not None
         _HOUR_AGO[key] = row["t"]
     return _HOUR_AGO[key]
 

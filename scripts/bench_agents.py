@@ -61,7 +61,7 @@ def build_lineage(store: ik.Store, depth: int) -> str:
             if level:
                 agent = store.fork_agent(agent.uuid, name=f"level {level}")
             mark = store.mark(agent.uuid, f"level {level}")
-            turn = [
+            turn: list[tuple[Any, ...]] = [
                 ("user", f"level {level}: fix the failing test"),
                 ("tool_call", "bash pytest -q", {"id": f"c{level}", "name": "bash"}),
                 ("tool_result", "1 failed", {"tool_call_id": f"c{level}", "success": True}),
@@ -74,8 +74,8 @@ def build_lineage(store: ik.Store, depth: int) -> str:
             for kind, content, *data in turn:
                 store.append(sid, kind, content, data[0] if data else None, agent_uuid=agent.uuid)
             if level % 5 == 4:
-                data = {"target_message_id": mark.id, "target_label": mark.content}
-                store.append(sid, "rewind", mark.content, data, agent_uuid=agent.uuid)
+                rewind_data = {"target_message_id": mark.id, "target_label": mark.content}
+                store.append(sid, "rewind", mark.content, rewind_data, agent_uuid=agent.uuid)
             else:
                 store.append(sid, "assistant", "On it.", agent_uuid=agent.uuid)
     return agent.uuid
