@@ -29,9 +29,8 @@ from .errors import Conflict, InvalidArgument, NotFound
 from .identities import identity_name, require
 from .models import MAIL_STATES, PRIORITIES, InboxItem, Mail, MailCounts, MailHit
 from .ops import Op, atomic, many, one, statement
-from .search import MAX_SEARCH_LIMIT
+from .search import MAX_SEARCH_LIMIT, Queries, check_before, check_order, check_query, ranked
 from .validate import (
-    MAX_CONTENT_BYTES,
     check_content,
     check_id,
     check_limit,
@@ -484,15 +483,32 @@ def counts(identity: object) -> Op[MailCounts]:
     return MailCounts.from_row(row)
 
 
-def search(query: object, identity: object, limit: object) -> Op[list[MailHit]]:
-    check_str(query, "query", max_chars=MAX_CONTENT_BYTES, empty=True)
+def search(
+    query: object, identity: object, limit: object, *, order: object = "rank", before: object = None
+) -> Op[list[MailHit]]:
+    """Mail search with the strategy of ``search.search`` (see ``ikigai_store.search``)."""
+    check_query(query)
+    assert isinstance(query, str)
     name = None if identity is None else identity_name(identity)
     check_limit(limit)
     assert isinstance(limit, int)
-    rows = yield many("search_mail", query=query, identity=name, limit=min(limit, MAX_SEARCH_LIMIT))
+    by_rank = check_order(order)
+    page = check_before(before, MailHit)
+    plan = Queries(
+        start="search_mail_start",
+        estimate="search_mail_estimate",
+        walk="search_mail_walk",
+        probe="search_mail_probe",
+        probe_index="search_mail_probe_range",
+        hits="search_mail",
+        filters={"identity": name},
+    )
+    rows, horizon = yield from ranked(
+        plan, query=query, by_rank=by_rank, limit=min(limit, MAX_SEARCH_LIMIT), before=page
+    )
     if not rows and name is not None:
         yield from require(name)
-    return [MailHit.from_row(r) for r in rows]
+    return [MailHit.from_row(r, horizon) for r in rows]
 
 
 def wake_snoozed() -> Op[int]:

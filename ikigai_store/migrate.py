@@ -7,7 +7,9 @@ Owns applying, listing and rolling back the ``migrations/NNNN-description.sql`` 
   and a killed one releases it with its connection (yoyo's own lock row would survive a SIGKILL,
   so it is not taken here — run plain ``yoyo apply`` only when no other migrator is running);
 - what is pending is read without the lock first (read-only), so an up-to-date database never
-  waits for a migrator that hangs; the lock is awaited at most ``lock_timeout`` seconds, then
+  waits for a migrator that hangs; the lock is polled (never waited for inside a statement,
+  which would hold a snapshot that a ``CREATE INDEX CONCURRENTLY`` of the running migrator
+  waits for) at most ``lock_timeout`` seconds, then
   ``MigrationError`` names the holder (server pid from ``pg_locks``, and the client's pid and
   host from its ``application_name``);
 - a database created by the ikigai C program (``schema_metadata`` says N, no yoyo bookkeeping) has
@@ -15,7 +17,10 @@ Owns applying, listing and rolling back the ``migrations/NNNN-description.sql`` 
   except migrations whose header says ``-- ikigai-adopt: run``: those are idempotent converters
   of C-era tables (the C program numbered its own migrations differently), so they always run;
 - each migration runs in one transaction: a failure rolls it back completely and raises
-  ``MigrationError`` naming the file and PostgreSQL's message.
+  ``MigrationError`` naming the file and PostgreSQL's message — except migrations marked
+  ``-- transactional: false`` (0015 builds indexes ``CONCURRENTLY`` and fills a column in
+  committed batches): on a failure yoyo undoes the statements that ran (statement i of the
+  rollback undoes statement i), and since each statement is idempotent, applying again is safe.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -110,15 +116,20 @@ def _locked(url: str, lock_timeout: float) -> Iterator[psycopg.Connection[Any]]:
         connect(url, autocommit=True, row_factory=dict_row, application_name=name) as conn,
         translate_errors(conn),
     ):
-        try:
-            queries.migration_lock(
-                conn, key=MIGRATION_LOCK_KEY, timeout_ms=max(1, round(lock_timeout * 1000))
-            )
-        except psycopg.errors.LockNotAvailable:
-            raise MigrationError(
-                f"another migrator has held the migration lock for over {lock_timeout:g} s: "
-                f"{_describe_holders(conn)}; wait for it, or stop that process if it hangs"
-            ) from None
+        # Poll instead of blocking in pg_advisory_lock: a statement waiting for a lock holds a
+        # snapshot, and CREATE INDEX CONCURRENTLY (migration 0015) waits for every snapshot
+        # older than its own, so blocked waiters and the migrator would wait for each other.
+        deadline = time.monotonic() + lock_timeout
+        pause = 0.02
+        while not queries.migration_try_lock(conn, key=MIGRATION_LOCK_KEY)["locked"]:
+            if time.monotonic() >= deadline:
+                raise MigrationError(
+                    f"another migrator has held the migration lock for over {lock_timeout:g} "
+                    f"s: {_describe_holders(conn)}; wait for it, or stop that process if it "
+                    "hangs"
+                )
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, 0.5)
         try:
             yield conn
         finally:

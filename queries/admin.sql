@@ -6,13 +6,13 @@ SELECT to_regclass('schema_metadata') IS NOT NULL AS exists;
 -- The schema version recorded by the migrations (NULL when none is recorded).
 SELECT max(schema_version) AS version FROM schema_metadata;
 
--- name: migration_lock(key, timeout_ms)^
--- Wait up to timeout_ms for the migration advisory lock (lock_timeout applies to advisory locks:
--- SQLSTATE 55P03 when it runs out). Session-level: PostgreSQL releases it when the connection
--- closes, so a killed migrator never leaves it behind. The timeout is local to this statement's
--- transaction (set_config(..., true) inside one statement's implicit transaction).
-SELECT set_config('lock_timeout', CAST(:timeout_ms AS text), true) IS NOT NULL
-       AND pg_advisory_lock(:key) IS NOT NULL AS locked;
+-- name: migration_try_lock(key)^
+-- Take the migration advisory lock if it is free, without waiting (locked: whether it was
+-- taken). Session-level: PostgreSQL releases it when the connection closes, so a killed
+-- migrator never leaves it behind. Migrators poll it rather than wait in pg_advisory_lock: a
+-- waiting statement holds a snapshot, and CREATE INDEX CONCURRENTLY (0015) waits for every
+-- older snapshot, so waiters and the migrator would wait for each other.
+SELECT pg_try_advisory_lock(:key) AS locked;
 
 -- name: advisory_lock_holders(key)
 -- The sessions holding an int8 advisory lock (pg_locks splits the key: classid = high 32 bits,

@@ -225,32 +225,35 @@ LEFT JOIN mail AS m ON m.id = b.mail_id
 WHERE i.name = :identity
 GROUP BY i.id;
 
--- name: search_mail(query, identity, limit)
--- Full-text search of subject (weight A) and body (weight B), best first, newest on ties;
--- with :identity, only mail it sent or was sent. The GIN index on the stored search_vector
--- drives the scan; snippets (subject, then body) are computed for the rows that survive the
--- LIMIT only.
-WITH q AS (
+-- name: search_mail(query, ids, phrase_ids, by_rank, before_rank, before_id, limit)
+-- The page of a mail search (queries/search.sql collects the candidates :ids, scoped to the
+-- identity): ranked by ts_rank_cd over subject (weight A) and body (weight B) with length
+-- normalisation, scaled into [0, 1), plus 1 for a member of :phrase_ids; best first and newest
+-- on ties (:by_rank), else newest first; with :before_rank only those after (before_rank,
+-- before_id). Snippets (subject, then body) for the page's rows only.
+WITH q AS MATERIALIZED (
     SELECT websearch_to_tsquery('english', :query) AS tsq
-), me AS (
-    SELECT id FROM identities WHERE name = :identity
-), hits AS (
-    SELECT m.id, ts_rank_cd(m.search_vector, q.tsq) AS rank
-    FROM mail AS m, q
-    WHERE m.search_vector @@ q.tsq
-      AND (CAST(:identity AS text) IS NULL
-           OR m.sender_id = (SELECT id FROM me)
-           OR :identity = ANY(m.recipients))
-    ORDER BY rank DESC, m.id DESC
+), ranked AS (
+    SELECT m.id,
+           CAST(ts_rank_cd(m.search_vector, (SELECT tsq FROM q), 1 | 32) AS float8)
+           + CASE WHEN m.id = ANY(CAST(:phrase_ids AS bigint[])) THEN 1 ELSE 0 END AS rank
+    FROM mail AS m
+    WHERE m.id = ANY(CAST(:ids AS bigint[]))
+), page AS (
+    SELECT ranked.id, ranked.rank
+    FROM ranked
+    WHERE CAST(:before_rank AS float8) IS NULL
+       OR (ranked.rank, ranked.id) < (CAST(:before_rank AS float8), CAST(:before_id AS bigint))
+    ORDER BY CASE WHEN CAST(:by_rank AS boolean) THEN ranked.rank ELSE 0 END DESC, ranked.id DESC
     LIMIT :limit
 )
-SELECT v.*, hits.rank,
+SELECT v.*, page.rank,
        ts_headline('english', v.subject || E'\n' || left(v.body, 100000), q.tsq,
                    'StartSel=[, StopSel=], MaxWords=30, MinWords=10, MaxFragments=2') AS snippet
-FROM hits
-JOIN mail_view AS v ON v.id = hits.id
+FROM page
+JOIN mail_view AS v ON v.id = page.id
 CROSS JOIN q
-ORDER BY hits.rank DESC, v.id DESC;
+ORDER BY CASE WHEN CAST(:by_rank AS boolean) THEN page.rank ELSE 0 END DESC, v.id DESC;
 
 -- name: claim_unread(identity)^
 -- For wait: the identity's oldest unread mail (or passed snooze), marked read. SKIP LOCKED: two

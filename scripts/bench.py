@@ -12,7 +12,8 @@ warm-up, so drift and cache state hit both sides alike):
    twice: live events right after the clear, and with another session's 100k events written
    between the clear and the live events (several agents sharing one database);
 3. ``Store.search`` of a rare term in a 200k-message database vs a 2k-message one, the term
-   occurring in 5 messages of each (goal <= 3), plus the EXPLAIN showing the GIN index drives it.
+   occurring in 5 messages of each (goal <= 3), plus the EXPLAIN showing the GIN index drives
+   the probe such a search runs (scripts/bench_search.py measures search in depth).
 
 Invariants: nothing is asserted on timings (this is a report; the exit status is 0 whatever the
 ratios, non-zero only on errors); all data lives in scratch databases named
@@ -267,7 +268,7 @@ def bench_append(scratch: Scratch, scale: float, stack: ExitStack) -> Row:
     for i in range(64):
         content = words(rng, 200, 800)[: sizes[i % len(sizes)]]
         kind = ("user", "assistant", "tool_call", "tool_result")[i % 4]
-        data = None
+        data: dict[str, object] | None = None
         if kind == "tool_call":
             data = {"id": f"call_{i}", "name": "bash", "command": content[:40]}
         elif kind == "tool_result":
@@ -407,15 +408,30 @@ def bench_search(scratch: Scratch, scale: float, stack: ExitStack) -> tuple[Row,
     print(f"  {small_n:>6} messages: median {fmt_ms(median(t_small))}  p95 {fmt_ms(p95(t_small))}")
     print(f"  {big_n:>6} messages: median {fmt_ms(median(t_big))}  p95 {fmt_ms(p95(t_big))}")
 
-    params = {"query": RARE_TERM, "session_id": None, "limit": 50}
+    # The step a rare term's search runs (queries/search.sql): the GIN index alone.
+    params: dict[str, object] = {
+        "query": RARE_TERM,
+        "phrase": False,
+        "session_id": None,
+        "agent_uuid": None,
+        "kinds": None,
+        "since": None,
+        "until": None,
+        "hi": 2**62,
+        "by_time": False,
+        "at": None,
+        "at_id": None,
+        "need": 1000,
+        "keep": 1000,
+    }
     with psycopg.connect(urls[big_n]) as conn:
         plan = [
             line
             for (line,) in conn.execute(
-                "EXPLAIN (ANALYZE, BUFFERS) " + ik.queries.search_messages.sql, params
+                "EXPLAIN (ANALYZE, BUFFERS) " + ik.queries.search_probe.sql, params
             ).fetchall()
         ]
-    print(f"  EXPLAIN (ANALYZE, BUFFERS) search_messages on the {big_n}-message database:")
+    print(f"  EXPLAIN (ANALYZE, BUFFERS) search_probe on the {big_n}-message database:")
     for line in plan:
         print(f"    {line}")
     gin = any("idx_messages_search" in line for line in plan) and not any(

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from typing import Any
 
 import click
 
 from ..models import VALID_KINDS
 from .app import SESSION_OPTION, _active_or, _store, _TextArgs, cli
-from .render import _context_json, _echo_context, _echo_hits, json_text
+from .render import _context_json, _echo_context, _echo_hits, _message_json, json_text
 
 # ---------------------------------------------------------------- events
 
@@ -98,7 +99,21 @@ def replay(session_id: int | None, as_json: bool) -> None:
     _echo_context(ctx)
 
 
-@cli.command(cls=_TextArgs)
+def _parse_time(text: str | None, what: str) -> datetime | None:
+    """An ISO 8601 date or time; without an offset it is local time."""
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise click.ClickException(
+            f"{what} {text!r} is not an ISO 8601 date or time (e.g. 2025-06-01 or "
+            "2025-06-01T14:30+02:00)"
+        ) from None
+    return value if value.utcoffset() is not None else value.astimezone()
+
+
+@cli.command(cls=_TextArgs, short_help="Full-text search over every message.")
 @click.argument("query")
 @click.option(
     "--session",
@@ -109,20 +124,76 @@ def replay(session_id: int | None, as_json: bool) -> None:
     metavar="ID",
     help="Only search this session (default: every session).",
 )
+@click.option(
+    "--agent", "agent_uuid", metavar="UUID", default=None, help="Only this agent's events."
+)
+@click.option(
+    "--kind",
+    "kinds",
+    metavar="KIND",
+    multiple=True,
+    type=click.Choice(sorted(VALID_KINDS)),
+    help="Only events of this kind (repeat for several).",
+)
+@click.option("--since", metavar="TIME", default=None, help="Only events created at or after TIME.")
+@click.option("--until", metavar="TIME", default=None, help="Only events created before TIME.")
+@click.option(
+    "--order",
+    type=click.Choice(["rank", "recent"]),
+    default="rank",
+    show_default=True,
+    help="rank: best of the newest 1000 matches first; recent: newest first.",
+)
 @click.option("--limit", "-n", type=int, default=20, show_default=True, help="Most hits to show.")
-def search(query: str, session_id: int | None, limit: int) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def search(
+    query: str,
+    session_id: int | None,
+    agent_uuid: str | None,
+    kinds: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    order: str,
+    limit: int,
+    as_json: bool,
+) -> None:
     """Full-text search over every message, best match first.
 
     QUERY uses web-search syntax: "quoted phrase", `or`, -excluded; it may start with '-'
     (`search "-lexer parser"`). Matches in the snippet are shown in [brackets]. Rewound and
     cleared messages are still found: history is never lost. A query with no searchable word
     (only stop words such as "the") is an error: it could match nothing.
+
+    By rank, hits are the best of the newest 1000 matches, and messages holding the words of a
+    plain query as an exact phrase come first. TIME is ISO 8601 (2025-06-01, 2025-06-01T14:30,
+    2025-06-01T14:30+02:00); without an offset it is local time.
     """
+    since_at, until_at = _parse_time(since, "--since"), _parse_time(until, "--until")
     with _store() as store:
-        hits = store.search(query, session_id=session_id, limit=limit)
+        hits = store.search(
+            query,
+            session_id=session_id,
+            agent_uuid=agent_uuid,
+            kinds=list(kinds) or None,
+            since=since_at,
+            until=until_at,
+            order=order,
+            limit=limit,
+        )
         if not hits and not store.search_terms(query):
             raise click.ClickException(
                 f"the query {query!r} has no searchable word (only stop words such as 'the', "
                 "or punctuation): nothing to search"
             )
+    if as_json:
+        click.echo(
+            json_text(
+                [
+                    {"message": _message_json(h.message), "rank": h.rank, "snippet": h.snippet}
+                    for h in hits
+                ],
+                indent=2,
+            )
+        )
+        return
     _echo_hits(hits)
