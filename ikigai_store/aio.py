@@ -15,38 +15,66 @@ import asyncio
 import builtins
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
+from uuid import UUID
 
 import psycopg
 
-from . import admin, agents, events, identities, mail, ops, search, sessions, topics
+from . import (
+    activities,
+    admin,
+    agents,
+    events,
+    identities,
+    leases,
+    mail,
+    ops,
+    plans,
+    reviews,
+    search,
+    sessions,
+    summaries,
+    tasks,
+    topics,
+)
 from . import migrate as _migrate
 from .agents import UNSET, Unset
 from .config import redact, resolve_url
 from .errors import ConnectionLost, IkigaiStoreError, translate
 from .identities import identity_name
 from .models import (
+    Activity,
     Agent,
+    AgentSummary,
     Claim,
+    ContextSummary,
     DeadLetter,
     Identity,
     IdentityStatus,
     InboxItem,
+    Lease,
     Mail,
     MailCounts,
     MailHit,
     Message,
+    PlanReview,
     Poll,
     Queued,
     ReplayContext,
     ReplayRange,
+    Review,
+    ReviewIssue,
+    ReviewIteration,
     SearchHit,
     Session,
+    Task,
+    TaskList,
+    TaskStats,
     Topic,
     TopicInfo,
 )
@@ -54,9 +82,15 @@ from .notify import MAIL, QUEUE, RETRY, AsyncListener
 from .outbox import Outbox
 from .pool import AConn, AsyncPool
 from .store import (
+    ActivityCalls,
     IdentityCalls,
+    LeaseCalls,
     MailCalls,
+    PlanCalls,
+    ReviewCalls,
     Store,
+    SummaryCalls,
+    TaskCalls,
     TopicCalls,
     check_pool_options,
     resolve_target,
@@ -64,9 +98,15 @@ from .store import (
 from .validate import check_seconds
 
 __all__ = [
+    "AsyncActivityCalls",
     "AsyncIdentityCalls",
+    "AsyncLeaseCalls",
     "AsyncMailCalls",
+    "AsyncPlanCalls",
+    "AsyncReviewCalls",
     "AsyncStore",
+    "AsyncSummaryCalls",
+    "AsyncTaskCalls",
     "AsyncTopicCalls",
     "open_async",
 ]
@@ -150,6 +190,18 @@ class AsyncStore:
         self.mail = AsyncMailCalls(self)
         #: Topics, subscriptions, offsets and work queues (``AsyncTopicCalls``).
         self.topics = AsyncTopicCalls(self)
+        #: Task lists, tasks with dependencies, claims (``AsyncTaskCalls``).
+        self.tasks = AsyncTaskCalls(self)
+        #: The activity feed (``AsyncActivityCalls``).
+        self.activities = AsyncActivityCalls(self)
+        #: Agent summaries and runtime context summaries (``AsyncSummaryCalls``).
+        self.summaries = AsyncSummaryCalls(self)
+        #: Leases on resources, enforced by the database (``AsyncLeaseCalls``).
+        self.leases = AsyncLeaseCalls(self)
+        #: Code reviews: the review state machine, iterations and issues (``AsyncReviewCalls``).
+        self.reviews = AsyncReviewCalls(self)
+        #: Plan reviews: plans approved before they are carried out (``AsyncPlanCalls``).
+        self.plans = AsyncPlanCalls(self)
 
     @classmethod
     async def connect(
@@ -383,9 +435,31 @@ class AsyncStore:
         return await self._run(agents.clear(agent_uuid))
 
     async def search(
-        self, query: str, *, session_id: int | None = None, limit: int = 50
+        self,
+        query: str,
+        *,
+        session_id: int | None = None,
+        limit: int = 50,
+        agent_uuid: str | None = None,
+        kinds: Iterable[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        order: str = "rank",
+        before: SearchHit | None = None,
     ) -> list[SearchHit]:
-        return await self._run(search.search(query, session_id, limit))
+        return await self._run(
+            search.search(
+                query,
+                session_id,
+                limit,
+                agent_uuid=agent_uuid,
+                kinds=kinds,
+                since=since,
+                until=until,
+                order=order,
+                before=before,
+            )
+        )
 
     async def search_terms(self, query: str) -> str:
         return await self._run(search.search_terms(query))
@@ -577,9 +651,17 @@ class AsyncMailCalls:
         return await self._store._run(mail.counts(identity))
 
     async def search(
-        self, query: str, *, identity: str | Identity | None = None, limit: int = 50
+        self,
+        query: str,
+        *,
+        identity: str | Identity | None = None,
+        limit: int = 50,
+        order: str = "rank",
+        before: MailHit | None = None,
     ) -> list[MailHit]:
-        return await self._store._run(mail.search(query, identity, limit))
+        return await self._store._run(
+            mail.search(query, identity, limit, order=order, before=before)
+        )
 
     async def wait(self, identity: str | Identity, timeout: float) -> InboxItem | None:
         seconds = mail.check_wait_timeout(timeout)
@@ -739,11 +821,396 @@ class AsyncTopicCalls:
         return await self._store._run(topics.apply_retention())
 
 
+class AsyncTaskCalls:
+    """``TaskCalls`` for ``AsyncStore`` (``store.tasks``): the same calls, awaited."""
+
+    def __init__(self, store: AsyncStore) -> None:
+        self._store = store
+
+    async def create_list(
+        self, list_id: str, owner: str | Identity, *, watch_path: str | None = None
+    ) -> TaskList:
+        return await self._store._run(tasks.create_list(list_id, owner, watch_path))
+
+    async def get_list(self, list_id: str | TaskList) -> TaskList:
+        return await self._store._run(tasks.get_list(list_id))
+
+    async def lists(self) -> builtins.list[TaskList]:
+        return await self._store._run(tasks.lists())
+
+    async def upsert_task(
+        self,
+        list_id: str | TaskList,
+        external_id: str,
+        *,
+        subject: str | None = None,
+        description: str | None = None,
+        active_form: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        status: str | None = None,
+        owner: str | Identity | None = None,
+        blocked_by: Sequence[str] | None = None,
+    ) -> Task:
+        return await self._store._run(
+            tasks.upsert_task(
+                list_id,
+                external_id,
+                subject,
+                description,
+                active_form,
+                metadata,
+                status,
+                owner,
+                blocked_by,
+            )
+        )
+
+    async def get_task(self, list_id: str | TaskList, external_id: str) -> Task:
+        return await self._store._run(tasks.get_task(list_id, external_id))
+
+    async def tasks(
+        self, list_id: str | TaskList, status: str | None = None
+    ) -> builtins.list[Task]:
+        return await self._store._run(tasks.tasks(list_id, status))
+
+    async def available_tasks(self, list_id: str | TaskList | None = None) -> builtins.list[Task]:
+        return await self._store._run(tasks.available_tasks(list_id))
+
+    async def claim_task(
+        self, list_id: str | TaskList, external_id: str, owner: str | Identity
+    ) -> Task:
+        return await self._store._run(tasks.claim_task(list_id, external_id, owner))
+
+    async def release_task(
+        self, list_id: str | TaskList, external_id: str, owner: str | Identity
+    ) -> Task:
+        return await self._store._run(tasks.release_task(list_id, external_id, owner))
+
+    async def task_stats(self, list_id: str | TaskList | None = None) -> TaskStats:
+        return await self._store._run(tasks.task_stats(list_id))
+
+    async def sync_list(self, list_id: str | TaskList, active_external_ids: Iterable[str]) -> int:
+        return await self._store._run(tasks.sync_list(list_id, active_external_ids))
+
+    async def prune(self, older_than: timedelta) -> int:
+        return await self._store._run(tasks.prune(older_than))
+
+
+class AsyncActivityCalls:
+    """``ActivityCalls`` for ``AsyncStore`` (``store.activities``): the same calls, awaited."""
+
+    def __init__(self, store: AsyncStore) -> None:
+        self._store = store
+
+    async def record_activity(
+        self,
+        identity: str | Identity,
+        type: str,
+        description: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> Activity:
+        return await self._store._run(activities.record(identity, type, description, metadata))
+
+    async def feed(
+        self,
+        since: datetime | None = None,
+        identity: str | Identity | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        before: Activity | int | None = None,
+    ) -> builtins.list[Activity]:
+        return await self._store._run(activities.feed(since, identity, type, limit, before))
+
+    async def prune_activities(self, older_than: timedelta) -> int:
+        return await self._store._run(activities.prune(older_than))
+
+
+class AsyncSummaryCalls:
+    """``SummaryCalls`` for ``AsyncStore`` (``store.summaries``): the same calls, awaited."""
+
+    def __init__(self, store: AsyncStore) -> None:
+        self._store = store
+
+    async def add_summary(
+        self,
+        identity: str | Identity,
+        summary: str,
+        *,
+        delta: str | None = None,
+        transcript_hash: str | None = None,
+        cost_usd: float | None = None,
+    ) -> AgentSummary:
+        return await self._store._run(
+            summaries.add(identity, summary, delta, transcript_hash, cost_usd)
+        )
+
+    async def latest_summary(self, identity: str | Identity) -> AgentSummary | None:
+        return await self._store._run(summaries.latest(identity))
+
+    async def summary_history(
+        self, identity: str | Identity, limit: int = 10
+    ) -> builtins.list[AgentSummary]:
+        return await self._store._run(summaries.history(identity, limit))
+
+    async def prune_summaries(self, identity: str | Identity | None = None, keep: int = 5) -> int:
+        return await self._store._run(summaries.prune(identity, keep))
+
+    async def add_context_summary(
+        self,
+        agent_uuid: str,
+        summary: str,
+        start_msg_id: int,
+        end_msg_id: int,
+        token_count: int,
+    ) -> ContextSummary:
+        return await self._store._run(
+            summaries.add_context(agent_uuid, summary, start_msg_id, end_msg_id, token_count)
+        )
+
+    async def context_summaries(self, agent_uuid: str) -> builtins.list[ContextSummary]:
+        return await self._store._run(summaries.context_summaries(agent_uuid))
+
+
+class AsyncLeaseCalls:
+    """``LeaseCalls`` for ``AsyncStore`` (``store.leases``): the same calls, awaited."""
+
+    def __init__(self, store: AsyncStore) -> None:
+        self._store = store
+
+    async def acquire(
+        self,
+        holder: str | Identity,
+        resource: str,
+        *,
+        ttl: timedelta | float,
+        exclusive: bool = True,
+    ) -> Lease:
+        return await self._store._run(leases.acquire(holder, resource, ttl, exclusive))
+
+    async def renew(self, lease: Lease | tuple[str, str], ttl: timedelta | float) -> Lease:
+        return await self._store._run(leases.renew(lease, ttl))
+
+    async def release(self, lease: Lease | tuple[str, str]) -> bool:
+        return await self._store._run(leases.release(lease))
+
+    async def force_release(self, resource: str) -> int:
+        return await self._store._run(leases.force_release(resource))
+
+    async def held(
+        self, prefix: str = "", *, holder: str | Identity | None = None
+    ) -> builtins.list[Lease]:
+        return await self._store._run(leases.held(prefix, holder))
+
+
+class AsyncReviewCalls:
+    """``ReviewCalls`` for ``AsyncStore`` (``store.reviews``): the same calls, awaited."""
+
+    def __init__(self, store: AsyncStore) -> None:
+        self._store = store
+
+    async def create(
+        self,
+        requester: str | Identity,
+        *,
+        reviewers: str | Identity | Sequence[str | Identity],
+        branch: str | None = None,
+        base_branch: str = "main",
+        commit_sha: str | None = None,
+        repo_path: str | None = None,
+        remote_url: str | None = None,
+        pr_number: int | None = None,
+        review_type: str = "full",
+        priority: str = "normal",
+    ) -> Review:
+        return await self._store._run(
+            reviews.create(
+                requester,
+                reviewers,
+                branch,
+                base_branch,
+                commit_sha,
+                repo_path,
+                remote_url,
+                pr_number,
+                review_type,
+                priority,
+            )
+        )
+
+    async def get(self, review_id: str | UUID | Review) -> Review:
+        return await self._store._run(reviews.get(review_id))
+
+    async def list(
+        self,
+        *,
+        state: str | None = None,
+        requester: str | Identity | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> builtins.list[Review]:
+        return await self._store._run(reviews.list_reviews(state, requester, limit, before_id))
+
+    async def active_reviews(self) -> builtins.list[Review]:
+        return await self._store._run(reviews.active())
+
+    async def resolve_prefix(self, prefix: str) -> Review:
+        return await self._store._run(reviews.resolve_prefix(prefix))
+
+    async def fire(
+        self, review_id: str | UUID | Review, event: str, *, by: str | Identity | None = None
+    ) -> Review:
+        return await self._store._run(reviews.fire(review_id, event, by))
+
+    async def submit(
+        self, review_id: str | UUID | Review, *, by: str | Identity | None = None
+    ) -> Review:
+        return await self._store._run(reviews.fire(review_id, "submit", by))
+
+    async def start(
+        self, review_id: str | UUID | Review, *, by: str | Identity | None = None
+    ) -> Review:
+        return await self._store._run(reviews.fire(review_id, "start", by))
+
+    async def approve(
+        self, review_id: str | UUID | Review, *, by: str | Identity | None = None
+    ) -> Review:
+        return await self._store._run(reviews.fire(review_id, "approve", by))
+
+    async def request_changes(
+        self, review_id: str | UUID | Review, *, by: str | Identity | None = None
+    ) -> Review:
+        return await self._store._run(reviews.fire(review_id, "request_changes", by))
+
+    async def reject(
+        self, review_id: str | UUID | Review, *, by: str | Identity | None = None
+    ) -> Review:
+        return await self._store._run(reviews.fire(review_id, "reject", by))
+
+    async def resubmit(
+        self, review_id: str | UUID | Review, *, by: str | Identity | None = None
+    ) -> Review:
+        return await self._store._run(reviews.fire(review_id, "resubmit", by))
+
+    async def cancel(
+        self, review_id: str | UUID | Review, *, by: str | Identity | None = None
+    ) -> Review:
+        return await self._store._run(reviews.fire(review_id, "cancel", by))
+
+    async def record_iteration(
+        self,
+        review_id: str | UUID | Review,
+        reviewer: str | Identity,
+        decision: str,
+        summary: str,
+        *,
+        issues: Sequence[Mapping[str, Any]] = (),
+        suggestions: Any = None,
+        files_reviewed: int | None = None,
+        lines_analyzed: int | None = None,
+        duration_ms: int | None = None,
+        cost_usd: float | None = None,
+        reviewer_session_id: str | None = None,
+    ) -> ReviewIteration:
+        return await self._store._run(
+            reviews.record_iteration(
+                review_id,
+                reviewer,
+                decision,
+                summary,
+                issues,
+                suggestions,
+                files_reviewed,
+                lines_analyzed,
+                duration_ms,
+                cost_usd,
+                reviewer_session_id,
+            )
+        )
+
+    async def iterations(self, review_id: str | UUID | Review) -> builtins.list[ReviewIteration]:
+        return await self._store._run(reviews.iterations(review_id))
+
+    async def issues(self, review_id: str | UUID | Review) -> builtins.list[ReviewIssue]:
+        return await self._store._run(reviews.issues(review_id))
+
+    async def open_issues(self, review_id: str | UUID | Review) -> builtins.list[ReviewIssue]:
+        return await self._store._run(reviews.open_issues(review_id))
+
+    async def resolve_issue(
+        self, issue_id: int, status: str, iteration: int | None = None
+    ) -> ReviewIssue:
+        return await self._store._run(reviews.resolve_issue(issue_id, status, iteration))
+
+
+class AsyncPlanCalls:
+    """``PlanCalls`` for ``AsyncStore`` (``store.plans``): the same calls, awaited."""
+
+    def __init__(self, store: AsyncStore) -> None:
+        self._store = store
+
+    async def submit_plan(
+        self,
+        requester: str | Identity,
+        plan_path: str,
+        title: str,
+        summary: str,
+        *,
+        reviewer: str | Identity = "User",
+        session_key: str | None = None,
+    ) -> PlanReview:
+        return await self._store._run(
+            plans.submit(requester, plan_path, title, summary, reviewer, session_key)
+        )
+
+    async def decide(
+        self,
+        plan_review_id: str | UUID | PlanReview,
+        state: str,
+        comment: str | None = None,
+        reviewed_by: str | Identity | None = None,
+    ) -> PlanReview:
+        return await self._store._run(plans.decide(plan_review_id, state, comment, reviewed_by))
+
+    async def resubmit_plan(
+        self,
+        plan_review_id: str | UUID | PlanReview,
+        *,
+        summary: str | None = None,
+        plan_path: str | None = None,
+    ) -> PlanReview:
+        return await self._store._run(plans.resubmit(plan_review_id, summary, plan_path))
+
+    async def get(self, plan_review_id: str | UUID | PlanReview) -> PlanReview:
+        return await self._store._run(plans.get(plan_review_id))
+
+    async def by_thread(self, thread_id: str) -> PlanReview:
+        return await self._store._run(plans.by_thread(thread_id))
+
+    async def pending_for_session(self, session_key: str) -> builtins.list[PlanReview]:
+        return await self._store._run(plans.pending_for_session(session_key))
+
+    async def list(
+        self,
+        *,
+        state: str | None = None,
+        requester: str | Identity | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> builtins.list[PlanReview]:
+        return await self._store._run(plans.list_plans(state, requester, limit, before_id))
+
+
 for _cls, _twin in (
     (AsyncStore, Store),
     (AsyncIdentityCalls, IdentityCalls),
     (AsyncMailCalls, MailCalls),
     (AsyncTopicCalls, TopicCalls),
+    (AsyncTaskCalls, TaskCalls),
+    (AsyncActivityCalls, ActivityCalls),
+    (AsyncSummaryCalls, SummaryCalls),
+    (AsyncLeaseCalls, LeaseCalls),
+    (AsyncReviewCalls, ReviewCalls),
+    (AsyncPlanCalls, PlanCalls),
 ):
     for _name, _method in vars(_cls).items():
         if not _name.startswith("_") and callable(_method) and _method.__doc__ is None:

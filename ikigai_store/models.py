@@ -9,39 +9,61 @@ kinds ``Store.append`` accepts.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 __all__ = [
+    "ACTIVITY_TYPES",
     "AGENT_STATUSES",
+    "ISSUE_STATUSES",
+    "ISSUE_TYPES",
     "MAIL_STATES",
     "OUTBOX_OPERATIONS",
     "OUTBOX_STATUSES",
+    "PLAN_STATES",
     "PRIORITIES",
+    "REVIEW_DECISIONS",
+    "REVIEW_EVENTS",
+    "REVIEW_STATES",
+    "REVIEW_TERMINAL_STATES",
+    "REVIEW_TYPES",
+    "SEVERITIES",
+    "TASK_STATUSES",
     "TOPIC_KINDS",
     "VALID_KINDS",
+    "Activity",
     "Agent",
+    "AgentSummary",
     "Claim",
+    "ContextSummary",
     "DeadLetter",
     "DeepJSON",
     "DrainReport",
     "Identity",
     "IdentityStatus",
     "InboxItem",
+    "Lease",
     "Mail",
     "MailCounts",
     "MailHit",
     "Mark",
     "Message",
     "PendingOperation",
+    "PlanReview",
     "Poll",
     "Queued",
     "ReplayContext",
     "ReplayRange",
+    "Review",
+    "ReviewIssue",
+    "ReviewIteration",
     "SearchHit",
     "Session",
+    "Task",
+    "TaskList",
+    "TaskStats",
     "Topic",
     "TopicInfo",
     "UnsavedMessage",
@@ -188,15 +210,26 @@ class ReplayContext:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """A full-text search hit: the message, its ``ts_rank_cd`` rank and a highlighted snippet."""
+    """A full-text search hit: the message, its rank and a snippet with matches in [brackets].
+
+    ``rank`` is ``ts_rank_cd`` normalised by document length, in [0, 1), plus 1 for an
+    exact-phrase match. ``horizon`` is the newest message id the search that found this hit
+    looked at: ``search(..., before=hit)`` gives the next page and looks no further (see
+    ``ikigai_store.search``)."""
 
     message: Message
     rank: float
     snippet: str
+    horizon: int = 0
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> SearchHit:
-        return cls(message=Message.from_row(row), rank=float(row["rank"]), snippet=row["snippet"])
+    def from_row(cls, row: Mapping[str, Any], horizon: int = 0) -> SearchHit:
+        return cls(
+            message=Message.from_row(row),
+            rank=float(row["rank"]),
+            snippet=row["snippet"],
+            horizon=horizon,
+        )
 
 
 AGENT_STATUSES: frozenset[str] = frozenset({"running", "dead", "reaped"})
@@ -399,15 +432,23 @@ class MailCounts:
 
 @dataclass(frozen=True, slots=True)
 class MailHit:
-    """A mail search hit: the mail, its rank (subject weighs more than body) and a snippet."""
+    """A mail search hit: the mail, its rank (a subject match weighs more than a body match;
+    otherwise as ``SearchHit.rank``), a snippet, and the ``horizon`` (newest mail id) of its
+    search, for ``mail.search(..., before=hit)``."""
 
     mail: Mail
     rank: float
     snippet: str
+    horizon: int = 0
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> MailHit:
-        return cls(mail=Mail.from_row(row), rank=float(row["rank"]), snippet=row["snippet"])
+    def from_row(cls, row: Mapping[str, Any], horizon: int = 0) -> MailHit:
+        return cls(
+            mail=Mail.from_row(row),
+            rank=float(row["rank"]),
+            snippet=row["snippet"],
+            horizon=horizon,
+        )
 
 
 # ---------------------------------------------------------------- topics and queues
@@ -570,3 +611,495 @@ class DrainReport:
     failed: int = 0
     expired: int = 0
     pending: int = 0
+
+
+# ---------------------------------------------------------------- tasks (lists, tasks, deps)
+
+#: States of a task (``tasks.status``); completed and deleted tasks no longer block others.
+TASK_STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed", "deleted")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskList:
+    """A list of tasks (e.g. one Claude Code task list), identified by its public ``list_id``
+    and owned by an identity; ``watch_path`` is where its source lives (for a watcher), and
+    ``last_synced_at`` when ``sync_list`` last mirrored it (None: never)."""
+
+    id: int
+    list_id: str
+    owner: str
+    watch_path: str | None
+    created_at: datetime
+    last_synced_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> TaskList:
+        return cls(
+            id=int(row["id"]),
+            list_id=row["list_id"],
+            owner=row["owner"],
+            watch_path=row["watch_path"],
+            created_at=row["created_at"],
+            last_synced_at=row["last_synced_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One task of a list, known by its ``external_id`` there. ``blocked_by``: the external ids
+    of the tasks it waits for, ``blocks``: of those waiting for it (both in id order, whatever
+    their status). ``owner`` is free text (an agent's name), None when unowned;
+    ``started_at``/``completed_at`` are set the first time the task became in_progress /
+    completed and never change after."""
+
+    id: int
+    list_id: str
+    external_id: str
+    subject: str
+    description: str | None
+    active_form: str | None
+    metadata: dict[str, Any]
+    status: str
+    owner: str | None
+    blocked_by: tuple[str, ...]
+    blocks: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Task:
+        return cls(
+            id=int(row["id"]),
+            list_id=row["list_id"],
+            external_id=row["external_id"],
+            subject=row["subject"],
+            description=row["description"],
+            active_form=row["active_form"],
+            metadata=row["metadata"],
+            status=row["status"],
+            owner=row["owner"],
+            blocked_by=tuple(row["blocked_by"]),
+            blocks=tuple(row["blocks"]),
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            started_at=row["started_at"],
+            completed_at=row["completed_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStats:
+    """Counts of a list's tasks (or of every list's): per status; ``available`` (pending,
+    unowned, every blocker completed or deleted: what ``available_tasks`` returns) and
+    ``blocked`` (pending with a blocker neither completed nor deleted, owned or not)."""
+
+    total: int
+    pending: int
+    in_progress: int
+    completed: int
+    deleted: int
+    available: int
+    blocked: int
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> TaskStats:
+        return cls(**{name: int(row[name]) for name in cls.__dataclass_fields__})
+
+
+# ---------------------------------------------------------------- activities, summaries, leases
+
+#: Every type of activity the code writes (the CHECK of ``activities.type`` lists the same, and
+#: a test checks both against every activity any query inserts).
+ACTIVITY_TYPES: tuple[str, ...] = (
+    "commit",
+    "message",
+    "session_start",
+    "session_complete",
+    "decision",
+    "error",
+    "blocker",
+    "heartbeat",
+    "task_complete",
+    "review_requested",
+    "review_started",
+    "review_approved",
+    "review_rejected",
+    "review_completed",
+    "plan_submitted",
+    "plan_decided",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """One entry of the activity feed: what ``identity`` did. ``id`` is its order (the feed
+    is newest first by id); ``metadata`` is a JSON object or None."""
+
+    id: int
+    identity: str
+    type: str
+    description: str
+    metadata: Any
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Activity:
+        return cls(
+            id=int(row["id"]),
+            identity=row["identity"],
+            type=row["type"],
+            description=row["description"],
+            metadata=row["metadata"],
+            created_at=row["created_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSummary:
+    """A summary of an identity's work (seed 004's agent_summaries): the text, what changed
+    since the previous one (``delta``), the hash of the transcript it summarises and what
+    producing it cost."""
+
+    id: int
+    identity: str
+    summary: str
+    delta: str | None
+    transcript_hash: str | None
+    cost_usd: float | None
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> AgentSummary:
+        cost = row["cost_usd"]
+        return cls(
+            id=int(row["id"]),
+            identity=row["identity"],
+            summary=row["summary"],
+            delta=row["delta"],
+            transcript_hash=row["transcript_hash"],
+            cost_usd=None if cost is None else float(cost),
+            created_at=row["created_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSummary:
+    """A runtime agent's summary of the messages ``start_msg_id``..``end_msg_id`` (both
+    included) of its replayable history, and its size in tokens."""
+
+    id: int
+    agent_uuid: str
+    summary: str
+    start_msg_id: int
+    end_msg_id: int
+    token_count: int
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> ContextSummary:
+        return cls(
+            id=int(row["id"]),
+            agent_uuid=row["agent_uuid"],
+            summary=row["summary"],
+            start_msg_id=int(row["start_msg_id"]),
+            end_msg_id=int(row["end_msg_id"]),
+            token_count=int(row["token_count"]),
+            created_at=row["created_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A lease on ``resource`` held by ``holder`` until ``expires_at`` (live while that is in
+    the future, by the database's clock). ``exclusive`` leases exclude every other holder;
+    shared ones (``exclusive=False``) only exclusive ones. ``token`` identifies this grant:
+    ``renew`` and ``release`` need it, so a holder whose lease was taken over cannot act."""
+
+    id: int
+    resource: str
+    holder: str
+    exclusive: bool
+    token: str
+    acquired_at: datetime
+    expires_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Lease:
+        return cls(
+            id=int(row["id"]),
+            resource=row["resource"],
+            holder=row["holder"],
+            exclusive=bool(row["exclusive"]),
+            token=row["token"],
+            acquired_at=row["acquired_at"],
+            expires_at=row["expires_at"],
+        )
+
+
+# ---------------------------------------------------------------- reviews and plan reviews
+
+#: States of a review (seed 004's state machine); see ``REVIEW_TRANSITIONS`` in reviews.py.
+REVIEW_STATES: tuple[str, ...] = (
+    "new",
+    "pending_review",
+    "under_review",
+    "changes_requested",
+    "re_review",
+    "approved",
+    "rejected",
+    "cancelled",
+)
+#: Review states no event leaves.
+REVIEW_TERMINAL_STATES: frozenset[str] = frozenset({"approved", "rejected", "cancelled"})
+#: Events of the review state machine (``store.reviews.fire``).
+REVIEW_EVENTS: tuple[str, ...] = (
+    "submit",
+    "start",
+    "approve",
+    "request_changes",
+    "reject",
+    "resubmit",
+    "cancel",
+)
+#: Kinds of review (the seed's four, plus architecture, which Subtrate's CHECK lacked).
+REVIEW_TYPES: tuple[str, ...] = ("full", "incremental", "security", "performance", "architecture")
+#: What a review iteration decides (``comment`` changes no state).
+REVIEW_DECISIONS: tuple[str, ...] = ("approve", "request_changes", "comment", "reject")
+#: Kinds of review issue (the seed's; anything else is refused, never mapped to ``other``).
+ISSUE_TYPES: tuple[str, ...] = (
+    "bug",
+    "security",
+    "claude_md_violation",
+    "logic_error",
+    "performance",
+    "style",
+    "documentation",
+    "other",
+)
+#: Severities of a review issue, most severe first (``open_issues`` sorts by this rank).
+SEVERITIES: tuple[str, ...] = ("critical", "high", "medium", "low")
+#: Statuses of a review issue: open, or resolved one of three ways.
+ISSUE_STATUSES: tuple[str, ...] = ("open", "fixed", "wont_fix", "duplicate")
+#: States of a plan review.
+PLAN_STATES: tuple[str, ...] = ("pending", "approved", "rejected", "changes_requested")
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """A code review request. ``review_id`` is a UUID (text); ``thread_id`` (``"review-"`` and
+    its first 8 hex digits, unique) is the mail thread of everything said about it;
+    ``reviewers`` are identity names in the order given (the first is the default actor of
+    the reviewer's events); ``iterations`` counts its recorded iterations; ``completed_at`` is
+    set exactly when ``state`` is terminal."""
+
+    id: int
+    review_id: str
+    thread_id: str
+    requester: str
+    reviewers: tuple[str, ...]
+    pr_number: int | None
+    branch: str | None
+    base_branch: str
+    commit_sha: str | None
+    repo_path: str | None
+    remote_url: str | None
+    review_type: str
+    priority: str
+    state: str
+    iterations: int
+    created_at: datetime
+    updated_at: datetime
+    completed_at: datetime | None
+
+    @property
+    def short_id(self) -> str:
+        """The first 8 hex digits of ``review_id`` (unique: ``resolve_prefix`` takes it)."""
+        return self.review_id[:8]
+
+    @property
+    def terminal(self) -> bool:
+        """True when the review is approved, rejected or cancelled (no event leaves these)."""
+        return self.state in REVIEW_TERMINAL_STATES
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Review:
+        pr = row["pr_number"]
+        return cls(
+            id=int(row["id"]),
+            review_id=str(row["review_id"]),
+            thread_id=row["thread_id"],
+            requester=row["requester"],
+            reviewers=tuple(row["reviewers"]),
+            pr_number=None if pr is None else int(pr),
+            branch=row["branch"],
+            base_branch=row["base_branch"],
+            commit_sha=row["commit_sha"],
+            repo_path=row["repo_path"],
+            remote_url=row["remote_url"],
+            review_type=row["review_type"],
+            priority=row["priority"],
+            state=row["state"],
+            iterations=int(row["iterations"]),
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            completed_at=row["completed_at"],
+        )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewIssue:
+    """One issue found in a review iteration (``iteration_num``). ``status`` is ``open`` until
+    resolved (``fixed``, ``wont_fix`` or ``duplicate``), which sets ``resolved_at`` and
+    ``resolved_in_iteration``. ``file_path``/``line_start``/``line_end`` are None for an
+    issue about the change as a whole."""
+
+    id: int
+    review_id: str
+    iteration_num: int
+    issue_type: str
+    severity: str
+    title: str
+    description: str
+    file_path: str | None
+    line_start: int | None
+    line_end: int | None
+    code_snippet: str | None
+    suggestion: str | None
+    claude_md_ref: str | None
+    status: str
+    resolved_at: datetime | None
+    resolved_in_iteration: int | None
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], *, prefix: str = "") -> ReviewIssue:
+        """From an issue row; ``prefix="issue_"`` reads an iteration row joined with its
+        issues (``issue_id``; the review, iteration and time are the iteration's)."""
+        return cls(
+            id=int(row[f"{prefix}id"]),
+            review_id=str(row["review_id"]),
+            iteration_num=int(row["iteration_num"]),
+            issue_type=row["issue_type"],
+            severity=row["severity"],
+            title=row["title"],
+            description=row["description"],
+            file_path=row["file_path"],
+            line_start=_int_or_none(row["line_start"]),
+            line_end=_int_or_none(row["line_end"]),
+            code_snippet=row["code_snippet"],
+            suggestion=row["suggestion"],
+            claude_md_ref=row["claude_md_ref"],
+            status=row["status"],
+            resolved_at=row["resolved_at"],
+            resolved_in_iteration=_int_or_none(row["resolved_in_iteration"]),
+            created_at=row["created_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewIteration:
+    """One round of review: numbered 1, 2, 3... per review without gaps, by ``reviewer`` (an
+    identity), with its ``decision`` (approve, request_changes, reject: the matching event was
+    applied; comment: no state change), ``summary``, the ``issues`` it raised (in the order
+    given) and what the reviewer reported (``suggestions`` JSON, counts, cost; None when not
+    reported)."""
+
+    id: int
+    review_id: str
+    iteration_num: int
+    reviewer: str
+    reviewer_session_id: str | None
+    decision: str
+    summary: str
+    suggestions: Any
+    files_reviewed: int | None
+    lines_analyzed: int | None
+    duration_ms: int | None
+    cost_usd: float | None
+    created_at: datetime
+    issues: tuple[ReviewIssue, ...] = ()
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Mapping[str, Any]]) -> ReviewIteration:
+        """From the rows of one iteration joined with its issues (``issue_id`` None: none)."""
+        row = rows[0]
+        cost = row["cost_usd"]
+        return cls(
+            id=int(row["id"]),
+            review_id=str(row["review_id"]),
+            iteration_num=int(row["iteration_num"]),
+            reviewer=row["reviewer"],
+            reviewer_session_id=row["reviewer_session_id"],
+            decision=row["decision"],
+            summary=row["summary"],
+            suggestions=row["suggestions"],
+            files_reviewed=_int_or_none(row["files_reviewed"]),
+            lines_analyzed=_int_or_none(row["lines_analyzed"]),
+            duration_ms=_int_or_none(row["duration_ms"]),
+            cost_usd=None if cost is None else float(cost),
+            created_at=row["created_at"],
+            issues=tuple(
+                ReviewIssue.from_row(r, prefix="issue_") for r in rows if r["issue_id"] is not None
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PlanReview:
+    """A plan submitted for approval before it is carried out. ``state``: pending, then
+    approved, rejected or changes_requested (and pending again after a resubmission, which
+    increments ``revision``); ``reviewed_by``, ``reviewer_comment`` and ``reviewed_at`` belong
+    to the current decision (None while pending). ``thread_id`` (``"plan-"`` and 8 hex digits)
+    is its mail thread; ``mail_id`` the latest request mail (None when the reviewer is the
+    requester: nobody is mailed about their own action)."""
+
+    id: int
+    plan_review_id: str
+    thread_id: str
+    mail_id: int | None
+    requester: str
+    reviewer: str
+    plan_path: str
+    title: str
+    summary: str
+    state: str
+    reviewer_comment: str | None
+    reviewed_by: str | None
+    session_key: str | None
+    revision: int
+    created_at: datetime
+    updated_at: datetime
+    reviewed_at: datetime | None
+
+    @property
+    def short_id(self) -> str:
+        """The first 8 hex digits of ``plan_review_id`` (unique, like the thread id)."""
+        return self.plan_review_id[:8]
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> PlanReview:
+        return cls(
+            id=int(row["id"]),
+            plan_review_id=str(row["plan_review_id"]),
+            thread_id=row["thread_id"],
+            mail_id=_int_or_none(row["mail_id"]),
+            requester=row["requester"],
+            reviewer=row["reviewer"],
+            plan_path=row["plan_path"],
+            title=row["title"],
+            summary=row["summary"],
+            state=row["state"],
+            reviewer_comment=row["reviewer_comment"],
+            reviewed_by=row["reviewed_by"],
+            session_key=row["session_key"],
+            revision=int(row["revision"]),
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            reviewed_at=row["reviewed_at"],
+        )

@@ -20,38 +20,66 @@ import builtins
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
+from uuid import UUID
 
 import psycopg
 
-from . import admin, agents, events, identities, mail, ops, search, sessions, topics
+from . import (
+    activities,
+    admin,
+    agents,
+    events,
+    identities,
+    leases,
+    mail,
+    ops,
+    plans,
+    reviews,
+    search,
+    sessions,
+    summaries,
+    tasks,
+    topics,
+)
 from . import migrate as _migrate
 from .agents import UNSET, Unset, new_agent_uuid
 from .config import redact, resolve_url
 from .errors import ConnectionLost, IkigaiStoreError, InvalidArgument, translate
 from .identities import identity_name
 from .models import (
+    Activity,
     Agent,
+    AgentSummary,
     Claim,
+    ContextSummary,
     DeadLetter,
     Identity,
     IdentityStatus,
     InboxItem,
+    Lease,
     Mail,
     MailCounts,
     MailHit,
     Message,
+    PlanReview,
     Poll,
     Queued,
     ReplayContext,
     ReplayRange,
+    Review,
+    ReviewIssue,
+    ReviewIteration,
     SearchHit,
     Session,
+    Task,
+    TaskList,
+    TaskStats,
     Topic,
     TopicInfo,
 )
@@ -64,9 +92,15 @@ from .validate import check_seconds
 __all__ = [
     "MAX_SEARCH_LIMIT",
     "UNSET",
+    "ActivityCalls",
     "IdentityCalls",
+    "LeaseCalls",
     "MailCalls",
+    "PlanCalls",
+    "ReviewCalls",
     "Store",
+    "SummaryCalls",
+    "TaskCalls",
     "TopicCalls",
     "new_agent_uuid",
     "open",
@@ -155,6 +189,18 @@ class Store:
         self.mail = MailCalls(self)
         #: Topics, subscriptions, offsets and work queues (``TopicCalls``).
         self.topics = TopicCalls(self)
+        #: Task lists, tasks with dependencies, claims (``TaskCalls``).
+        self.tasks = TaskCalls(self)
+        #: The activity feed (``ActivityCalls``).
+        self.activities = ActivityCalls(self)
+        #: Agent summaries and runtime context summaries (``SummaryCalls``).
+        self.summaries = SummaryCalls(self)
+        #: Leases on resources, enforced by the database (``LeaseCalls``).
+        self.leases = LeaseCalls(self)
+        #: Code reviews: the review state machine, iterations and issues (``ReviewCalls``).
+        self.reviews = ReviewCalls(self)
+        #: Plan reviews: plans approved before they are carried out (``PlanCalls``).
+        self.plans = PlanCalls(self)
 
     @property
     def url(self) -> str:
@@ -437,14 +483,43 @@ class Store:
         return self._run(agents.clear(agent_uuid))
 
     def search(
-        self, query: str, *, session_id: int | None = None, limit: int = 50
+        self,
+        query: str,
+        *,
+        session_id: int | None = None,
+        limit: int = 50,
+        agent_uuid: str | None = None,
+        kinds: Iterable[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        order: str = "rank",
+        before: SearchHit | None = None,
     ) -> list[SearchHit]:
-        """Full-text search (web-search syntax: quotes, ``or``, ``-term``), best match first.
+        """Full-text search (web-search syntax: ``"phrase"``, ``or``, ``-term``).
 
-        Any text is accepted; an empty or stop-word-only query finds nothing. ``limit`` is
-        capped at ``MAX_SEARCH_LIMIT``.
+        ``order="rank"``: the best matches among the newest 1000 (``CANDIDATES``), best first,
+        with messages holding a plain multi-word query as an exact phrase first (looked for
+        among the newest 10,000 matches); ``order="recent"``: matches newest first. The work
+        done is bounded by these numbers, not by how many messages match. Filters:
+        ``session_id``, ``agent_uuid`` (the agent's own events), ``kinds`` (e.g.
+        ``["user", "assistant"]``), ``since`` (inclusive) and ``until`` (exclusive) on
+        ``created_at`` (aware datetimes). ``before=`` the last hit of a page gives the next page.
+        An empty or stop-word-only query finds nothing; ``limit`` is capped at
+        ``MAX_SEARCH_LIMIT``. See ``ikigai_store.search`` for the exact semantics.
         """
-        return self._run(search.search(query, session_id, limit))
+        return self._run(
+            search.search(
+                query,
+                session_id,
+                limit,
+                agent_uuid=agent_uuid,
+                kinds=kinds,
+                since=since,
+                until=until,
+                order=order,
+                before=before,
+            )
+        )
 
     def search_terms(self, query: str) -> str:
         """The tsquery ``search(query)`` runs, as text (``'parser' & !'lexer'``).
@@ -706,12 +781,19 @@ class MailCalls:
         return self._store._run(mail.counts(identity))
 
     def search(
-        self, query: str, *, identity: str | Identity | None = None, limit: int = 50
+        self,
+        query: str,
+        *,
+        identity: str | Identity | None = None,
+        limit: int = 50,
+        order: str = "rank",
+        before: MailHit | None = None,
     ) -> list[MailHit]:
-        """Full-text search of subjects (weighted higher) and bodies, best first, in web-search
-        syntax (quotes, ``or``, ``-term``); any text is accepted. With ``identity``: only mail
-        it sent or received. ``limit`` is capped at ``MAX_SEARCH_LIMIT``."""
-        return self._store._run(mail.search(query, identity, limit))
+        """Full-text search of subjects (weighted higher) and bodies, in web-search syntax
+        (quotes, ``or``, ``-term``); any text is accepted. With ``identity``: only mail it sent
+        or received. Orders, the bounded candidates, exact-phrase matches first and ``before=``
+        pages work as in ``Store.search``. ``limit`` is capped at ``MAX_SEARCH_LIMIT``."""
+        return self._store._run(mail.search(query, identity, limit, order=order, before=before))
 
     def wait(self, identity: str | Identity, timeout: float) -> InboxItem | None:
         """The identity's oldest unread mail, marked read, waiting up to ``timeout`` seconds
@@ -932,3 +1014,550 @@ class TopicCalls:
         never removed by retention.
         """
         return self._store._run(topics.apply_retention())
+
+
+class TaskCalls:
+    """``store.tasks``: task lists, tasks with dependencies, claims and releases, counts,
+    syncing and pruning (see ``ikigai_store.tasks``). A list may be passed by its ``list_id``
+    or as a ``TaskList``; a task is named by its list and its ``external_id`` there."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def create_list(
+        self, list_id: str, owner: str | Identity, *, watch_path: str | None = None
+    ) -> TaskList:
+        """Create a list owned by an identity. The same request again returns the existing list
+        (a retry is harmless); ``list_id`` taken with another owner or watch_path is
+        ``Conflict``; a missing owner ``NotFound``, a retired one ``InvalidArgument``."""
+        return self._store._run(tasks.create_list(list_id, owner, watch_path))
+
+    def get_list(self, list_id: str | TaskList) -> TaskList:
+        """One list; ``NotFound`` if there is none with that id."""
+        return self._store._run(tasks.get_list(list_id))
+
+    def lists(self) -> builtins.list[TaskList]:
+        """Every list, oldest first."""
+        return self._store._run(tasks.lists())
+
+    def upsert_task(
+        self,
+        list_id: str | TaskList,
+        external_id: str,
+        *,
+        subject: str | None = None,
+        description: str | None = None,
+        active_form: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        status: str | None = None,
+        owner: str | Identity | None = None,
+        blocked_by: Sequence[str] | None = None,
+    ) -> Task:
+        """Create or update task ``external_id`` of a list and return it (completion is
+        ``status="completed"``).
+
+        Merge rules (an upsert never erases): None or ``""`` leaves a text field, the status or
+        the owner as stored; ``metadata`` (a dict) is merged into the stored object, its
+        top-level keys winning; ``started_at`` / ``completed_at`` are set the first time the
+        task becomes in_progress / completed and never change after. A new task needs a
+        ``subject``. ``blocked_by`` (external ids of tasks of the same list) replaces the
+        task's dependencies: ``[]`` clears them, None leaves them.
+
+        The task's first completion (the upsert that sets ``completed_at``) writes a
+        ``task_complete`` activity in the same statement when its owner, after the merge, is
+        the name of an identity that is not retired (``store.activities.feed``); a free-text
+        owner writes none, and neither does completing an already completed or a reopened
+        task again.
+
+        Refused, writing nothing: bad arguments, a new task without a subject, a dependency on
+        itself or one that would close a cycle (``InvalidArgument`` naming the cycle's path);
+        a missing list or a blocker that names no task of the list (``NotFound``).
+        """
+        return self._store._run(
+            tasks.upsert_task(
+                list_id,
+                external_id,
+                subject,
+                description,
+                active_form,
+                metadata,
+                status,
+                owner,
+                blocked_by,
+            )
+        )
+
+    def get_task(self, list_id: str | TaskList, external_id: str) -> Task:
+        """One task; ``NotFound`` when the list or the task does not exist."""
+        return self._store._run(tasks.get_task(list_id, external_id))
+
+    def tasks(self, list_id: str | TaskList, status: str | None = None) -> builtins.list[Task]:
+        """A list's tasks in creation (id) order, all of them or those with ``status``."""
+        return self._store._run(tasks.tasks(list_id, status))
+
+    def available_tasks(self, list_id: str | TaskList | None = None) -> builtins.list[Task]:
+        """The tasks anyone may claim now, in id order: pending, unowned, and each blocker
+        completed or deleted. ``list_id`` None: over every list."""
+        return self._store._run(tasks.available_tasks(list_id))
+
+    def claim_task(self, list_id: str | TaskList, external_id: str, owner: str | Identity) -> Task:
+        """Make a task in_progress with ``owner``, in one guarded statement: only when it is
+        pending, unowned (or assigned to ``owner``) and nothing blocks it. Of racing claimers
+        exactly one wins; claiming a task one already holds returns it unchanged.
+
+        Refusals: another owner holds it (``Conflict`` naming the owner); it is completed,
+        deleted, in_progress without an owner, or blocked (``InvalidArgument`` saying which,
+        and by what); the list or the task does not exist (``NotFound``).
+        """
+        return self._store._run(tasks.claim_task(list_id, external_id, owner))
+
+    def release_task(
+        self, list_id: str | TaskList, external_id: str, owner: str | Identity
+    ) -> Task:
+        """Give back an in_progress task held by ``owner`` (e.g. for an agent that died), in
+        one guarded statement: it becomes pending and unowned, available again once nothing
+        blocks it; ``started_at`` keeps the first start.
+
+        Refusals: another owner holds it (``Conflict`` naming the holder); it is not in
+        progress, or in progress without an owner (``InvalidArgument``); the list or the task
+        does not exist (``NotFound``). Releasing twice is refused the second time (the task is
+        pending by then).
+        """
+        return self._store._run(tasks.release_task(list_id, external_id, owner))
+
+    def task_stats(self, list_id: str | TaskList | None = None) -> TaskStats:
+        """Counts per status, available and blocked, in one query (``list_id`` None: every
+        list)."""
+        return self._store._run(tasks.task_stats(list_id))
+
+    def sync_list(self, list_id: str | TaskList, active_external_ids: Iterable[str]) -> int:
+        """Mirror the source of a list: every task not named in ``active_external_ids`` (and
+        not deleted yet) becomes deleted, and ``last_synced_at`` is set; return how many were
+        deleted. Names of tasks that do not exist are ignored."""
+        return self._store._run(tasks.sync_list(list_id, active_external_ids))
+
+    def prune(self, older_than: timedelta) -> int:
+        """Delete the completed and deleted tasks (of every list) last updated more than
+        ``older_than`` ago, with their dependency edges; return how many. A pruned blocker
+        blocks nothing, as it did not while completed or deleted."""
+        return self._store._run(tasks.prune(older_than))
+
+
+class ActivityCalls:
+    """``store.activities``: the activity feed (see ``ikigai_store.activities``).
+
+    Wherever an identity is expected, its name or an ``Identity`` is accepted.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def record_activity(
+        self,
+        identity: str | Identity,
+        type: str,
+        description: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> Activity:
+        """Record what ``identity`` did: ``type`` is one of ``ACTIVITY_TYPES`` (else
+        ``InvalidArgument`` listing them), ``description`` 1-10,000 characters, ``metadata`` a
+        JSON object or None. ``NotFound`` for an unknown identity, ``InvalidArgument`` for a
+        retired one."""
+        return self._store._run(activities.record(identity, type, description, metadata))
+
+    def feed(
+        self,
+        since: datetime | None = None,
+        identity: str | Identity | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        before: Activity | int | None = None,
+    ) -> builtins.list[Activity]:
+        """Activities newest first (by id), at most ``limit``: of one identity and/or one type,
+        created at or after ``since`` (a timezone-aware datetime). For the next page pass the
+        last activity of this one as ``before`` (keyset pagination: nothing is repeated or
+        skipped). ``NotFound`` when ``identity`` does not exist."""
+        return self._store._run(activities.feed(since, identity, type, limit, before))
+
+    def prune_activities(self, older_than: timedelta) -> int:
+        """Delete activities created more than ``older_than`` ago; return how many."""
+        return self._store._run(activities.prune(older_than))
+
+
+class SummaryCalls:
+    """``store.summaries``: summaries of identities' work and runtime agents' context
+    summaries (see ``ikigai_store.summaries``)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def add_summary(
+        self,
+        identity: str | Identity,
+        summary: str,
+        *,
+        delta: str | None = None,
+        transcript_hash: str | None = None,
+        cost_usd: float | None = None,
+    ) -> AgentSummary:
+        """Store a summary of ``identity``'s work, with what changed since the last one
+        (``delta``), the hash of the transcript it summarises and what it cost (>= 0).
+        ``NotFound`` for an unknown identity, ``InvalidArgument`` for a retired one."""
+        return self._store._run(summaries.add(identity, summary, delta, transcript_hash, cost_usd))
+
+    def latest_summary(self, identity: str | Identity) -> AgentSummary | None:
+        """The identity's newest summary, or None when it has none."""
+        return self._store._run(summaries.latest(identity))
+
+    def summary_history(
+        self, identity: str | Identity, limit: int = 10
+    ) -> builtins.list[AgentSummary]:
+        """The identity's summaries, newest first, at most ``limit``."""
+        return self._store._run(summaries.history(identity, limit))
+
+    def prune_summaries(self, identity: str | Identity | None = None, keep: int = 5) -> int:
+        """Keep the newest ``keep`` summaries of each identity (of ``identity`` only, when
+        given), delete the rest in one statement; return how many were deleted."""
+        return self._store._run(summaries.prune(identity, keep))
+
+    def add_context_summary(
+        self,
+        agent_uuid: str,
+        summary: str,
+        start_msg_id: int,
+        end_msg_id: int,
+        token_count: int,
+    ) -> ContextSummary:
+        """Store a runtime agent's summary of its messages ``start_msg_id``..``end_msg_id``
+        (both included); only the agent's newest 5 are kept (in the same transaction).
+
+        Both ends must be messages of the agent's replayable history (``replay_ranges``: its
+        own events and its ancestors' up to each fork point, after the newest clear), and
+        start <= end: else ``InvalidArgument``. ``NotFound`` for an unknown agent. The same
+        range again returns the stored summary when summary and token count are equal, and
+        raises ``Conflict`` when they differ.
+        """
+        return self._store._run(
+            summaries.add_context(agent_uuid, summary, start_msg_id, end_msg_id, token_count)
+        )
+
+    def context_summaries(self, agent_uuid: str) -> builtins.list[ContextSummary]:
+        """A runtime agent's context summaries, newest first (at most 5)."""
+        return self._store._run(summaries.context_summaries(agent_uuid))
+
+
+class LeaseCalls:
+    """``store.leases``: resources reserved by identities, enforced by the database (see
+    ``ikigai_store.leases``). A holder is an identity's name or an ``Identity``; a lease is a
+    ``Lease`` or a ``(resource, token)`` pair."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def acquire(
+        self,
+        holder: str | Identity,
+        resource: str,
+        *,
+        ttl: timedelta | float,
+        exclusive: bool = True,
+    ) -> Lease:
+        """Lease ``resource`` (1-512 characters) to ``holder`` for ``ttl`` (a timedelta or
+        seconds, at most one day) from now, by the database's clock.
+
+        An exclusive lease is refused while another holder has a live lease on the resource;
+        a shared one (``exclusive=False``) only while another holder has a live exclusive one.
+        Refused: ``Conflict`` naming the holder(s) and when the lease ends. A holder acquiring a
+        resource it holds replaces its lease (new token, mode and expiry). An expired lease
+        frees the resource by itself. ``NotFound`` for an unknown holder, ``InvalidArgument``
+        for a retired one.
+        """
+        return self._store._run(leases.acquire(holder, resource, ttl, exclusive))
+
+    def renew(self, lease: Lease | tuple[str, str], ttl: timedelta | float) -> Lease:
+        """Make a live lease end ``ttl`` from now; return it. ``NotFound`` when it is no
+        longer live (expired, released, force-released or replaced): acquire it again."""
+        return self._store._run(leases.renew(lease, ttl))
+
+    def release(self, lease: Lease | tuple[str, str]) -> bool:
+        """End a lease: True when it was live, False when it had already ended (idempotent:
+        its token no longer holds anything either way)."""
+        return self._store._run(leases.release(lease))
+
+    def force_release(self, resource: str) -> int:
+        """End every lease on ``resource``, whoever holds it (for administrators); return how
+        many were live."""
+        return self._store._run(leases.force_release(resource))
+
+    def held(
+        self, prefix: str = "", *, holder: str | Identity | None = None
+    ) -> builtins.list[Lease]:
+        """Live leases whose resource starts with ``prefix`` (literally: no wildcards), of one
+        holder when given, by resource. ``NotFound`` for an unknown holder."""
+        return self._store._run(leases.held(prefix, holder))
+
+
+class ReviewCalls:
+    """``store.reviews``: code reviews on the seed's state machine, guarded in SQL (see
+    ``ikigai_store.reviews``). A review is named by its ``review_id`` (UUID text, a
+    ``uuid.UUID`` or the ``Review``), an identity by its name or the ``Identity``.
+
+    Events and who acts (``by``; the default in brackets): ``submit`` new -> pending_review
+    [requester, mails the reviewers]; ``start`` pending_review or re_review -> under_review
+    [first reviewer, no mail]; ``approve``, ``request_changes``, ``reject`` under_review ->
+    approved, changes_requested, rejected [first reviewer, mails the requester]; ``resubmit``
+    changes_requested -> re_review [requester, mails the reviewers]; ``cancel`` any
+    non-terminal state -> cancelled [requester, mails the other participants]. Each change,
+    its mail (on the review's thread) and its activity are one statement; an illegal event is
+    ``InvalidArgument`` naming the state and the event, and writes nothing.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def create(
+        self,
+        requester: str | Identity,
+        *,
+        reviewers: str | Identity | Sequence[str | Identity],
+        branch: str | None = None,
+        base_branch: str = "main",
+        commit_sha: str | None = None,
+        repo_path: str | None = None,
+        remote_url: str | None = None,
+        pr_number: int | None = None,
+        review_type: str = "full",
+        priority: str = "normal",
+    ) -> Review:
+        """Create a review in state ``new`` (nobody is mailed until ``submit``). The requester
+        and every reviewer (at least one, at most 100; duplicates count once, order kept) must
+        exist (``NotFound``) and not be retired (``InvalidArgument``). ``review_type``: full,
+        incremental, security, performance or architecture; ``priority``: urgent, normal or
+        low (also its mails' priority)."""
+        return self._store._run(
+            reviews.create(
+                requester,
+                reviewers,
+                branch,
+                base_branch,
+                commit_sha,
+                repo_path,
+                remote_url,
+                pr_number,
+                review_type,
+                priority,
+            )
+        )
+
+    def get(self, review_id: str | UUID | Review) -> Review:
+        """One review; ``NotFound`` if there is none with that id."""
+        return self._store._run(reviews.get(review_id))
+
+    def list(
+        self,
+        *,
+        state: str | None = None,
+        requester: str | Identity | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> builtins.list[Review]:
+        """Reviews, newest first, optionally in one ``state`` and/or of one ``requester``
+        (``NotFound`` if that identity does not exist); page with
+        ``before_id=page[-1].id``."""
+        return self._store._run(reviews.list_reviews(state, requester, limit, before_id))
+
+    def active_reviews(self) -> builtins.list[Review]:
+        """Every review not approved, rejected or cancelled, oldest first (restart recovery)."""
+        return self._store._run(reviews.active())
+
+    def resolve_prefix(self, prefix: str) -> Review:
+        """The review whose id starts with ``prefix`` (4 to 32 hex digits, hyphens ignored;
+        8 always suffice: the first 8 are unique). ``NotFound`` when none does,
+        ``InvalidArgument`` naming the count when several do or the prefix is malformed."""
+        return self._store._run(reviews.resolve_prefix(prefix))
+
+    def fire(
+        self, review_id: str | UUID | Review, event: str, *, by: str | Identity | None = None
+    ) -> Review:
+        """Apply ``event`` (submit, start, approve, request_changes, reject, resubmit, cancel)
+        and return the review as changed. ``by`` names the actor, who sends the event's mail
+        and owns its activity (default: the requester for submit, resubmit and cancel, the
+        first reviewer otherwise); it must exist and not be retired. An event the current
+        state does not allow is ``InvalidArgument`` ("review 1a2b3c4d is approved (terminal);
+        cannot start"); an unknown review ``NotFound``; either way nothing is written."""
+        return self._store._run(reviews.fire(review_id, event, by))
+
+    def submit(self, review_id: str | UUID | Review, *, by: str | Identity | None = None) -> Review:
+        """``fire(review_id, "submit")``: new -> pending_review; mails the reviewers."""
+        return self._store._run(reviews.fire(review_id, "submit", by))
+
+    def start(self, review_id: str | UUID | Review, *, by: str | Identity | None = None) -> Review:
+        """``fire(review_id, "start")``: pending_review or re_review -> under_review."""
+        return self._store._run(reviews.fire(review_id, "start", by))
+
+    def approve(
+        self, review_id: str | UUID | Review, *, by: str | Identity | None = None
+    ) -> Review:
+        """``fire(review_id, "approve")``: under_review -> approved; mails the requester."""
+        return self._store._run(reviews.fire(review_id, "approve", by))
+
+    def request_changes(
+        self, review_id: str | UUID | Review, *, by: str | Identity | None = None
+    ) -> Review:
+        """``fire(review_id, "request_changes")``: under_review -> changes_requested; mails
+        the requester."""
+        return self._store._run(reviews.fire(review_id, "request_changes", by))
+
+    def reject(self, review_id: str | UUID | Review, *, by: str | Identity | None = None) -> Review:
+        """``fire(review_id, "reject")``: under_review -> rejected; mails the requester."""
+        return self._store._run(reviews.fire(review_id, "reject", by))
+
+    def resubmit(
+        self, review_id: str | UUID | Review, *, by: str | Identity | None = None
+    ) -> Review:
+        """``fire(review_id, "resubmit")``: changes_requested -> re_review; mails the
+        reviewers."""
+        return self._store._run(reviews.fire(review_id, "resubmit", by))
+
+    def cancel(self, review_id: str | UUID | Review, *, by: str | Identity | None = None) -> Review:
+        """``fire(review_id, "cancel")``: any non-terminal state -> cancelled; mails the
+        requester and (unless it was still new) the reviewers, except the actor."""
+        return self._store._run(reviews.fire(review_id, "cancel", by))
+
+    def record_iteration(
+        self,
+        review_id: str | UUID | Review,
+        reviewer: str | Identity,
+        decision: str,
+        summary: str,
+        *,
+        issues: Sequence[Mapping[str, Any]] = (),
+        suggestions: Any = None,
+        files_reviewed: int | None = None,
+        lines_analyzed: int | None = None,
+        duration_ms: int | None = None,
+        cost_usd: float | None = None,
+        reviewer_session_id: str | None = None,
+    ) -> ReviewIteration:
+        """Record one review round by ``reviewer`` while the review is under_review, numbered
+        1, 2, 3... without gaps even when recorded concurrently, with its ``issues`` (dicts
+        with ``issue_type``, ``severity``, ``title``, ``description`` and optionally
+        ``file_path``, ``line_start``, ``line_end``, ``code_snippet``, ``suggestion``,
+        ``claude_md_ref``; anything else is ``InvalidArgument``). ``decision`` approve,
+        request_changes or reject applies that event in the same statement; ``comment``
+        changes no state. The requester is mailed the summary and the issues on the review's
+        thread, with an activity. Outside under_review: ``InvalidArgument``, nothing written
+        (the iteration included)."""
+        return self._store._run(
+            reviews.record_iteration(
+                review_id,
+                reviewer,
+                decision,
+                summary,
+                issues,
+                suggestions,
+                files_reviewed,
+                lines_analyzed,
+                duration_ms,
+                cost_usd,
+                reviewer_session_id,
+            )
+        )
+
+    def iterations(self, review_id: str | UUID | Review) -> builtins.list[ReviewIteration]:
+        """A review's iterations in order, each with its issues."""
+        return self._store._run(reviews.iterations(review_id))
+
+    def issues(self, review_id: str | UUID | Review) -> builtins.list[ReviewIssue]:
+        """Every issue of a review (open or resolved), in the order they were raised."""
+        return self._store._run(reviews.issues(review_id))
+
+    def open_issues(self, review_id: str | UUID | Review) -> builtins.list[ReviewIssue]:
+        """A review's open issues, most severe first (critical, high, medium, low), then in
+        the order they were raised."""
+        return self._store._run(reviews.open_issues(review_id))
+
+    def resolve_issue(
+        self, issue_id: int, status: str, iteration: int | None = None
+    ) -> ReviewIssue:
+        """Resolve an open issue as ``fixed``, ``wont_fix`` or ``duplicate`` in ``iteration``
+        of its review (default: the latest; not one before the issue's own). A resolved issue
+        is not reopened (``InvalidArgument``): raise a new issue in a new iteration."""
+        return self._store._run(reviews.resolve_issue(issue_id, status, iteration))
+
+
+class PlanCalls:
+    """``store.plans``: plans approved before they are carried out (see
+    ``ikigai_store.plans``). pending -> approved | rejected | changes_requested;
+    changes_requested -> pending by ``resubmit_plan``. Each change, its mail (on the plan's
+    thread) and its activity are one statement; a refused change writes nothing."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def submit_plan(
+        self,
+        requester: str | Identity,
+        plan_path: str,
+        title: str,
+        summary: str,
+        *,
+        reviewer: str | Identity = "User",
+        session_key: str | None = None,
+    ) -> PlanReview:
+        """Submit a plan for review (state pending): mails the reviewer on the plan's new
+        thread and records ``plan_submitted``. The default reviewer ``"User"`` (the human) is
+        registered as an identity on first use; any other reviewer must exist (``NotFound``).
+        ``session_key`` ties it to an external session (see ``pending_for_session``)."""
+        return self._store._run(
+            plans.submit(requester, plan_path, title, summary, reviewer, session_key)
+        )
+
+    def decide(
+        self,
+        plan_review_id: str | UUID | PlanReview,
+        state: str,
+        comment: str | None = None,
+        reviewed_by: str | Identity | None = None,
+    ) -> PlanReview:
+        """Decide a pending plan: ``approved``, ``rejected`` or ``changes_requested``, by
+        ``reviewed_by`` (default: the plan's reviewer); mails the requester (with the
+        comment) and records ``plan_decided``. A plan that is not pending (decided already,
+        or waiting for its resubmission) is ``InvalidArgument``, nothing written."""
+        return self._store._run(plans.decide(plan_review_id, state, comment, reviewed_by))
+
+    def resubmit_plan(
+        self,
+        plan_review_id: str | UUID | PlanReview,
+        *,
+        summary: str | None = None,
+        plan_path: str | None = None,
+    ) -> PlanReview:
+        """Resubmit a plan whose changes were requested: pending again, ``revision + 1``, the
+        new summary and path when given, the decision cleared; mails the reviewer and records
+        ``plan_submitted``. From any other state: ``InvalidArgument``, nothing written."""
+        return self._store._run(plans.resubmit(plan_review_id, summary, plan_path))
+
+    def get(self, plan_review_id: str | UUID | PlanReview) -> PlanReview:
+        """One plan review; ``NotFound`` if there is none with that id."""
+        return self._store._run(plans.get(plan_review_id))
+
+    def by_thread(self, thread_id: str) -> PlanReview:
+        """The plan review whose mail thread is ``thread_id`` (``NotFound`` if none)."""
+        return self._store._run(plans.by_thread(thread_id))
+
+    def pending_for_session(self, session_key: str) -> builtins.list[PlanReview]:
+        """The session's plan reviews waiting for a decision (state pending), oldest first."""
+        return self._store._run(plans.pending_for_session(session_key))
+
+    def list(
+        self,
+        *,
+        state: str | None = None,
+        requester: str | Identity | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> builtins.list[PlanReview]:
+        """Plan reviews, newest first, optionally in one ``state`` and/or of one
+        ``requester``; page with ``before_id=page[-1].id``."""
+        return self._store._run(plans.list_plans(state, requester, limit, before_id))

@@ -18,7 +18,8 @@ Owns argument parsing, the rendering of sessions, replayed contexts and search h
 
 Layout: ``app`` (the root group, shared options), ``render`` (output), one module of commands
 per area (``admin``, ``sessions``, ``events``, ``agents``, ``identities``, ``mail``,
-``topics``, ``outbox``) and ``demo``.
+``topics``, ``outbox``, ``activities`` (also ``lease``), ``tasks``, ``reviews`` (also
+``plan``)) and ``demo``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Sequence
 
 # The command modules register their commands on import.
 from . import (  # noqa: F401
+    activities,
     admin,
     agents,
     demo,
@@ -34,7 +36,9 @@ from . import (  # noqa: F401
     identities,
     mail,
     outbox,
+    reviews,
     sessions,
+    tasks,
     topics,
 )
 from .app import cli

@@ -1,10 +1,12 @@
-"""The ``demo`` walkthrough: a seed conversation with mark, rewind, clear, search, a fork, and
-mail between the demo's agents with a waiter woken by NOTIFY.
+"""The ``demo`` walkthrough: a seed conversation with mark, rewind, clear, search, a fork,
+mail between the demo's agents with a waiter woken by NOTIFY, then a task list, a code review,
+a file lease and the activity feed between the same two agents.
 
 Invariant: it writes only to the session it creates and to mail identities it registers under
-fresh ``demo-<random>-...`` names; it kills the agents it created, retires those identities
+fresh ``demo-<random>-...`` names (and the task list, review, lease and activities of those
+identities); it kills the agents it created, releases its lease, retires those identities
 (identities are never deleted) and ends that session before it returns, so the user's active
-session, running agents and active identities are unchanged.
+session, running agents, leases and active identities are unchanged.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import click
 
+from ..errors import Conflict, InvalidArgument
 from ..models import Agent, InboxItem, Mail, Message
 from ..store import Store
 from .app import _store, cli
@@ -118,7 +121,9 @@ def _run_demo(store: Store, sid: int, title: str, registered: list[str]) -> tupl
     click.echo("   Search covers the whole history: rewound and cleared messages are found too.")
     _echo_hits(store.search("approach", session_id=sid, limit=10), indent="   ")
     main, child = _run_agent_demo(store, sid)
-    return child.uuid, _run_mail_demo(store, main, child, registered)
+    thread_id = _run_mail_demo(store, main, child, registered)
+    _run_coordination_demo(store, registered[0], registered[1])
+    return child.uuid, thread_id
 
 
 def _run_agent_demo(store: Store, sid: int) -> tuple[Agent, Agent]:
@@ -288,3 +293,97 @@ def _run_mail_demo(store: Store, main: Agent, child: Agent, registered: list[str
     for name in (me, other):
         click.echo(f"     {_counts_line(name, store.mail.counts(name))}")
     return first.thread_id
+
+
+def _run_coordination_demo(store: Store, me: str, other: str) -> None:
+    """Sections 11-13: a task list with dependencies, a code review through its state machine
+    (each step mails the other side and writes an activity in the same transaction), an
+    exclusive file lease, and the activity feed of both agents."""
+    project = me.rsplit("-", 1)[0]
+
+    _heading("11. Tasks: a list with dependencies, claimed by one agent at a time")
+    click.echo("   A task is available when it is pending, unowned and every blocker is done.")
+    tasks = store.tasks
+    task_list = tasks.create_list(f"{project}-tasks", me)
+    tasks.upsert_task(task_list, "lexer", subject="Write the lexer")
+    tasks.upsert_task(task_list, "parser", subject="Write the parser", blocked_by=["lexer"])
+    tasks.upsert_task(task_list, "docs", subject="Document the grammar", blocked_by=["parser"])
+
+    def available() -> str:
+        return ", ".join(t.external_id for t in tasks.available_tasks(task_list)) or "none"
+
+    click.echo(f"   available: {available()}")
+    tasks.claim_task(task_list, "lexer", other)
+    click.echo(f"   {other} claims lexer; available: {available()}")
+    tasks.upsert_task(task_list, "lexer", status="completed")
+    click.echo(f"   lexer completed; available: {available()}")
+    stats = tasks.task_stats(task_list)
+    click.echo(
+        f"   stats: {stats.total} tasks, {stats.completed} completed, {stats.available} "
+        f"available, {stats.blocked} blocked"
+    )
+
+    _heading("12. A code review: request, changes requested, resubmit, approve")
+    click.echo(
+        "   Every step is one guarded UPDATE plus its mail and activity, in one transaction;"
+    )
+    click.echo("   an illegal step (approving an approved review) changes nothing.")
+    review = store.reviews.create(me, reviewers=[other], branch="feature/parser")
+    review = store.reviews.submit(review)
+    click.echo(f"   review {review.short_id} {review.state}; thread {review.thread_id}")
+    store.reviews.start(review)
+    store.reviews.record_iteration(
+        review,
+        other,
+        "request_changes",
+        "One bug, one nit.",
+        issues=[
+            {
+                "issue_type": "style",
+                "severity": "low",
+                "title": "Long line",
+                "description": "parse_expr's signature runs past 100 columns.",
+            },
+            {
+                "issue_type": "bug",
+                "severity": "high",
+                "title": "EOF token missing",
+                "description": "The token stream ends without EOF, so the parser reads past it.",
+                "file_path": "src/lexer.py",
+                "line_start": 42,
+            },
+        ],
+    )
+    click.echo("   open issues, most severe first:")
+    issues = store.reviews.open_issues(review)
+    for issue in issues:
+        click.echo(f"     #{issue.id:<5} {issue.severity:<8} {issue.issue_type:<6} {issue.title}")
+    store.reviews.resubmit(review)
+    store.reviews.start(review)
+    it = store.reviews.record_iteration(review, other, "approve", "All fixed.")
+    for issue in issues:
+        store.reviews.resolve_issue(issue.id, "fixed", it.iteration_num)
+    review = store.reviews.get(review)
+    click.echo(
+        f"   iteration {it.iteration_num}: {it.decision}; review is {review.state}, "
+        f"{len(store.reviews.open_issues(review))} issue(s) open"
+    )
+    try:
+        store.reviews.approve(review)
+    except InvalidArgument as refused:
+        click.echo(f"   approving again is refused: {refused}")
+    click.echo(f"   {me}'s inbox has {store.mail.counts(me).unread} unread review mail(s).")
+
+    _heading("13. A lease on a file, and the activity feed")
+    resource = f"repo:{project}/src/parser.py"
+    lease = store.leases.acquire(me, resource, ttl=60)
+    click.echo(f"   {me} leases {resource} for 60 s")
+    try:
+        store.leases.acquire(other, resource, ttl=60)
+    except Conflict as refused:
+        click.echo(f"   {other} is refused: {refused}")
+    store.leases.release(lease)
+    click.echo(f"   {me} releases it. The feed, newest first:")
+    feed = [a for who in (me, other) for a in store.activities.feed(identity=who, limit=6)]
+    for activity in sorted(feed, key=lambda a: a.id, reverse=True)[:6]:
+        click.echo(f"     {activity.identity:<24} {activity.type:<18} {activity.description}")

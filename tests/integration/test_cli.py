@@ -454,6 +454,31 @@ def test_demo_runs_twice_and_leaves_active_session(ikigai_db_url: str) -> None:
         assert f"session {demo_sid}" not in ok(ikigai_db_url, "agent", "list", "--all")
 
 
+def test_demo_coordinates_tasks_review_and_lease(ikigai_db_url: str) -> None:
+    """The demo's agents share a task list, take a review through changes to approval (each
+    step mailed), are refused a held lease, and leave no lease behind."""
+    out = ok(ikigai_db_url, "demo")
+    me = re.search(r"-> identity (demo-[0-9a-f]{6}-main)", out)[1]  # type: ignore[index]
+    tasks = out.split("11. Tasks")[1].split("12. A code review")[0]
+    assert "available: lexer\n" in tasks
+    assert "claims lexer; available: none" in tasks
+    assert "lexer completed; available: parser" in tasks
+    assert "3 tasks, 1 completed, 1 available, 1 blocked" in tasks
+    review = out.split("12. A code review")[1].split("13. A lease")[0]
+    severities = re.findall(r"#\d+\s+(critical|high|medium|low) ", review)
+    assert severities == ["high", "low"]
+    assert "iteration 2: approve; review is approved, 0 issue(s) open" in review
+    assert "approving again is refused" in review
+    lease = out.split("13. A lease")[1]
+    assert f"held exclusively by '{me}'" in lease
+    assert "review_approved" in lease
+    with ik.open(ikigai_db_url) as store:
+        assert store.leases.held(f"repo:{me.rsplit('-', 1)[0]}/") == []
+        reviews = store.reviews.list(requester=me)
+        assert [r.state for r in reviews] == ["approved"]
+        assert store.mail.counts(me).unread == 2  # the request's two answers
+
+
 def test_demo_shows_fork_rewind_and_ranges(ikigai_db_url: str) -> None:
     """`demo` forks a child that inherits main's history, rewinds it alone, and lists 2 ranges."""
     out = ok(ikigai_db_url, "demo")

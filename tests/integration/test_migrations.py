@@ -35,8 +35,13 @@ ALL = [
     "0008-topics-and-queues",
     "0009-mail-keeps-recipients",
     "0010-queue-claim-cost",
+    "0011-activities-and-summaries",
+    "0012-reviews-and-plans",
+    "0013-tasks",
+    "0014-leases",
+    "0015-search-stored-vectors",
 ]
-LATEST = 10
+LATEST = 15
 
 
 def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -77,12 +82,14 @@ def test_fresh_database_gets_seed_schema(ikigai_empty_db_url: str) -> None:
         ("data", "jsonb", "YES"),
         ("created_at", "timestamp with time zone", "NO"),
         ("agent_uuid", "text", "YES"),
+        ("search_vector", "tsvector", "YES"),
     ]
     idx = _indexes(url)
-    assert (
-        "to_tsvector('english'::regconfig, \"left\"(content, 100000))"
-        in (idx["idx_messages_search"])
-    )
+    # 0015: a stored vector under GIN replaced 0006's expression index
+    assert idx["idx_messages_search_vector"].endswith("USING gin (search_vector)")
+    assert "idx_messages_search" not in idx
+    assert idx["idx_messages_kind"].endswith("(kind, id)")
+    assert idx["idx_messages_created"].endswith("(created_at, id)")
     assert idx["idx_messages_session"].endswith("(session_id, id)")
     assert "started_at DESC" in idx["idx_sessions_started"]
     assert "WHERE (kind = 'clear'::text)" in idx["idx_messages_session_clear"]
@@ -195,8 +202,15 @@ def test_adopts_c_era_database(ikigai_empty_db_url: str) -> None:
         == before
     )
     idx = _indexes(url)
-    # the C program's whole-content search index became the bounded-prefix one (0006)
-    assert '"left"(content, 100000)' in idx["idx_messages_search"]
+    # the C program's whole-content search index became the bounded-prefix one (0006), then the
+    # stored vector's (0015), filled for the adopted rows
+    assert idx["idx_messages_search_vector"].endswith("USING gin (search_vector)")
+    assert (
+        _q(
+            url, "SELECT count(*) FROM messages WHERE content IS NOT NULL AND search_vector IS NULL"
+        )[0][0]
+        == 0
+    )
     assert idx["idx_messages_session"].endswith("(session_id, id)")
     assert idx["idx_messages_session_created"].endswith("(session_id, created_at)")
     assert _version(url) == LATEST

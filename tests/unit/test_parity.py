@@ -28,6 +28,12 @@ TWINS = [
     (ik.IdentityCalls, ik.AsyncIdentityCalls),
     (ik.MailCalls, ik.AsyncMailCalls),
     (ik.TopicCalls, ik.AsyncTopicCalls),
+    (ik.TaskCalls, ik.AsyncTaskCalls),
+    (ik.ActivityCalls, ik.AsyncActivityCalls),
+    (ik.SummaryCalls, ik.AsyncSummaryCalls),
+    (ik.LeaseCalls, ik.AsyncLeaseCalls),
+    (ik.ReviewCalls, ik.AsyncReviewCalls),
+    (ik.PlanCalls, ik.AsyncPlanCalls),
 ]
 
 
@@ -41,6 +47,12 @@ def test_same_public_names(sync_cls: type, async_cls: type) -> None:
 def test_namespaces_are_the_same_on_both_faces() -> None:
     """Both stores expose store.identities, .mail and .topics, typed as the twin classes."""
     namespaces = {"identities": TWINS[1], "mail": TWINS[2], "topics": TWINS[3]}
+    namespaces["tasks"] = (ik.TaskCalls, ik.AsyncTaskCalls)
+    namespaces["activities"] = (ik.ActivityCalls, ik.AsyncActivityCalls)
+    namespaces["summaries"] = (ik.SummaryCalls, ik.AsyncSummaryCalls)
+    namespaces["leases"] = (ik.LeaseCalls, ik.AsyncLeaseCalls)
+    namespaces["reviews"] = (ik.ReviewCalls, ik.AsyncReviewCalls)
+    namespaces["plans"] = (ik.PlanCalls, ik.AsyncPlanCalls)
     for attr, (sync_cls, async_cls) in namespaces.items():
         assert f"self.{attr} = {sync_cls.__name__}(self)" in inspect.getsource(ik.Store.__init__)
         assert f"self.{attr} = {async_cls.__name__}(self)" in inspect.getsource(
