@@ -32,7 +32,6 @@ correctness check: the plans, the race). All data lives in scratch databases
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import sys
@@ -42,10 +41,22 @@ from datetime import timedelta
 from typing import Any
 
 import psycopg
-from benchkit import Row, Scratch, environment, interleaved, ms, nproc, register, step, table, us
+from benchkit import (
+    Row,
+    Scratch,
+    arguments,
+    environment,
+    interleaved,
+    ms,
+    nproc,
+    register,
+    server_url,
+    step,
+    table,
+    us,
+)
 
 import ikigai_store as ik
-from ikigai_store.db import embedded_server_url
 
 IDENTITIES = 50
 TYPES = ik.ACTIVITY_TYPES
@@ -322,25 +333,14 @@ def bench_context(scratch: Scratch, rounds: int, per_round: int) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument(
-        "--database",
-        metavar="URL",
-        help="a PostgreSQL URL (default: "
-        "IKIGAI_DATABASE_URL, DATABASE_URL, else the embedded server)",
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="smoke run: smaller, fewer rounds")
     args = parser.parse_args(argv)
     quick: bool = args.quick
     t0 = time.perf_counter()
-    server_url = (
-        args.database
-        or os.environ.get("IKIGAI_DATABASE_URL")
-        or os.environ.get("DATABASE_URL")
-        or embedded_server_url()
-    )
-    environment(server_url)
-    scratch = Scratch(server_url, "activities")
+    server = server_url(args.database)
+    environment(server)
+    scratch = Scratch(server, "activities")
     rows: list[Row] = []
     try:
         rows += bench_feed(

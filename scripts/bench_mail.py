@@ -48,7 +48,6 @@ report. ``--quick``: a smoke run of about 30 s (fewer rounds, 9,900 other mails,
 
 from __future__ import annotations
 
-import argparse
 import collections
 import multiprocessing as mp
 import os
@@ -70,12 +69,14 @@ from benchkit import (
     Row,
     Scratch,
     Timings,
+    arguments,
     describe_waits,
     environment,
     interleaved,
     ms,
     pct,
     register,
+    server_url,
     step,
     table,
     us,
@@ -83,7 +84,6 @@ from benchkit import (
 )
 
 import ikigai_store as ik
-from ikigai_store.db import embedded_server_url
 
 SUBTRATE_POLL_MS = 5000.0
 WAIT_TIMEOUT = 10.0
@@ -670,13 +670,7 @@ def bench_concurrent(scratch: Scratch, procs: int, per_proc: int, rounds: int) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument(
-        "--database",
-        metavar="URL",
-        help="a PostgreSQL URL; scratch databases are created on its server (default: "
-        "IKIGAI_DATABASE_URL, DATABASE_URL, else the embedded server)",
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--big", action="store_true", help="inbox among 1,000,000 other mails")
     parser.add_argument(
         "--others", type=int, metavar="N", help="inbox among N other mails (default 100,000)"
@@ -695,14 +689,9 @@ def main(argv: list[str] | None = None) -> int:
     wait_rounds = args.wait_rounds or (30 if quick else 200)
 
     t0 = time.perf_counter()
-    server_url = (
-        args.database
-        or os.environ.get("IKIGAI_DATABASE_URL")
-        or os.environ.get("DATABASE_URL")
-        or embedded_server_url()
-    )
-    environment(server_url)
-    scratch = Scratch(server_url, "mail")
+    server = server_url(args.database)
+    environment(server)
+    scratch = Scratch(server, "mail")
     rows: list[Row] = []
     try:
         rows += bench_send(scratch, rounds=4 if quick else 20, per_round=100)

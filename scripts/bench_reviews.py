@@ -30,17 +30,28 @@ run of a few seconds (4 rounds of 50 calls instead of 20 of 100).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 from collections.abc import Callable, Iterator
 
 import psycopg
-from benchkit import Row, Scratch, Timings, environment, interleaved, pct, register, step, table, us
+from benchkit import (
+    Row,
+    Scratch,
+    Timings,
+    arguments,
+    environment,
+    interleaved,
+    pct,
+    register,
+    server_url,
+    step,
+    table,
+    us,
+)
 
 import ikigai_store as ik
-from ikigai_store.db import embedded_server_url
 from ikigai_store.reviews import fire_parameters
 
 GOAL = 3.0
@@ -202,26 +213,15 @@ def _rows(t: Timings, correct: bool) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument(
-        "--database",
-        metavar="URL",
-        help="a PostgreSQL URL; a scratch database is created on its server (default: "
-        "IKIGAI_DATABASE_URL, DATABASE_URL, else the embedded server)",
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="smoke run: 4 rounds of 50 calls")
     args = parser.parse_args(argv)
     quick: bool = args.quick
 
     t0 = time.perf_counter()
-    server_url = (
-        args.database
-        or os.environ.get("IKIGAI_DATABASE_URL")
-        or os.environ.get("DATABASE_URL")
-        or embedded_server_url()
-    )
-    environment(server_url)
-    scratch = Scratch(server_url, "reviews")
+    server = server_url(args.database)
+    environment(server)
+    scratch = Scratch(server, "reviews")
     rows: list[Row] = []
     try:
         rows += bench_decision(scratch, rounds=4 if quick else 20, per_round=50 if quick else 100)

@@ -37,7 +37,6 @@ failure. A markdown table (measure, result, goal, met?) ends the report.
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import sqlite3
@@ -50,12 +49,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
-from benchkit import Row, Scratch, environment, interleaved, ms, step, table
+from benchkit import Row, Scratch, arguments, environment, interleaved, ms, server_url, step, table
 from psycopg.rows import dict_row
 
 import ikigai_store as ik
 from ikigai_store import ops
-from ikigai_store.db import embedded_server_url
 from ikigai_store.migrate import apply as migrate_apply
 from ikigai_store.migrate import rollback as migrate_rollback
 
@@ -393,13 +391,7 @@ def build_by_migration(scratch: Scratch, n: int, runs: int) -> tuple[str, list[R
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument(
-        "--database",
-        metavar="URL",
-        help="a PostgreSQL URL; scratch databases are created on its server (default: "
-        "IKIGAI_DATABASE_URL, DATABASE_URL, else the embedded server)",
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="smoke run: 2k/10k/20k/50k messages")
     parser.add_argument("--runs", type=int, metavar="N", help="rounds per comparison (default 10)")
     args = parser.parse_args(argv)
@@ -410,15 +402,10 @@ def main(argv: list[str] | None = None) -> int:
     runs: int = args.runs or (4 if quick else 10)
 
     t_start = time.perf_counter()
-    server_url = (
-        args.database
-        or os.environ.get("IKIGAI_DATABASE_URL")
-        or os.environ.get("DATABASE_URL")
-        or embedded_server_url()
-    )
-    environment(server_url)
+    server = server_url(args.database)
+    environment(server)
     print(f"  SQLite      : {sqlite3.sqlite_version} (FTS5)")
-    scratch = Scratch(server_url, "search")
+    scratch = Scratch(server, "search")
     rows: list[Row] = []
     try:
         print(f"\n[setup] corpora of {small:,}, {mid:,}, {fts_n:,} and {big:,} messages")

@@ -46,7 +46,6 @@ end, even on failure. A markdown table (measure, result, goal, met?) ends the re
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import re
@@ -57,10 +56,22 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from benchkit import Row, Scratch, environment, interleaved, ms, nproc, register, step, table, us
+from benchkit import (
+    Row,
+    Scratch,
+    arguments,
+    environment,
+    interleaved,
+    ms,
+    nproc,
+    register,
+    server_url,
+    step,
+    table,
+    us,
+)
 
 import ikigai_store as ik
-from ikigai_store.db import embedded_server_url
 
 BIG = ("big", 10_000, 20_000)
 SMALL = ("small", 100, 200)
@@ -448,25 +459,14 @@ def bench_complete(url: str, rounds: int, per_round: int) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument(
-        "--database",
-        metavar="URL",
-        help="a PostgreSQL URL; a scratch database is created on its server (default: "
-        "IKIGAI_DATABASE_URL, DATABASE_URL, else the embedded server)",
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="smoke run: fewer rounds")
     args = parser.parse_args(argv)
     quick: bool = args.quick
     t0 = time.perf_counter()
-    server_url = (
-        args.database
-        or os.environ.get("IKIGAI_DATABASE_URL")
-        or os.environ.get("DATABASE_URL")
-        or embedded_server_url()
-    )
-    environment(server_url)
-    scratch = Scratch(server_url, "tasks")
+    server = server_url(args.database)
+    environment(server)
+    scratch = Scratch(server, "tasks")
     rows: list[Row] = []
     try:
         url = scratch.create("lists")

@@ -58,7 +58,6 @@ run takes about 3-4 minutes on 2 cores.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import multiprocessing as mp
 import os
@@ -78,6 +77,7 @@ from benchkit import (
     SUBJECT,
     Row,
     Scratch,
+    arguments,
     describe_waits,
     environment,
     interleaved,
@@ -85,6 +85,7 @@ from benchkit import (
     nproc,
     pct,
     register,
+    server_url,
     step,
     table,
     us,
@@ -93,7 +94,6 @@ from benchkit import (
 from psycopg import pq
 
 import ikigai_store as ik
-from ikigai_store.db import embedded_server_url
 
 PGMQ_MSGS_PER_S = 30_000
 PGMQ_VCPUS = 16
@@ -775,13 +775,7 @@ def bench_poll(scratch: Scratch, runs: int) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument(
-        "--database",
-        metavar="URL",
-        help="a PostgreSQL URL; scratch databases are created on its server (default: "
-        "IKIGAI_DATABASE_URL, DATABASE_URL, else the embedded server)",
-    )
+    parser = arguments(__doc__)
     parser.add_argument(
         "--messages", type=int, metavar="N", help="queue messages per run (default 20,000)"
     )
@@ -797,14 +791,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--messages must be at least 100")
 
     t0 = time.perf_counter()
-    server_url = (
-        args.database
-        or os.environ.get("IKIGAI_DATABASE_URL")
-        or os.environ.get("DATABASE_URL")
-        or embedded_server_url()
-    )
-    environment(server_url)
-    scratch = Scratch(server_url, "topics")
+    server = server_url(args.database)
+    environment(server)
+    scratch = Scratch(server, "topics")
     rows: list[Row] = []
     try:
         rows += bench_queue(scratch, n, rounds=1 if quick else 2)

@@ -8,6 +8,7 @@ timing: a benchmark reports, and its exit status follows only errors and correct
 
 from __future__ import annotations
 
+import argparse
 import collections
 import os
 import platform
@@ -23,7 +24,7 @@ import psycopg
 
 import ikigai_store as ik
 from ikigai_store.config import redact
-from ikigai_store.db import admin_url, create_database, drop_database
+from ikigai_store.db import admin_url, create_database, drop_database, embedded_server_url
 from ikigai_store.migrate import apply as migrate
 
 SUBJECT = "Build finished"
@@ -33,6 +34,30 @@ BODY = (
 )
 
 # ------------------------------------------------------------------------------------ report
+
+
+def arguments(doc: str | None) -> argparse.ArgumentParser:
+    """A parser described by the first paragraph of ``doc``, with the option every benchmark
+    takes: ``--database URL`` (read it with ``server_url``)."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument(
+        "--database",
+        metavar="URL",
+        help="a PostgreSQL URL; scratch databases are created on its server (default: "
+        "IKIGAI_DATABASE_URL, DATABASE_URL, else the embedded server)",
+    )
+    return parser
+
+
+def server_url(database: str | None) -> str:
+    """``--database``, else ``IKIGAI_DATABASE_URL``, else ``DATABASE_URL``, else the embedded
+    server (started if need be)."""
+    return (
+        database
+        or os.environ.get("IKIGAI_DATABASE_URL")
+        or os.environ.get("DATABASE_URL")
+        or embedded_server_url()
+    )
 
 
 def pct(xs: list[float], q: float) -> float:

@@ -587,16 +587,24 @@ def mail_thread(thread_id: str, identity: str | None, as_json: bool) -> None:
     "--as", "identity", metavar="NAME", default=None, help="Only mail NAME sent or received."
 )
 @click.option("--limit", "-n", type=int, default=20, show_default=True, help="Most hits to show.")
+@click.option(
+    "--order",
+    type=click.Choice(["rank", "recent"]),
+    default="rank",
+    show_default=True,
+    help="rank: best of the newest 1000 matches first; recent: newest first.",
+)
 @JSON_OPTION
-def mail_search(query: str, identity: str | None, limit: int, as_json: bool) -> None:
-    """Full-text search of mail subjects (weighted higher) and bodies, best match first.
+def mail_search(query: str, identity: str | None, limit: int, order: str, as_json: bool) -> None:
+    """Full-text search of mail subjects (weighted higher) and bodies: the best matches among
+    the newest 1000 (exact phrases first), or with --order recent the newest matches first.
 
     QUERY uses web-search syntax: "quoted phrase", `or`, -excluded; it may start with '-'.
     Matches in the snippet are shown in [brackets]. A query with no searchable word (only stop
     words such as "the") is an error: it could match nothing.
     """
     with _store() as store:
-        hits = store.mail.search(query, identity=identity, limit=limit)
+        hits = store.mail.search(query, identity=identity, limit=limit, order=order)
         if not hits and not store.search_terms(query):
             raise click.ClickException(
                 f"the query {query!r} has no searchable word (only stop words such as 'the', "

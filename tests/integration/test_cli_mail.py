@@ -583,6 +583,11 @@ def test_mail_search(ikigai_db_url: str) -> None:
         int(x.split()[1])
         for x in ok(ikigai_db_url, "mail", "search", word, "-n", "1").splitlines()[1:]
     ] == [in_subject]
+    recent = ok(ikigai_db_url, "mail", "search", word, "--order", "recent")
+    assert [int(x.split()[1]) for x in recent.splitlines()[1:]] == [in_body, in_subject]
+    assert "Invalid value for '--order'" in fails(
+        ikigai_db_url, "mail", "search", word, "--order", "best"
+    )
     excluded = ok(ikigai_db_url, "mail", "search", f"-broken {word}")
     assert [int(x.split()[1]) for x in excluded.splitlines()[1:]] == [in_body]
     assert ok(ikigai_db_url, "mail", "search", "zzzunfindablezzz") == "no matches\n"
