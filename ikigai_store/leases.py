@@ -74,7 +74,8 @@ def check_ttl(ttl: object) -> timedelta:
         raise InvalidArgument(f"ttl must be a timedelta or a number of seconds, got {ttl!r}")
     if not timedelta(0) < value <= MAX_TTL:
         raise InvalidArgument(
-            f"ttl must be more than 0 and at most {limit:g} seconds (MAX_TTL), got {ttl!r}"
+            f"ttl must be at least 1 microsecond and at most {limit:g} seconds (MAX_TTL), "
+            f"got {ttl!r}"
         )
     return value
 

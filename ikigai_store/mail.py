@@ -98,10 +98,12 @@ def check_str(value: object, what: str, *, max_chars: int, empty: bool = False) 
     return value
 
 
-def check_body(body: object) -> None:
+def check_body(body: object, what: str = "body") -> None:
+    """A long text (a mail body, a summary, a description): a string PostgreSQL can store;
+    ``what`` names the argument in the error."""
     if not isinstance(body, str):
-        raise InvalidArgument(f"body must be a string, got {type(body).__name__}")
-    check_content(body, "body")
+        raise InvalidArgument(f"{what} must be a string, got {type(body).__name__}")
+    check_content(body, what)
 
 
 def check_choice(value: object, what: str, choices: tuple[str, ...]) -> str:

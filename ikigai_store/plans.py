@@ -94,7 +94,7 @@ def check_plan_id(value: object) -> str:
 def _summary(value: object) -> str:
     if not isinstance(value, str):
         raise InvalidArgument(f"summary must be a string, got {type(value).__name__}")
-    check_body(value)
+    check_body(value, "summary")
     return value
 
 
@@ -188,7 +188,7 @@ def decide(
     if comment is not None:
         if not isinstance(comment, str):
             raise InvalidArgument(f"comment must be a string or None, got {type(comment).__name__}")
-        check_body(comment)
+        check_body(comment, "comment")
     actor = None if reviewed_by is None else identity_name(reviewed_by, "reviewed_by")
     subject, body = _DECIDED[choice]
     row = yield one(

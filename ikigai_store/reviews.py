@@ -291,7 +291,7 @@ def check_issue(issue: object, index: int = 0) -> dict[str, Any]:
     description = issue["description"]
     if not isinstance(description, str):
         raise InvalidArgument(f"{where}.description must be a string")
-    check_body(description)
+    check_body(description, f"{where}.description")
     out["description"] = description
     out["file_path"] = _optional_str(issue.get("file_path"), f"{where}.file_path", _MAX_PATH_CHARS)
     start = _line(issue.get("line_start"), f"{where}.line_start")
@@ -587,7 +587,7 @@ def record_iteration(
     choice = check_choice(decision, "decision", REVIEW_DECISIONS)
     if not isinstance(summary, str):
         raise InvalidArgument(f"summary must be a string, got {type(summary).__name__}")
-    check_body(summary)
+    check_body(summary, "summary")
     checked = _issues(issues)
     suggestions_json = dump_json(suggestions, "suggestions")
     counts = {

@@ -384,6 +384,6 @@ def _run_coordination_demo(store: Store, me: str, other: str) -> None:
         click.echo(f"   {other} is refused: {refused}")
     store.leases.release(lease)
     click.echo(f"   {me} releases it. The feed, newest first:")
-    feed = [a for who in (me, other) for a in store.activities.feed(identity=who, limit=6)]
-    for activity in sorted(feed, key=lambda a: a.id, reverse=True)[:6]:
+    feed = [a for who in (me, other) for a in store.activities.feed(identity=who, limit=10)]
+    for activity in sorted(feed, key=lambda a: a.id, reverse=True)[:10]:
         click.echo(f"     {activity.identity:<24} {activity.type:<18} {activity.description}")

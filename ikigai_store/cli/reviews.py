@@ -1,8 +1,9 @@
 """CLI ``review`` and ``plan`` commands.
 
 ``review``: create, list, show, submit, start, approve, request-changes, reject, resubmit,
-cancel, iterate (record an iteration), issues, resolve. A review is named by its id or any
-unique prefix of it (4+ hex digits; the 8 shown everywhere always suffice). ``create`` prints
+cancel, iterate (record an iteration), issues, resolve. A review is named by its id, any
+unique prefix of it (4+ hex digits; the 8 shown everywhere always suffice) or its thread id
+(``review-1a2b3c4d``). ``create`` prints
 the new review id alone on its first line; an event prints ``SHORT_ID STATE``.
 
 ``plan``: submit, decide, resubmit, show, pending, list. A plan review is named by its id, its
@@ -268,11 +269,12 @@ _PLAN_THREAD = re.compile(r"(?:plan-)?([0-9a-fA-F]{8})")
 
 
 def _review(store: Store, ref: str) -> Review:
-    """A review by its full id, else by a unique prefix of it."""
+    """A review by its full id, else by a unique prefix of it, or by its thread id
+    (``review-1a2b3c4d``: the thread names the review's first 8 hex digits)."""
     try:
         return store.reviews.get(str(uuid.UUID(ref)))
     except ValueError:
-        return store.reviews.resolve_prefix(ref)
+        return store.reviews.resolve_prefix(ref.removeprefix("review-"))
 
 
 def _plan(store: Store, ref: str) -> PlanReview:

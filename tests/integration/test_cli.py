@@ -472,6 +472,7 @@ def test_demo_coordinates_tasks_review_and_lease(ikigai_db_url: str) -> None:
     lease = out.split("13. A lease")[1]
     assert f"held exclusively by '{me}'" in lease
     assert "review_approved" in lease
+    assert "task_complete" in lease  # the lexer's completion, in the feed
     with ik.open(ikigai_db_url) as store:
         assert store.leases.held(f"repo:{me.rsplit('-', 1)[0]}/") == []
         reviews = store.reviews.list(requester=me)

@@ -74,6 +74,7 @@ def test_review_lifecycle(ikigai_db_url: str) -> None:
     shown = ok(url, "review", "show", short)
     assert f"review {review_id} (approved)" in shown and "iteration 1 by" in shown
     doc = ok_json(url, "review", "show", short)
+    assert ok_json(url, "review", "show", doc["thread_id"]) == doc  # review-<8 hex> names it too
     assert [it["decision"] for it in doc["iteration_list"]] == ["request_changes"]
     assert [i["title"] for i in doc["open_issues"]] == ["long line"]
     listed = ok_json(url, "review", "list", "--requester", alice)

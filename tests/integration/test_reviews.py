@@ -585,6 +585,22 @@ def test_bad_issues_write_nothing(team: ik.Store, bad: Any) -> None:
 
 
 @pytest.mark.parametrize(
+    ("summary", "issue", "named"),
+    [
+        ("a\x00b", BUG, "summary contains a NUL"),
+        ("ok", {**BUG, "description": "a\x00b"}, r"issues\[0\]\.description contains a NUL"),
+    ],
+)
+def test_nul_errors_name_the_argument(
+    team: ik.Store, summary: str, issue: dict[str, Any], named: str
+) -> None:
+    """A NUL is refused naming the argument the caller passed, not an internal mail field."""
+    review = drive(team, make(team), "under_review")
+    with pytest.raises(ik.InvalidArgument, match=named):
+        team.reviews.record_iteration(review, "bob", "comment", summary, issues=[issue])
+
+
+@pytest.mark.parametrize(
     "kwargs",
     [
         {"decision": "approved"},
