@@ -144,7 +144,7 @@ def activity_record(
     metavar="WHEN",
     callback=_since,
     default=None,
-    help="Only since then: an ISO-8601 time with offset, or a duration ago (2h, 7d).",
+    help="Only since then: an ISO-8601 time (local without an offset), or a duration ago (2h).",
 )
 @click.option("--identity", metavar="NAME", default=None, help="Only this identity's.")
 @click.option("--type", "type_", type=click.Choice(ACTIVITY_TYPES), default=None)

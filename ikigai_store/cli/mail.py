@@ -52,16 +52,15 @@ def parse_duration(text: str) -> timedelta:
 
 
 def parse_time(text: str) -> datetime:
-    """An ISO-8601 time with a UTC offset (``2025-06-01T09:00:00+02:00``, ``...Z``)."""
+    """An ISO-8601 date or time (``2025-06-01``, ``2025-06-01T09:00:00+02:00``, ``...Z``);
+    without a UTC offset it is local time (the rule of every command's time options)."""
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
         raise ValueError(
             f"{text!r} is not an ISO-8601 time such as 2025-06-01T09:00:00+02:00"
         ) from None
-    if when.utcoffset() is None:
-        raise ValueError(f"{text!r} has no UTC offset (add one, e.g. +02:00 or Z)")
-    return when
+    return when if when.utcoffset() is not None else when.astimezone()
 
 
 def parse_when(text: str) -> datetime:
@@ -321,7 +320,7 @@ def mail(ctx: click.Context) -> None:
     type=parse_when,
     default=None,
     metavar="WHEN",
-    help="A deadline: an ISO-8601 time with offset, or a duration from now (2h).",
+    help="A deadline: an ISO-8601 time (local without an offset), or a duration from now (2h).",
 )
 @click.option("--attachments", metavar="JSON", default=None, help="Attachments, as JSON text.")
 @METADATA_OPTION
@@ -532,7 +531,7 @@ def mail_mark(name: str, mail_id: int, state: str, as_json: bool) -> None:
     type=parse_time,
     metavar="TIME",
     default=None,
-    help="Until when: an ISO-8601 time with offset (2025-06-01T09:00:00+02:00, ...Z).",
+    help="Until when: an ISO-8601 time (2025-06-01T09:00+02:00, ...Z; local without an offset).",
 )
 @JSON_OPTION
 def mail_snooze(

@@ -60,14 +60,16 @@ def _stats_json(s: TaskStats) -> dict[str, int]:
     return {name: getattr(s, name) for name in TaskStats.__dataclass_fields__}
 
 
-def _echo_tasks(tasks: Sequence[Task], empty: str) -> None:
+def _echo_tasks(tasks: Sequence[Task], empty: str, *, with_list: bool = False) -> None:
+    """A table of tasks; ``with_list`` adds their list (when they come from several)."""
     if not tasks:
         click.echo(empty)
         return
     _echo_rows(
-        ("id", "status", "owner", "blocked by", "subject"),
+        (*(("list",) if with_list else ()), "id", "status", "owner", "blocked by", "subject"),
         [
             (
+                *((t.list_id,) if with_list else ()),
                 t.external_id,
                 t.status,
                 t.owner or "",
@@ -258,7 +260,7 @@ def task_available(list_id: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json_text([_task_json(t) for t in found], indent=2))
     else:
-        _echo_tasks(found, "nothing available")
+        _echo_tasks(found, "nothing available", with_list=list_id is None)
 
 
 @task.command("claim", short_help="Claim a task for an owner; print ID STATUS OWNER.")

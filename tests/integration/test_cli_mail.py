@@ -499,14 +499,18 @@ def test_mail_snooze(ikigai_db_url: str) -> None:
 
 
 def test_mail_snooze_errors(ikigai_db_url: str) -> None:
-    """A bad duration, a time without offset or in the past, or neither/both options fail."""
+    """A bad duration, a time in the past, or neither/both options fail; a time without an
+    offset is local time."""
     a, b = register(ikigai_db_url), register(ikigai_db_url)
     mid = str(send(ikigai_db_url, a, b, "x"))
     snooze = ("mail", "snooze", b, mid)
     assert "'soon' is not a duration" in fails(ikigai_db_url, *snooze, "--for", "soon")
     assert "is not a duration" in fails(ikigai_db_url, *snooze, "--for", "5")
     assert "is not a duration" in fails(ikigai_db_url, *snooze, "--for", "")
-    assert "no UTC offset" in fails(ikigai_db_url, *snooze, "--until", "2040-01-01T00:00:00")
+    later = str(send(ikigai_db_url, a, b, "y"))
+    local = ok_json(ikigai_db_url, "mail", "snooze", b, later, "--until", "2040-01-01T00:00:00")
+    assert datetime.fromisoformat(local["snoozed_until"]) == datetime(2040, 1, 1).astimezone()
+    # (no offset: local time)
     assert "not an ISO-8601 time" in fails(ikigai_db_url, *snooze, "--until", "tomorrow")
     assert "future" in fails(ikigai_db_url, *snooze, "--until", "2001-01-01T00:00:00+00:00")
     assert "future" in fails(ikigai_db_url, *snooze, "--for", "0s")

@@ -29,6 +29,9 @@ def test_list_upsert_available_claim_complete(ikigai_db_url: str) -> None:
     )
     assert [t["external_id"] for t in ok_json(url, "task", "available", board)] == ["1"]
     assert "Lexer" in ok(url, "task", "available", board)
+    everywhere = ok(url, "task", "available").splitlines()  # every list: a list column
+    assert everywhere[0].split()[:2] == ["list", "id"]
+    assert any(line.split()[:2] == [board, "1"] for line in everywhere[1:])
     assert (
         ok(url, "task", "claim", board, "1", "agent-a").splitlines()[0] == "1 in_progress agent-a"
     )
