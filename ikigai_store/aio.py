@@ -1046,7 +1046,7 @@ class AsyncReviewCalls:
         state: str | None = None,
         requester: str | Identity | None = None,
         limit: int = 50,
-        before_id: int | None = None,
+        before_id: int | Review | None = None,
     ) -> builtins.list[Review]:
         return await self._store._run(reviews.list_reviews(state, requester, limit, before_id))
 
@@ -1137,7 +1137,7 @@ class AsyncReviewCalls:
         return await self._store._run(reviews.open_issues(review_id))
 
     async def resolve_issue(
-        self, issue_id: int, status: str, iteration: int | None = None
+        self, issue_id: int | ReviewIssue, status: str, iteration: int | None = None
     ) -> ReviewIssue:
         return await self._store._run(reviews.resolve_issue(issue_id, status, iteration))
 
@@ -1195,7 +1195,7 @@ class AsyncPlanCalls:
         state: str | None = None,
         requester: str | Identity | None = None,
         limit: int = 50,
-        before_id: int | None = None,
+        before_id: int | PlanReview | None = None,
     ) -> builtins.list[PlanReview]:
         return await self._store._run(plans.list_plans(state, requester, limit, before_id))
 

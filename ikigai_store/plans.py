@@ -280,6 +280,8 @@ def list_plans(
         check_choice(state, "state", PLAN_STATES)
     name = None if requester is None else identity_name(requester, "requester")
     check_limit(limit)
+    if isinstance(before_id, PlanReview):
+        before_id = before_id.id
     if before_id is not None:
         check_id(before_id, "before_id")
     rows = yield many("plan_list", state=state, requester=name, before_id=before_id, limit=limit)

@@ -432,6 +432,8 @@ def list_reviews(
         check_choice(state, "state", REVIEW_STATES)
     name = None if requester is None else identity_name(requester, "requester")
     check_limit(limit)
+    if isinstance(before_id, Review):
+        before_id = before_id.id
     if before_id is not None:
         check_id(before_id, "before_id")
     rows = yield many("review_list", state=state, requester=name, before_id=before_id, limit=limit)
@@ -671,7 +673,10 @@ RESOLUTIONS: tuple[str, ...] = tuple(s for s in ISSUE_STATUSES if s != "open")
 
 
 def resolve_issue(issue_id: object, status: object, iteration: object) -> Op[ReviewIssue]:
-    """Resolve an open issue in an iteration of its review (None: the latest); never reopen."""
+    """Resolve an open issue (its id or the ``ReviewIssue``) in an iteration of its review
+    (None: the latest); never reopen."""
+    if isinstance(issue_id, ReviewIssue):
+        issue_id = issue_id.id
     check_id(issue_id, "issue_id")
     choice = check_choice(status, "status", RESOLUTIONS)
     if iteration is not None:

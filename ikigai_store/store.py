@@ -1359,11 +1359,11 @@ class ReviewCalls:
         state: str | None = None,
         requester: str | Identity | None = None,
         limit: int = 50,
-        before_id: int | None = None,
+        before_id: int | Review | None = None,
     ) -> builtins.list[Review]:
         """Reviews, newest first, optionally in one ``state`` and/or of one ``requester``
         (``NotFound`` if that identity does not exist); page with
-        ``before_id=page[-1].id``."""
+        ``before_id=page[-1]`` (the last review, or its ``id``)."""
         return self._store._run(reviews.list_reviews(state, requester, limit, before_id))
 
     def active_reviews(self) -> builtins.list[Review]:
@@ -1478,7 +1478,7 @@ class ReviewCalls:
         return self._store._run(reviews.open_issues(review_id))
 
     def resolve_issue(
-        self, issue_id: int, status: str, iteration: int | None = None
+        self, issue_id: int | ReviewIssue, status: str, iteration: int | None = None
     ) -> ReviewIssue:
         """Resolve an open issue as ``fixed``, ``wont_fix`` or ``duplicate`` in ``iteration``
         of its review (default: the latest; not one before the issue's own). A resolved issue
@@ -1556,8 +1556,8 @@ class PlanCalls:
         state: str | None = None,
         requester: str | Identity | None = None,
         limit: int = 50,
-        before_id: int | None = None,
+        before_id: int | PlanReview | None = None,
     ) -> builtins.list[PlanReview]:
         """Plan reviews, newest first, optionally in one ``state`` and/or of one
-        ``requester``; page with ``before_id=page[-1].id``."""
+        ``requester``; page with ``before_id=page[-1]`` (or its ``id``)."""
         return self._store._run(plans.list_plans(state, requester, limit, before_id))

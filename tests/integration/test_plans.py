@@ -266,6 +266,7 @@ def test_reads(crew: ik.Store) -> None:
     assert [p.id for p in crew.plans.list(state="approved")] == [b.id]
     page = crew.plans.list(limit=2)
     assert [p.id for p in crew.plans.list(before_id=page[-1].id)] == [a.id]
+    assert [p.id for p in crew.plans.list(before_id=page[-1])] == [a.id]
     assert crew.plans.list(requester="lead") == []
     with pytest.raises(ik.NotFound):
         crew.plans.list(requester="ghost")

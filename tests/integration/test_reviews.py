@@ -205,6 +205,7 @@ def test_list_active_and_pagination(team: ik.Store) -> None:
     page = team.reviews.list(limit=2)
     rest = team.reviews.list(limit=10, before_id=page[-1].id)
     assert [r.id for r in page + rest] == [r.id for r in team.reviews.list()]
+    assert team.reviews.list(limit=10, before_id=page[-1]) == rest  # the Review itself
     assert [r.id for r in team.reviews.active_reviews()] == [made[1].id, made[3].id, other.id]
     assert team.reviews.list(requester="dave") == []
     with pytest.raises(ik.NotFound):
@@ -697,7 +698,7 @@ def test_resolve_issue(team: ik.Store, raised: tuple[ik.Review, list[ik.ReviewIs
     clock = Clock(team)
     review, issues = raised
     clock.advance(hours=1)
-    fixed = team.reviews.resolve_issue(issues[1].id, "fixed")
+    fixed = team.reviews.resolve_issue(issues[1], "fixed")  # the ReviewIssue, or its id
     assert (fixed.status, fixed.resolved_at, fixed.resolved_in_iteration) == (
         "fixed",
         clock.now,
