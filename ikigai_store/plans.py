@@ -21,7 +21,7 @@ import uuid
 from typing import Any
 
 from .errors import Conflict, InvalidArgument, NotFound
-from .identities import identity_name
+from .identities import identity_name, require
 from .mail import MAX_SUBJECT_CHARS, check_body, check_choice, check_str
 from .models import PLAN_STATES, PlanReview
 from .ops import Op, many, one
@@ -286,7 +286,5 @@ def list_plans(
         check_id(before_id, "before_id")
     rows = yield many("plan_list", state=state, requester=name, before_id=before_id, limit=limit)
     if not rows and name is not None:
-        people = yield from _people([name])
-        if not people[name]["found"]:
-            raise NotFound(f"identity {name!r} does not exist")
+        yield from require(name)  # an unknown requester is NotFound, not an empty list
     return [PlanReview.from_row(r) for r in rows]

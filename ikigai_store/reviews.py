@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import Conflict, InvalidArgument, NotFound
-from .identities import identity_name
+from .identities import identity_name, require
 from .mail import MAX_SUBJECT_CHARS, check_body, check_choice, check_str
 from .models import (
     ISSUE_STATUSES,
@@ -438,9 +438,7 @@ def list_reviews(
         check_id(before_id, "before_id")
     rows = yield many("review_list", state=state, requester=name, before_id=before_id, limit=limit)
     if not rows and name is not None:
-        people = yield many("review_people", names=[name])
-        if not people[0]["found"]:
-            raise NotFound(f"identity {name!r} does not exist")
+        yield from require(name)  # an unknown requester is NotFound, not an empty list
     return [Review.from_row(r) for r in rows]
 
 
