@@ -30,8 +30,6 @@ run of a few seconds (4 rounds of 50 calls instead of 20 of 100).
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from collections.abc import Callable, Iterator
 
@@ -45,9 +43,10 @@ from benchkit import (
     interleaved,
     pct,
     register,
+    run,
     server_url,
     step,
-    table,
+    summary,
     us,
 )
 
@@ -227,15 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += bench_decision(scratch, rounds=4 if quick else 20, per_round=50 if quick else 100)
     finally:
         scratch.drop_all()
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    table(rows, f"summary ({os.cpu_count()} cores, load average now {load})")
-    print(f"\ntotal time {time.perf_counter() - t0:.1f} s; goals are targets, not assertions")
-    return 0 if all(r.met is not False for r in rows if r.check) else 1
+    return summary(rows, t0)
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (ik.IkigaiStoreError, psycopg.Error, RuntimeError) as exc:
-        print(f"\nbench failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        sys.exit(1)
+    run(main)

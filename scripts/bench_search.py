@@ -37,11 +37,9 @@ failure. A markdown table (measure, result, goal, met?) ends the report.
 
 from __future__ import annotations
 
-import os
 import random
 import sqlite3
 import statistics
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -49,7 +47,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
-from benchkit import Row, Scratch, arguments, environment, interleaved, ms, server_url, step, table
+from benchkit import (
+    Row,
+    Scratch,
+    arguments,
+    environment,
+    interleaved,
+    ms,
+    run,
+    server_url,
+    step,
+    summary,
+)
 from psycopg.rows import dict_row
 
 import ikigai_store as ik
@@ -434,10 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += migration_rows
     finally:
         scratch.drop_all()
-    load_avg = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    table(rows, f"summary ({os.cpu_count()} cores, load average now {load_avg})")
-    print(f"\ntotal time {time.perf_counter() - t_start:.0f} s; goals are targets, not assertions")
-    return 0 if all(r.met is not False for r in rows if r.check) else 1
+    return summary(rows, t_start)
 
 
 def measure(
@@ -586,8 +592,4 @@ def measure(
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (ik.IkigaiStoreError, psycopg.Error, RuntimeError) as exc:
-        print(f"\nbench failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        sys.exit(1)
+    run(main)

@@ -46,11 +46,9 @@ end, even on failure. A markdown table (measure, result, goal, met?) ends the re
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import statistics
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -63,11 +61,11 @@ from benchkit import (
     environment,
     interleaved,
     ms,
-    nproc,
     register,
+    run,
     server_url,
     step,
-    table,
+    summary,
     us,
 )
 
@@ -479,15 +477,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += bench_complete(url, rounds=4 if quick else 10, per_round=25 if quick else 50)
     finally:
         scratch.drop_all()
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    table(rows, f"summary (nproc {nproc()}, load average now {load})")
-    print(f"\ntotal time {time.perf_counter() - t0:.1f} s; goals are targets, not assertions")
-    return 0 if all(r.met is not False for r in rows if r.check) else 1
+    return summary(rows, t0)
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (ik.IkigaiStoreError, psycopg.Error, RuntimeError) as exc:
-        print(f"\nbench failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        sys.exit(1)
+    run(main)

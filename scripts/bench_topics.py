@@ -63,7 +63,6 @@ import multiprocessing as mp
 import os
 import re
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -85,9 +84,10 @@ from benchkit import (
     nproc,
     pct,
     register,
+    run,
     server_url,
     step,
-    table,
+    summary,
     us,
     what_backends_do,
 )
@@ -801,15 +801,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += bench_poll(scratch, runs=50 if quick else 300)
     finally:
         scratch.drop_all()
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    table(rows, f"summary (nproc {nproc()}, load average now {load})")
-    print(f"\ntotal time {time.perf_counter() - t0:.1f} s; goals are targets, not assertions")
-    return 0 if all(r.met is not False for r in rows if r.check) else 1
+    return summary(rows, t0)
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (ik.IkigaiStoreError, psycopg.Error, RuntimeError) as exc:
-        print(f"\nbench failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        sys.exit(1)
+    run(main)

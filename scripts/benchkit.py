@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import NoReturn
 
 import psycopg
 
@@ -58,6 +59,24 @@ def server_url(database: str | None) -> str:
         or os.environ.get("DATABASE_URL")
         or embedded_server_url()
     )
+
+
+def summary(rows: list[Row], started: float) -> int:
+    """Print the summary table (with the machine's load now) and the total time since
+    ``started`` (a ``time.perf_counter()``); the exit status: 1 if a checked row failed."""
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    table(rows, f"summary (nproc {nproc()}, load average now {load})")
+    print(f"\ntotal time {time.perf_counter() - started:.1f} s; goals are targets, not assertions")
+    return 0 if all(r.met is not False for r in rows if r.check) else 1
+
+
+def run(main: Callable[[], int]) -> NoReturn:
+    """Exit with ``main()``'s status; a library, driver or setup error is one line, status 1."""
+    try:
+        sys.exit(main())
+    except (ik.IkigaiStoreError, psycopg.Error, RuntimeError) as exc:
+        print(f"\nbench failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(1)
 
 
 def pct(xs: list[float], q: float) -> float:
