@@ -14,19 +14,9 @@ identities, mail, topics and work queues; an ``Outbox`` keeps their mail while o
 
 from __future__ import annotations
 
-from .aio import (
-    AsyncActivityCalls,
-    AsyncIdentityCalls,
-    AsyncLeaseCalls,
-    AsyncMailCalls,
-    AsyncPlanCalls,
-    AsyncReviewCalls,
-    AsyncStore,
-    AsyncSummaryCalls,
-    AsyncTaskCalls,
-    AsyncTopicCalls,
-    open_async,
-)
+from .activities import ActivityCalls
+from .agents import UNSET, new_agent_uuid
+from .aio import AsyncStore, open_async
 from .errors import (
     Conflict,
     ConnectError,
@@ -41,6 +31,9 @@ from .errors import (
     OutboxFull,
     StoreClosed,
 )
+from .identities import IdentityCalls
+from .leases import LeaseCalls
+from .mail import MailCalls
 from .models import (
     ACTIVITY_TYPES,
     AGENT_STATUSES,
@@ -98,26 +91,17 @@ from .models import (
     tool_result,
 )
 from .outbox import Outbox
+from .plans import PlanCalls
+from .reviews import ReviewCalls
+from .search import MAX_SEARCH_LIMIT
 from .sql import aqueries, queries
-from .store import (
-    MAX_SEARCH_LIMIT,
-    UNSET,
-    ActivityCalls,
-    IdentityCalls,
-    LeaseCalls,
-    MailCalls,
-    PlanCalls,
-    ReviewCalls,
-    Store,
-    SummaryCalls,
-    TaskCalls,
-    TopicCalls,
-    new_agent_uuid,
-    open,
-)
+from .store import Store, open
+from .summaries import SummaryCalls
+from .tasks import TaskCalls
+from .topics import TopicCalls
 from .validate import MAX_CONTENT_BYTES, MAX_DATA_BYTES, MAX_JSON_DEPTH
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 __all__ = [
     "ACTIVITY_TYPES",
@@ -147,16 +131,7 @@ __all__ = [
     "ActivityCalls",
     "Agent",
     "AgentSummary",
-    "AsyncActivityCalls",
-    "AsyncIdentityCalls",
-    "AsyncLeaseCalls",
-    "AsyncMailCalls",
-    "AsyncPlanCalls",
-    "AsyncReviewCalls",
     "AsyncStore",
-    "AsyncSummaryCalls",
-    "AsyncTaskCalls",
-    "AsyncTopicCalls",
     "Claim",
     "Conflict",
     "ConnectError",
@@ -219,3 +194,34 @@ __all__ = [
     "queries",
     "tool_result",
 ]
+
+#: Names of 0.5 that 0.6 replaced: the async namespaces are the same generic classes as the
+#: sync ones (``MailCalls[AsyncFace]``).
+_RENAMED = {
+    f"Async{name}Calls": f"{name}Calls"
+    for name in (
+        "Activity",
+        "Identity",
+        "Lease",
+        "Mail",
+        "Plan",
+        "Review",
+        "Summary",
+        "Task",
+        "Topic",
+    )
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _RENAMED:
+        import warnings
+
+        new = _RENAMED[name]
+        warnings.warn(
+            f"ikigai_store.{name} is deprecated; use ikigai_store.{new} (one class for both faces)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[new]
+    raise AttributeError(f"module 'ikigai_store' has no attribute {name!r}")

@@ -13,15 +13,22 @@ Owns recording, reading and pruning activities, for both faces (see ``ops``). In
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from .errors import InvalidArgument, NotFound
-from .identities import identity_name
-from .mail import check_choice, check_str
-from .models import ACTIVITY_TYPES, Activity
-from .ops import Op, many, one
-from .validate import MAX_ID, check_limit, dump_json
+from .models import ACTIVITY_TYPES, Activity, Identity
+from .ops import Area, FaceT, Op, deprecated, many, one, operation
+from .validate import (
+    check_choice,
+    check_cursor,
+    check_duration,
+    check_limit,
+    check_str,
+    check_when,
+    dump_json,
+    identity_name,
+)
 
 __all__ = [
     "MAX_DESCRIPTION_CHARS",
@@ -42,35 +49,19 @@ def check_type(value: object, what: str = "type") -> str:
     return check_choice(value, what, ACTIVITY_TYPES)
 
 
-def check_since(value: object) -> datetime | None:
-    """None, or a timezone-aware datetime (a naive one is ambiguous: refused)."""
-    if value is None:
-        return None
-    if not isinstance(value, datetime) or value.utcoffset() is None:
-        raise InvalidArgument(f"since must be a timezone-aware datetime, got {value!r}")
-    try:
-        value.astimezone(UTC)
-    except OverflowError:
-        raise InvalidArgument(f"since is out of range: {value!r}") from None
-    return value
-
-
-def check_before(value: object) -> int | None:
-    """None, an ``Activity`` (its id) or an activity id."""
-    if value is None:
-        return None
-    if isinstance(value, Activity):
-        return value.id
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_ID:
-        raise InvalidArgument(f"before must be an Activity or a positive id, got {value!r}")
-    return value
-
-
 def record(
-    identity: object, activity_type: object, description: object, metadata: Any
+    identity: str | Identity,
+    activity_type: str,
+    description: str,
+    *,
+    metadata: dict[str, Any] | None = None,
 ) -> Op[Activity]:
+    """Record what ``identity`` did: ``activity_type`` is one of ``ACTIVITY_TYPES`` (else
+    ``InvalidArgument`` listing them), ``description`` 1-10,000 characters, ``metadata`` a
+    JSON object or None. ``NotFound`` for an unknown identity, ``InvalidArgument`` for a
+    retired one."""
     name = identity_name(identity)
-    check_type(activity_type)
+    check_type(activity_type, "activity_type")
     text = check_str(description, "description", max_chars=MAX_DESCRIPTION_CHARS)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidArgument(
@@ -93,14 +84,23 @@ def record(
 
 
 def feed(
-    since: object, identity: object, activity_type: object, limit: object, before: object
+    *,
+    since: datetime | None = None,
+    identity: str | Identity | None = None,
+    activity_type: str | None = None,
+    limit: int = 50,
+    before: Activity | int | None = None,
 ) -> Op[list[Activity]]:
-    when = check_since(since)
+    """Activities newest first (by id), at most ``limit``: of one identity and/or one
+    ``activity_type``, created at or after ``since`` (a timezone-aware datetime). For the
+    next page pass the last activity of this one as ``before`` (keyset pagination: nothing
+    is repeated or skipped). ``NotFound`` when ``identity`` does not exist."""
+    when = check_when(since, "since")
     name = None if identity is None else identity_name(identity)
     if activity_type is not None:
-        check_type(activity_type)
+        check_type(activity_type, "activity_type")
     check_limit(limit)
-    below = check_before(before)
+    below = check_cursor(before, Activity, lambda a: a.id)
     window = {"since": when, "before": below, "limit": limit}
     if name is None and activity_type is None:
         rows = yield many("activities_feed", **window)
@@ -119,11 +119,23 @@ def feed(
     return [Activity.from_row(r) for r in rows]
 
 
-def prune(older_than: object) -> Op[int]:
-    if not isinstance(older_than, timedelta) or not timedelta(0) <= older_than <= MAX_PRUNE_AGE:
-        raise InvalidArgument(
-            f"older_than must be a timedelta from zero to {MAX_PRUNE_AGE.days} days, "
-            f"got {older_than!r}"
-        )
-    row = yield one("activities_prune", older_than=older_than)
+def prune(*, older_than: timedelta | float) -> Op[int]:
+    """Delete activities created more than ``older_than`` (a timedelta or seconds) ago;
+    return how many."""
+    age = check_duration(older_than, "older_than", maximum=MAX_PRUNE_AGE)
+    row = yield one("activities_prune", older_than=age)
     return int(row["deleted"])
+
+
+class ActivityCalls(Area[FaceT]):
+    """``store.activities``: the activity feed (see ``ikigai_store.activities``).
+
+    Wherever an identity is expected, its name or an ``Identity`` is accepted.
+    """
+
+    record = operation(record, renamed={"type": "activity_type"})
+    feed = operation(feed, renamed={"type": "activity_type"})
+    prune = operation(prune)
+    # Deprecated names (0.6), removed in 0.7.
+    record_activity = deprecated(record, "record_activity")
+    prune_activities = deprecated(prune, "prune_activities")

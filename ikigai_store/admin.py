@@ -6,12 +6,13 @@ without the schema reports version 0 instead of failing.
 
 from __future__ import annotations
 
-from .ops import Op, one, statement
+from .ops import Area, FaceT, Op, deprecated, one, operation, statement
 
 __all__ = ["schema_version", "truncate_all"]
 
 
 def schema_version() -> Op[int]:
+    """The version in ``schema_metadata`` (0 on a database without the schema)."""
     exists = yield one("schema_metadata_exists")
     if not exists["exists"]:
         return 0
@@ -20,4 +21,14 @@ def schema_version() -> Op[int]:
 
 
 def truncate_all() -> Op[None]:
+    """Delete every session and event and restart the ids (for tests)."""
     yield statement("truncate_all")
+
+
+class AdminOps(Area[FaceT]):
+    """The admin operations of a store (``Store``, ``AsyncStore``)."""
+
+    schema_version = operation(schema_version)
+    _truncate_all = operation(truncate_all)
+    # An internal that was public (0.5), removed in 0.7.
+    truncate_all = deprecated(_truncate_all, "truncate_all", internal=True)

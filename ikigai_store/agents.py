@@ -19,8 +19,9 @@ import enum
 import os
 
 from .errors import InvalidArgument, NotFound
+from .events import append
 from .models import Agent, Message, ReplayContext, ReplayRange
-from .ops import Op, atomic, events, many, one
+from .ops import Area, FaceT, Op, atomic, deprecated, events, many, one, operation
 from .replay import fold
 from .validate import check_id, check_int, check_text, check_texts, check_uuid
 
@@ -71,11 +72,13 @@ def new_agent_uuid() -> str:
 
 def create_agent(
     session_id: int,
-    name: str | None,
-    provider: str | None,
-    model: str | None,
-    thinking_level: str | None,
+    *,
+    name: str | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    thinking_level: str | None = None,
 ) -> Op[Agent]:
+    """Register a root agent (no parent) in a session."""
     check_id(session_id, "session_id")
     check_texts(name=name, provider=provider, model=model, thinking_level=thinking_level)
     row = yield one(
@@ -102,11 +105,19 @@ def _session_refuses(session_id: int) -> Op[InvalidArgument]:
 
 def fork_agent(
     parent_uuid: str,
-    name: str | None,
-    provider: str | None,
-    model: str | None,
-    thinking_level: str | None,
+    *,
+    name: str | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    thinking_level: str | None = None,
 ) -> Op[Agent]:
+    """Fork a running agent: one new row, no message copied, constant work.
+
+    The child inherits the parent's history up to the parent's newest own event
+    (``fork_message_id``; 0 when the parent has none) and, when not given, its provider,
+    model and thinking level. ``NotFound`` if the parent does not exist,
+    ``InvalidArgument`` if it is not running.
+    """
     check_uuid(parent_uuid)
     check_texts(name=name, provider=provider, model=model, thinking_level=thinking_level)
     row = yield one(
@@ -127,6 +138,7 @@ def fork_agent(
 
 
 def get_agent(uuid: str) -> Op[Agent]:
+    """One agent; ``NotFound`` if it does not exist."""
     check_uuid(uuid)
     return (yield from require_agent(uuid))
 
@@ -140,6 +152,11 @@ def require_agent(uuid: str) -> Op[Agent]:
 
 
 def kill_agent(uuid: str) -> Op[list[str]]:
+    """Mark the agent and all its running descendants dead; return their uuids.
+
+    Only the agents table changes: append an ``agent_killed`` event yourself if you want
+    one in the stream. Killing a dead agent kills its running descendants, if any.
+    """
     check_uuid(uuid)
     rows = yield many("kill_agent", uuid=uuid)
     if not rows:
@@ -148,6 +165,7 @@ def kill_agent(uuid: str) -> Op[list[str]]:
 
 
 def reap_agent(uuid: str) -> Op[None]:
+    """Move a dead agent to ``reaped``. ``InvalidArgument`` if it is still running."""
     check_uuid(uuid)
     row = yield one("reap_agent", uuid=uuid)
     if row is None:
@@ -157,6 +175,7 @@ def reap_agent(uuid: str) -> Op[None]:
 
 
 def set_agent_idle(uuid: str, idle: bool) -> Op[None]:
+    """Set or clear an agent's idle flag."""
     check_uuid(uuid)
     if not isinstance(idle, bool):
         raise InvalidArgument("idle must be a bool")
@@ -167,10 +186,12 @@ def set_agent_idle(uuid: str, idle: bool) -> Op[None]:
 
 def update_agent_model(
     uuid: str,
-    provider: str | Unset | None,
-    model: str | Unset | None,
-    thinking_level: str | Unset | None,
+    *,
+    provider: str | Unset | None = UNSET,
+    model: str | Unset | None = UNSET,
+    thinking_level: str | Unset | None = UNSET,
 ) -> Op[Agent]:
+    """Change an agent's provider, model and/or thinking level (None clears a field)."""
     check_uuid(uuid)
     check_texts(
         provider=None if provider is UNSET else provider,
@@ -192,7 +213,8 @@ def update_agent_model(
     return Agent.from_row(row)
 
 
-def running_agents(session_id: int | None) -> Op[list[Agent]]:
+def running_agents(session_id: int | None = None) -> Op[list[Agent]]:
+    """Running agents (of one session, or all), parents before children."""
     if session_id is not None:
         check_id(session_id, "session_id")
     rows = yield many("running_agents", session_id=session_id)
@@ -200,6 +222,7 @@ def running_agents(session_id: int | None) -> Op[list[Agent]]:
 
 
 def children(uuid: str) -> Op[list[Agent]]:
+    """Direct children of an agent (any status), oldest first."""
     check_uuid(uuid)
     rows = yield many("agent_children", uuid=uuid)
     if not rows:
@@ -208,7 +231,12 @@ def children(uuid: str) -> Op[list[Agent]]:
 
 
 @atomic
-def ensure_root_agent(session_id: int, fields: dict[str, str | None]) -> Op[Agent]:
+def ensure_root_agent(session_id: int, **fields: str | None) -> Op[Agent]:
+    """The session's root agent ("agent zero"), created if missing; events of the session
+    that belong to no agent are given to it. Safe to call concurrently and repeatedly.
+
+    ``fields`` (name, provider, model, thinking_level) apply only when it is created.
+    """
     check_id(session_id, "session_id")
     unknown = set(fields) - set(AGENT_FIELDS)
     if unknown:
@@ -231,7 +259,8 @@ def ensure_root_agent(session_id: int, fields: dict[str, str | None]) -> Op[Agen
     return Agent.from_row(row)
 
 
-def find_clear(agent_uuid: str, max_id: int | None) -> Op[int]:
+def find_clear(agent_uuid: str, max_id: int | None = None) -> Op[int]:
+    """Id of the agent's newest own ``clear`` with id <= ``max_id`` (None: any); 0 if none."""
     check_uuid(agent_uuid)
     if max_id is not None:
         check_int(max_id, "max_id")
@@ -240,6 +269,10 @@ def find_clear(agent_uuid: str, max_id: int | None) -> Op[int]:
 
 
 def replay_ranges(agent_uuid: str) -> Op[list[ReplayRange]]:
+    """The id ranges of the agent's virtual history after its newest clear, root first.
+
+    One ``WITH RECURSIVE`` statement (see queries/agents.sql). ``NotFound`` if missing.
+    """
     check_uuid(agent_uuid)
     rows = yield many("replay_ranges", agent_uuid=agent_uuid)
     if not rows:
@@ -248,6 +281,7 @@ def replay_ranges(agent_uuid: str) -> Op[list[ReplayRange]]:
 
 
 def query_range(replay_range: ReplayRange) -> Op[list[Message]]:
+    """The agent's own events in ``start_id < id <= end_id``, in id order."""
     if not isinstance(replay_range, ReplayRange):
         raise InvalidArgument("query_range needs a ReplayRange")
     check_uuid(replay_range.agent_uuid)
@@ -264,6 +298,11 @@ def query_range(replay_range: ReplayRange) -> Op[list[Message]]:
 
 
 def replay_agent(agent_uuid: str) -> Op[ReplayContext]:
+    """Rebuild an agent's context from its virtual history (inherited ranges, then its own),
+    honouring clear, mark and rewind exactly like ``replay_session``.
+
+    One statement at any depth: the range walk and the events come back together.
+    """
     check_uuid(agent_uuid)
     found = yield events("replay_agent_events", agent_uuid=agent_uuid)
     if found is None:
@@ -271,17 +310,22 @@ def replay_agent(agent_uuid: str) -> Op[ReplayContext]:
     return fold(found)
 
 
-def mark(agent_uuid: str, label: str | None) -> Op[Message]:
-    from .events import append
-
+def mark(agent_uuid: str, label: str | None = None) -> Op[Message]:
+    """Append a mark for the agent (``content`` and ``data.label`` = label)."""
     agent = yield from get_agent(agent_uuid)
-    return (yield from append(agent.session_id, "mark", label, {"label": label}, agent_uuid))
+    return (
+        yield from append(agent.session_id, "mark", label, {"label": label}, agent_uuid=agent_uuid)
+    )
 
 
 @atomic
-def rewind(agent_uuid: str, label: str | None) -> Op[Message]:
-    from .events import append
+def rewind(agent_uuid: str, label: str | None = None) -> Op[Message]:
+    """Rewind the agent to the newest mark on its current replayed stack whose label is
+    ``label`` (the newest mark when None). ``InvalidArgument`` when there is none.
 
+    Marks are looked up in this agent's replayed context only (inherited ones included),
+    never in another agent's, unlike the C program's per-session lookup.
+    """
     check_uuid(agent_uuid)
     check_text(label, "label")
     agent = yield from require_agent(agent_uuid)
@@ -296,13 +340,39 @@ def rewind(agent_uuid: str, label: str | None) -> Op[Message]:
             "rewind",
             target.label,
             {"target_message_id": target.message_id, "target_label": target.label},
-            agent_uuid,
+            agent_uuid=agent_uuid,
         )
     )
 
 
 def clear(agent_uuid: str) -> Op[Message]:
-    from .events import append
-
+    """Append a clear for the agent: its context (and what later forks inherit) restarts."""
     agent = yield from get_agent(agent_uuid)
-    return (yield from append(agent.session_id, "clear", None, None, agent_uuid))
+    return (yield from append(agent.session_id, "clear", None, None, agent_uuid=agent_uuid))
+
+
+class AgentOps(Area[FaceT]):
+    """The agents operations of a store (``Store``, ``AsyncStore``)."""
+
+    create_agent = operation(create_agent)
+    fork_agent = operation(fork_agent)
+    get_agent = operation(get_agent)
+    kill_agent = operation(kill_agent)
+    reap_agent = operation(reap_agent)
+    set_agent_idle = operation(set_agent_idle)
+    update_agent_model = operation(update_agent_model)
+    running_agents = operation(running_agents)
+    children = operation(children)
+    ensure_root_agent = operation(ensure_root_agent)
+    replay_agent = operation(replay_agent)
+    mark = operation(mark)
+    rewind = operation(rewind)
+    clear = operation(clear)
+    # Internals (the seed's steps of replay, for tests and the CLI's range view).
+    _find_clear = operation(find_clear)
+    _replay_ranges = operation(replay_ranges)
+    _query_range = operation(query_range)
+    # Internals that were public (0.5), removed in 0.7.
+    find_clear = deprecated(_find_clear, "find_clear", internal=True)
+    replay_ranges = deprecated(_replay_ranges, "replay_ranges", internal=True)
+    query_range = deprecated(_query_range, "query_range", internal=True)

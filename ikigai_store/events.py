@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import InvalidArgument
+from .errors import InvalidArgument, NotFound
 from .models import VALID_KINDS, Message, ReplayContext, is_valid_kind
-from .ops import Op, events, one
+from .ops import Area, FaceT, Op, events, one, operation
 from .replay import fold, rewind_target
 from .sessions import require_session
 from .validate import check_content, check_id, check_int, check_uuid, dump_json
@@ -26,8 +26,21 @@ __all__ = ["append", "count_messages", "messages", "replay_session"]
 
 
 def append(
-    session_id: int, kind: str, content: str | None, data: Any, agent_uuid: str | None
+    session_id: int,
+    kind: str,
+    content: str | None = None,
+    data: Any = None,
+    *,
+    agent_uuid: str | None = None,
 ) -> Op[Message]:
+    """Append one event to a session (and to one of its agents) and return it as stored.
+
+    Raises (and writes nothing) ``NotFound`` for a missing session or agent, and
+    ``InvalidArgument`` for an unknown kind, a bad session id, an ended session, an
+    ``agent_uuid`` that is not a running agent of that session, NUL characters, data that is
+    not JSON, a mark whose ``data.label`` is not a string or null, or a rewind whose
+    ``data.target_message_id`` is not the id of a mark event of the same session.
+    """
     check_id(session_id, "session_id")
     if not is_valid_kind(kind):
         raise InvalidArgument(
@@ -62,16 +75,18 @@ def append(
 
 def _why_refused(
     session_id: int, agent_uuid: str | None, target: int | None
-) -> Op[InvalidArgument]:
+) -> Op[InvalidArgument | NotFound]:
     """Why an append wrote nothing (only computed on that rare path)."""
     session = yield one("session_exists", session_id=session_id)
     if not session["exists"]:
-        return InvalidArgument(f"session {session_id} does not exist")
+        return NotFound(f"session {session_id} does not exist")
     if session["ended"]:
         return InvalidArgument(f"session {session_id} has ended: it accepts no more events")
     if agent_uuid is not None:
         agent = yield one("get_agent", uuid=agent_uuid)
-        if agent is None or int(agent["session_id"]) != session_id:
+        if agent is None:
+            return NotFound(f"agent {agent_uuid} does not exist")
+        if int(agent["session_id"]) != session_id:
             return InvalidArgument(f"agent {agent_uuid} is not an agent of session {session_id}")
         if agent["status"] != "running":
             return InvalidArgument(
@@ -82,6 +97,7 @@ def _why_refused(
 
 
 def messages(session_id: int) -> Op[list[Message]]:
+    """Every event of a session (the full audit trail), in id order."""
     check_id(session_id, "session_id")
     found = yield events("session_messages", session_id=session_id)
     if found is None:
@@ -90,6 +106,7 @@ def messages(session_id: int) -> Op[list[Message]]:
 
 
 def count_messages(session_id: int) -> Op[int]:
+    """How many events the session has (its whole history)."""
     check_id(session_id, "session_id")
     row = yield one("count_session_messages", session_id=session_id)
     count = int(row["count"])
@@ -99,8 +116,21 @@ def count_messages(session_id: int) -> Op[int]:
 
 
 def replay_session(session_id: int) -> Op[ReplayContext]:
+    """Rebuild the session's current context, honouring clear, mark and rewind.
+
+    Reads only the events after the session's newest clear (one index probe finds it).
+    """
     check_id(session_id, "session_id")
     found = yield events("session_live_events", session_id=session_id)
     if found is None:
         yield from require_session(session_id)
     return fold(found or [])
+
+
+class EventOps(Area[FaceT]):
+    """The events operations of a store (``Store``, ``AsyncStore``)."""
+
+    append = operation(append)
+    messages = operation(messages)
+    count_messages = operation(count_messages)
+    replay_session = operation(replay_session)

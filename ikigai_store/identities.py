@@ -13,13 +13,20 @@ discovery, for both faces (see ``ops``). Invariants:
 
 from __future__ import annotations
 
-import re
 import secrets
 
 from .errors import InvalidArgument, NotFound
 from .models import Identity, IdentityStatus
-from .ops import Op, atomic, many, one
-from .validate import check_text, check_texts, check_uuid
+from .ops import Area, FaceT, Op, atomic, many, one, operation
+from .validate import (
+    NAME_PATTERN,
+    check_name,
+    check_text,
+    check_texts,
+    check_uuid,
+    identity_name,
+    require,
+)
 
 __all__ = [
     "NAME_PATTERN",
@@ -35,9 +42,6 @@ __all__ = [
     "retire",
 ]
 
-#: What an identity name looks like: 1-64 characters, letters, digits, ``.``, ``_``, ``-``, not
-#: starting with punctuation.
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 _ADJECTIVES = [
     "Amber",
@@ -155,34 +159,21 @@ def _candidates(base: str) -> list[str]:
     return [base] + [f"{base}{n}" for n in range(2, 10_000)]
 
 
-def identity_name(identity: object, what: str = "identity") -> str:
-    """The name of ``identity`` (a name or an ``Identity``); ``InvalidArgument`` otherwise."""
-    if isinstance(identity, Identity):
-        return identity.name
-    check_name(identity, what)
-    assert isinstance(identity, str)
-    return identity
-
-
-def check_name(name: object, what: str = "name") -> None:
-    """``InvalidArgument`` unless ``name`` matches ``NAME_PATTERN``."""
-    if not isinstance(name, str) or NAME_PATTERN.fullmatch(name) is None:
-        shown = name if not isinstance(name, str) or len(name) <= 80 else name[:80] + "..."
-        raise InvalidArgument(
-            f"{what} must be a name of 1-64 letters, digits, '.', '_' or '-' not starting "
-            f"with punctuation, got {shown!r}"
-        )
-
-
 def register(
-    name: str | None,
-    project_key: str | None,
-    git_branch: str | None,
-    purpose: str | None,
-    working_dir: str | None,
-    hostname: str | None,
-    agent_uuid: str | None,
+    name: str | None = None,
+    *,
+    project_key: str | None = None,
+    git_branch: str | None = None,
+    purpose: str | None = None,
+    working_dir: str | None = None,
+    hostname: str | None = None,
+    agent_uuid: str | None = None,
 ) -> Op[Identity]:
+    """Create an identity (a memorable name such as ``BraveOtter`` when ``name`` is None).
+
+    ``InvalidArgument`` for a name not matching ``NAME_PATTERN``, a name already taken, an
+    unknown ``agent_uuid`` or one already bound to another identity.
+    """
     if name is not None:
         check_name(name)
     check_texts(
@@ -230,19 +221,15 @@ def _create_memorable(base: str, fields: dict[str, str | None]) -> Op[Identity]:
     raise InvalidArgument(f"no free name left for {base!r}")  # pragma: no cover
 
 
-def get(name: object) -> Op[Identity]:
+def get(name: str | Identity) -> Op[Identity]:
+    """One identity (retired ones too); ``NotFound`` if there is none of that name."""
     return (yield from require(identity_name(name)))
 
 
-def require(name: str) -> Op[Identity]:
-    """The identity called ``name``, or ``NotFound``."""
-    row = yield one("get_identity", name=name)
-    if row is None:
-        raise NotFound(f"identity {name!r} does not exist")
-    return Identity.from_row(row)
-
-
-def list_identities(project_key: str | None, include_retired: bool) -> Op[list[Identity]]:
+def list_identities(
+    *, project_key: str | None = None, include_retired: bool = False
+) -> Op[list[Identity]]:
+    """Identities (of one project), most recently active first."""
     check_text(project_key, "project_key")
     if not isinstance(include_retired, bool):
         raise InvalidArgument("include_retired must be a bool")
@@ -250,8 +237,9 @@ def list_identities(project_key: str | None, include_retired: bool) -> Op[list[I
     return [Identity.from_row(r) for r in rows]
 
 
-def heartbeat(identity: object) -> Op[Identity]:
-    name = identity_name(identity)
+def heartbeat(name: str | Identity) -> Op[Identity]:
+    """Set ``last_active_at`` to now. ``InvalidArgument`` if the identity is retired."""
+    name = identity_name(name)
     row = yield one("heartbeat_identity", name=name)
     if row is None:
         found = yield from require(name)
@@ -259,15 +247,19 @@ def heartbeat(identity: object) -> Op[Identity]:
     return Identity.from_row(row)
 
 
-def retire(identity: object) -> Op[Identity]:
-    name = identity_name(identity)
+def retire(name: str | Identity) -> Op[Identity]:
+    """Retire an identity: it keeps its mail but can no longer send or receive.
+    Retiring again changes nothing."""
+    name = identity_name(name)
     row = yield one("retire_identity", name=name)
     if row is None:
         raise NotFound(f"identity {name!r} does not exist")
     return Identity.from_row(row)
 
 
-def discover(project_key: str | None) -> Op[list[IdentityStatus]]:
+def discover(*, project_key: str | None = None) -> Op[list[IdentityStatus]]:
+    """Identities that are not retired, with unread counts and status (``active``: seen in
+    the last 5 minutes, ``idle``: in the last 30, ``offline``), in one query."""
     check_text(project_key, "project_key")
     rows = yield many("discover_identities", project_key=project_key)
     return [IdentityStatus.from_row(r) for r in rows]
@@ -281,7 +273,16 @@ def _check_key(value: object, what: str) -> str:
 
 
 @atomic
-def for_session(session_key: str, project_key: str | None, git_branch: str | None) -> Op[Identity]:
+def for_session(
+    session_key: str, *, project_key: str | None = None, git_branch: str | None = None
+) -> Op[Identity]:
+    """The identity of an external session (e.g. a Claude Code session id).
+
+    Resolution: the key's mapping (unless that identity was retired), else the project's
+    most recently active identity (when ``project_key`` is given), else a new identity with
+    a memorable name; the mapping is stored. Refreshes ``last_active_at``. Concurrent first
+    calls with one key resolve to one identity.
+    """
     key = _check_key(session_key, "session_key")
     check_texts(project_key=project_key, git_branch=git_branch)
     yield one("lock_identity_key", key="session:" + key)
@@ -316,6 +317,8 @@ def for_session(session_key: str, project_key: str | None, git_branch: str | Non
 
 @atomic
 def for_agent(agent_uuid: str) -> Op[Identity]:
+    """The identity bound to a runtime agent, created on first use (named like the agent
+    when that name is valid and free, else memorably). ``NotFound`` for an unknown agent."""
     check_uuid(agent_uuid)
     yield one("lock_identity_key", key="agent:" + agent_uuid)
     row = yield one("touch_agent_identity", agent_uuid=agent_uuid)
@@ -338,3 +341,19 @@ def for_agent(agent_uuid: str) -> Op[Identity]:
         if row is not None:
             return Identity.from_row(row)
     return (yield from _create_memorable(memorable_name(), fields))
+
+
+class IdentityCalls(Area[FaceT]):
+    """``store.identities``: named participants of mail (see ``ikigai_store.identities``).
+
+    Wherever an identity is expected, its name or an ``Identity`` is accepted.
+    """
+
+    register = operation(register)
+    get = operation(get)
+    list = operation(list_identities)
+    for_session = operation(for_session)
+    for_agent = operation(for_agent)
+    heartbeat = operation(heartbeat)
+    retire = operation(retire)
+    discover = operation(discover)

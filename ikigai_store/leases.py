@@ -24,10 +24,9 @@ from datetime import timedelta
 from typing import Any
 
 from .errors import Conflict, InvalidArgument, NotFound
-from .identities import identity_name
-from .models import Lease
-from .ops import Op, atomic, many, one
-from .validate import check_text
+from .models import Identity, Lease
+from .ops import Area, FaceT, Op, atomic, many, one, operation
+from .validate import check_text, identity_name
 
 __all__ = [
     "MAX_RESOURCE_CHARS",
@@ -108,7 +107,19 @@ def _describe(blockers: list[Lease]) -> str:
 
 
 @atomic
-def acquire(holder: object, resource: object, ttl: object, exclusive: object) -> Op[Lease]:
+def acquire(
+    holder: str | Identity, resource: str, *, ttl: timedelta | float, exclusive: bool = True
+) -> Op[Lease]:
+    """Lease ``resource`` (1-512 characters) to ``holder`` for ``ttl`` (a timedelta or
+    seconds, at most one day) from now, by the database's clock.
+
+    An exclusive lease is refused while another holder has a live lease on the resource;
+    a shared one (``exclusive=False``) only while another holder has a live exclusive one.
+    Refused: ``Conflict`` naming the holder(s) and when the lease ends. A holder acquiring a
+    resource it holds replaces its lease (new token, mode and expiry). An expired lease
+    frees the resource by itself. ``NotFound`` for an unknown holder, ``InvalidArgument``
+    for a retired one.
+    """
     name = identity_name(holder, "holder")
     res = check_resource(resource)
     length = check_ttl(ttl)
@@ -156,8 +167,10 @@ def _lost(resource: str, token: str, found: Mapping[str, Any] | None) -> NotFoun
     )
 
 
-def renew(value: object, ttl: object) -> Op[Lease]:
-    resource, token = check_lease(value)
+def renew(lease: Lease | tuple[str, str], ttl: timedelta | float) -> Op[Lease]:
+    """Make a live lease end ``ttl`` from now; return it. ``NotFound`` when it is no
+    longer live (expired, released, force-released or replaced): acquire it again."""
+    resource, token = check_lease(lease)
     length = check_ttl(ttl)
     try:
         row = yield one("leases_renew", resource=resource, token=token, ttl=length)
@@ -174,19 +187,25 @@ def renew(value: object, ttl: object) -> Op[Lease]:
     raise _lost(resource, token, found)
 
 
-def release(value: object) -> Op[bool]:
-    resource, token = check_lease(value)
+def release(lease: Lease | tuple[str, str]) -> Op[bool]:
+    """End a lease: True when it was live, False when it had already ended (idempotent:
+    its token no longer holds anything either way)."""
+    resource, token = check_lease(lease)
     row = yield one("leases_release", resource=resource, token=token)
     return row is not None and bool(row["live"])
 
 
-def force_release(resource: object) -> Op[int]:
+def force_release(resource: str) -> Op[int]:
+    """End every lease on ``resource``, whoever holds it (for administrators); return how
+    many were live."""
     res = check_resource(resource)
     row = yield one("leases_force_release", resource=res)
     return int(row["ended"])
 
 
-def held(prefix: object, holder: object) -> Op[list[Lease]]:
+def held(prefix: str = "", *, holder: str | Identity | None = None) -> Op[list[Lease]]:
+    """Live leases whose resource starts with ``prefix`` (literally: no wildcards), of one
+    holder when given, by resource. ``NotFound`` for an unknown holder."""
     if not isinstance(prefix, str):
         raise InvalidArgument(f"prefix must be a string, got {type(prefix).__name__}")
     if len(prefix) > MAX_RESOURCE_CHARS:
@@ -201,3 +220,15 @@ def held(prefix: object, holder: object) -> Op[list[Lease]]:
         if found is None:
             raise NotFound(f"identity {name!r} does not exist")
     return [Lease.from_row(r) for r in rows]
+
+
+class LeaseCalls(Area[FaceT]):
+    """``store.leases``: resources reserved by identities, enforced by the database (see
+    ``ikigai_store.leases``). A holder is an identity's name or an ``Identity``; a lease is a
+    ``Lease`` or a ``(resource, token)`` pair."""
+
+    acquire = operation(acquire)
+    renew = operation(renew)
+    release = operation(release)
+    force_release = operation(force_release)
+    held = operation(held)

@@ -17,46 +17,83 @@ Owns sending, replying, mailboxes, state changes, threads, search and the buildi
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
+import time
 import uuid
-from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
-from .errors import Conflict, InvalidArgument, NotFound
-from .identities import identity_name, require
-from .models import MAIL_STATES, PRIORITIES, InboxItem, Mail, MailCounts, MailHit
-from .ops import Op, atomic, many, one, statement
+from . import topics
+from .errors import InvalidArgument, NotFound
+from .models import (
+    MAIL_STATES,
+    PRIORITIES,
+    Identity,
+    InboxItem,
+    Mail,
+    MailCounts,
+    MailHit,
+    Queued,
+)
+from .notify import MAIL as MAIL_CHANNEL
+from .ops import (
+    Area,
+    FaceT,
+    Listen,
+    Op,
+    Sleep,
+    atomic,
+    deprecated,
+    many,
+    one,
+    operation,
+    statement,
+)
 from .search import MAX_SEARCH_LIMIT, Queries, check_before, check_order, check_query, ranked
 from .validate import (
-    check_content,
+    MAX_DURATION,
+    MAX_SUBJECT_CHARS,
+    by_key,
+    check_body,
+    check_choice,
+    check_cursor,
+    check_duration,
     check_id,
     check_limit,
-    check_text,
+    check_str,
+    check_when,
     dump_json,
+    identity_name,
+    request_hash,
+    require,
 )
+
+if TYPE_CHECKING:
+    from .outbox import Outbox
 
 __all__ = [
     "MAX_DURATION",
     "MAX_RECIPIENTS",
     "MAX_SUBJECT_CHARS",
+    "MAX_WAIT",
     "TRANSITIONS",
+    "MailCalls",
     "ack",
     "claim_next",
     "counts",
     "delete_sent",
     "inbox",
-    "purge_trash",
+    "prune",
     "read",
     "reply",
     "search",
     "send",
+    "send_or_queue",
     "sent",
     "set_state",
     "set_thread_state",
     "thread",
+    "wait",
     "wait_target",
     "wake_snoozed",
 ]
@@ -73,10 +110,8 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 }
 _SOURCES = {to: [s for s in MAIL_STATES if to in TRANSITIONS[s]] for to in MAIL_STATES}
 
-#: Longest duration accepted (a snooze, a purge age): 100 years.
-MAX_DURATION = timedelta(days=36500)
-#: Longest subject, in characters.
-MAX_SUBJECT_CHARS = 1000
+#: Longest ``wait`` (a day).
+MAX_WAIT = timedelta(days=1)
 #: Most recipients of one mail.
 MAX_RECIPIENTS = 10_000
 _MAX_KEY_CHARS = 200
@@ -85,52 +120,6 @@ _RACE_RETRIES = 3
 
 
 # ---------------------------------------------------------------- validation
-
-
-def check_str(value: object, what: str, *, max_chars: int, empty: bool = False) -> str:
-    if not isinstance(value, str):
-        raise InvalidArgument(f"{what} must be a string, got {type(value).__name__}")
-    if not empty and not value:
-        raise InvalidArgument(f"{what} must not be empty")
-    if len(value) > max_chars:
-        raise InvalidArgument(f"{what} is {len(value)} characters; at most {max_chars}")
-    check_text(value, what)
-    return value
-
-
-def check_body(body: object, what: str = "body") -> None:
-    """A long text (a mail body, a summary, a description): a string PostgreSQL can store;
-    ``what`` names the argument in the error."""
-    if not isinstance(body, str):
-        raise InvalidArgument(f"{what} must be a string, got {type(body).__name__}")
-    check_content(body, what)
-
-
-def check_choice(value: object, what: str, choices: tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise InvalidArgument(f"{what} must be one of {', '.join(choices)}, got {value!r}")
-    return value
-
-
-def _check_when(value: object, what: str) -> datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, datetime) or value.utcoffset() is None:
-        raise InvalidArgument(f"{what} must be a timezone-aware datetime, got {value!r}")
-    try:
-        if value.astimezone(UTC).year >= 9999:
-            raise OverflowError
-    except OverflowError:
-        raise InvalidArgument(f"{what} must be before the year 9999, got {value!r}") from None
-    return value
-
-
-def _check_duration(value: object, what: str) -> timedelta:
-    if not isinstance(value, timedelta) or not timedelta(0) <= value <= MAX_DURATION:
-        raise InvalidArgument(
-            f"{what} must be a timedelta from zero to {MAX_DURATION.days} days, got {value!r}"
-        )
-    return value
 
 
 def _recipients(to: object) -> list[str]:
@@ -146,27 +135,32 @@ def _recipients(to: object) -> list[str]:
     return sorted({identity_name(item, "recipient") for item in items})
 
 
-def request_hash(*parts: Any) -> str:
-    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 # ---------------------------------------------------------------- sending
 
 
 def send(
-    sender: object,
-    to: object,
-    subject: object,
-    body: object,
-    thread_id: object,
-    parent_id: object,
-    priority: object,
-    deadline_at: object,
-    attachments: Any,
-    metadata: Any,
-    idempotency_key: object,
+    sender: str | Identity,
+    to: Sequence[str | Identity] | str | Identity,
+    subject: str,
+    body: str,
+    *,
+    thread_id: str | None = None,
+    parent_id: int | None = None,
+    priority: str = "normal",
+    deadline_at: datetime | None = None,
+    attachments: Any = None,
+    metadata: Any = None,
+    idempotency_key: str | None = None,
 ) -> Op[Mail]:
+    """Send a mail to every identity in ``to`` (atomically: all recipients or none).
+
+    Starts a new thread unless ``thread_id`` or ``parent_id`` (a mail of that thread) is
+    given. ``InvalidArgument`` (nothing written) for an unknown or retired recipient, a
+    retired sender, bad priority, a naive ``deadline_at``, JSON that jsonb cannot hold.
+    ``NotFound`` for an unknown sender. With ``idempotency_key`` (unique per sender), the
+    same request again returns the original mail and writes nothing, while a different
+    request with a used key raises ``Conflict``.
+    """
     sender_name = identity_name(sender, "sender")
     names = _recipients(to)
     subject = check_str(subject, "subject", max_chars=MAX_SUBJECT_CHARS, empty=True)
@@ -176,7 +170,7 @@ def send(
     if parent_id is not None:
         check_id(parent_id, "parent_id")
     check_choice(priority, "priority", PRIORITIES)
-    deadline = _check_when(deadline_at, "deadline_at")
+    deadline = check_when(deadline_at, "deadline_at")
     if idempotency_key is not None:
         check_str(idempotency_key, "idempotency_key", max_chars=_MAX_KEY_CHARS)
     attachments_json = dump_json(attachments, "attachments")
@@ -250,32 +244,24 @@ def _insert(sender: str, names: list[str], subject: str, body: object, **fields:
     )
 
 
-def by_key(sender: str, key: str, hashed: str) -> Op[Mail | None]:
-    """The mail ``sender`` sent with ``key`` when the request is the same; ``Conflict`` when
-    the key was used for another request; None when the key is unused."""
-    row = yield one("mail_by_key", sender=sender, idempotency_key=key)
-    if row is None:
-        return None
-    if row["request_hash"] != hashed:
-        raise Conflict(
-            f"idempotency key {key!r} of {sender!r} was used for a different request "
-            f"(mail {row['id']})",
-            constraint="mail_idempotency_key",
-            sqlstate=None,
-        )
-    return Mail.from_row(row)
-
-
 @atomic
 def reply(
-    sender: object,
-    mail_id: object,
-    body: object,
-    subject: object,
-    priority: object,
-    metadata: Any,
-    idempotency_key: object,
+    sender: str | Identity,
+    mail_id: int,
+    body: str,
+    *,
+    subject: str | None = None,
+    priority: str = "normal",
+    metadata: Any = None,
+    idempotency_key: str | None = None,
 ) -> Op[Mail]:
+    """Reply in the mail's thread (``parent_id=mail_id``) to every participant of the
+    thread (senders and recipients) except the replier and retired identities.
+
+    The subject defaults to ``Re: <subject>`` (never ``Re: Re:``). ``NotFound`` unless the
+    sender sent or received ``mail_id``; ``InvalidArgument`` when no one is left to reply
+    to. Idempotency keys as for ``send``.
+    """
     sender_name = identity_name(sender, "sender")
     check_id(mail_id, "mail_id")
     check_body(body)
@@ -327,16 +313,24 @@ def reply(
 
 
 def inbox(
-    identity: object, state: object, priority: object, limit: object, before_id: object
+    identity: str | Identity,
+    *,
+    state: str | None = None,
+    priority: str | None = None,
+    limit: int = 50,
+    before: InboxItem | int | None = None,
 ) -> Op[list[InboxItem]]:
+    """An identity's mail, newest first: by default unread, read and starred (archived,
+    trash and sleeping snoozes hidden); ``state`` picks one state (``"snoozed"``: the
+    sleeping ones). Pass the last item of a page (or its ``mail.id``) as ``before`` for the
+    next page."""
     name = identity_name(identity)
     if state is not None:
         check_choice(state, "state", MAIL_STATES)
     if priority is not None:
         check_choice(priority, "priority", PRIORITIES)
     check_limit(limit)
-    if before_id is not None:
-        check_id(before_id, "before_id")
+    before_id = check_cursor(before, InboxItem, lambda item: item.mail.id)
     rows = yield many(
         "inbox", identity=name, state=state, priority=priority, before_id=before_id, limit=limit
     )
@@ -351,21 +345,25 @@ def _missing(name: str, mail_id: int) -> Op[NotFound]:
     return NotFound(f"identity {name!r} did not receive mail {mail_id}")
 
 
-def read(identity: object, mail_id: object) -> Op[InboxItem]:
+def read(identity: str | Identity, mail_id: int) -> Op[InboxItem]:
+    """Open a mail: unread becomes read (other states stay); ``read_at`` is set the first
+    time. ``NotFound`` unless the identity received it."""
     name = identity_name(identity)
     check_id(mail_id, "mail_id")
     row = yield one("read_mail", identity=name, mail_id=mail_id)
     if row is None:
-        raise (yield from _missing(name, mail_id))  # type: ignore[arg-type]
+        raise (yield from _missing(name, mail_id))
     return InboxItem.from_row(row)
 
 
-def ack(identity: object, mail_id: object) -> Op[InboxItem]:
+def ack(identity: str | Identity, mail_id: int) -> Op[InboxItem]:
+    """Acknowledge a mail: ``acked_at`` is set once, an unread mail becomes read.
+    Idempotent."""
     name = identity_name(identity)
     check_id(mail_id, "mail_id")
     row = yield one("ack_mail", identity=name, mail_id=mail_id)
     if row is None:
-        raise (yield from _missing(name, mail_id))  # type: ignore[arg-type]
+        raise (yield from _missing(name, mail_id))
     return InboxItem.from_row(row)
 
 
@@ -379,19 +377,25 @@ def _snooze(state: str, snoozed_until: object) -> tuple[datetime | None, timedel
     if isinstance(snoozed_until, timedelta):
         if snoozed_until <= timedelta(0):
             raise InvalidArgument(f"snoozed_until must be in the future, got {snoozed_until!r}")
-        return None, _check_duration(snoozed_until, "snoozed_until")
-    when = _check_when(snoozed_until, "snoozed_until")
+        return None, check_duration(snoozed_until, "snoozed_until")
+    when = check_when(snoozed_until, "snoozed_until")
     return when, None
 
 
 def set_state(
-    identity: object, mail_id: object, state: object, snoozed_until: object
+    identity: str | Identity,
+    mail_id: int,
+    state: str,
+    *,
+    snoozed_until: datetime | timedelta | None = None,
 ) -> Op[InboxItem]:
-    """The guarded transition. Refusals, in this order: bad arguments (before any query); a
-    ``snoozed_until`` that is not after the database's now (``InvalidArgument``, whoever asks
-    and whatever the mail's state: it is a bad argument, like a negative ``timedelta``); an
-    unknown identity or a mail it did not receive (``NotFound``); a move the table forbids
-    (``InvalidArgument`` naming both states)."""
+    """Move the identity's copy of a mail to ``state`` along the allowed transitions
+    (``mail.TRANSITIONS``); anything else, including staying in the same state (except
+    re-snoozing), raises ``InvalidArgument`` naming both states and changes nothing.
+
+    ``"snoozed"`` needs ``snoozed_until`` in the future: an aware datetime, or a timedelta
+    from now. A snooze that has passed counts as unread everywhere.
+    """
     name = identity_name(identity)
     check_id(mail_id, "mail_id")
     to = check_choice(state, "state", MAIL_STATES)
@@ -432,7 +436,9 @@ def set_state(
     )
 
 
-def set_thread_state(identity: object, thread_id: object, state: object) -> Op[int]:
+def set_thread_state(identity: str | Identity, thread_id: str, state: str) -> Op[int]:
+    """Apply a transition to each of the identity's mails in a thread where it is allowed,
+    in one statement; return how many moved. (``"snoozed"`` is refused: snooze one mail.)"""
     name = identity_name(identity)
     check_str(thread_id, "thread_id", max_chars=_MAX_KEY_CHARS)
     to = check_choice(state, "state", MAIL_STATES)
@@ -450,7 +456,9 @@ def set_thread_state(identity: object, thread_id: object, state: object) -> Op[i
     return count
 
 
-def thread(thread_id: object, identity: object) -> Op[list[Mail]]:
+def thread(thread_id: str, *, identity: str | Identity | None = None) -> Op[list[Mail]]:
+    """Every mail of a thread in id order (only those ``identity`` sent or received, when
+    given); ``[]`` for an unknown thread."""
     check_str(thread_id, "thread_id", max_chars=_MAX_KEY_CHARS)
     name = None if identity is None else identity_name(identity)
     rows = yield many("thread_mail", thread_id=thread_id, identity=name)
@@ -459,7 +467,8 @@ def thread(thread_id: object, identity: object) -> Op[list[Mail]]:
     return [Mail.from_row(r) for r in rows]
 
 
-def sent(identity: object, limit: object) -> Op[list[Mail]]:
+def sent(identity: str | Identity, *, limit: int = 50) -> Op[list[Mail]]:
+    """What the identity sent, newest first (without those removed by ``delete_sent``)."""
     name = identity_name(identity)
     check_limit(limit)
     rows = yield many("sent_mail", identity=name, limit=limit)
@@ -468,7 +477,8 @@ def sent(identity: object, limit: object) -> Op[list[Mail]]:
     return [Mail.from_row(r) for r in rows]
 
 
-def delete_sent(identity: object, mail_id: object) -> Op[None]:
+def delete_sent(identity: str | Identity, mail_id: int) -> Op[None]:
+    """Hide a sent mail from the sender's ``sent`` view only (recipients keep it)."""
     name = identity_name(identity)
     check_id(mail_id, "mail_id")
     row = yield one("delete_sent", identity=name, mail_id=mail_id)
@@ -477,7 +487,8 @@ def delete_sent(identity: object, mail_id: object) -> Op[None]:
         raise NotFound(f"identity {name!r} did not send mail {mail_id}")
 
 
-def counts(identity: object) -> Op[MailCounts]:
+def counts(identity: str | Identity) -> Op[MailCounts]:
+    """The identity's mailbox counts, in one query."""
     name = identity_name(identity)
     row = yield one("mail_counts", identity=name)
     if row is None:
@@ -486,9 +497,17 @@ def counts(identity: object) -> Op[MailCounts]:
 
 
 def search(
-    query: object, identity: object, limit: object, *, order: object = "rank", before: object = None
+    query: str,
+    *,
+    identity: str | Identity | None = None,
+    limit: int = 50,
+    order: str = "rank",
+    before: MailHit | None = None,
 ) -> Op[list[MailHit]]:
-    """Mail search with the strategy of ``search.search`` (see ``ikigai_store.search``)."""
+    """Full-text search of subjects (weighted higher) and bodies, in web-search syntax
+    (quotes, ``or``, ``-term``); any text is accepted. With ``identity``: only mail it sent
+    or received. Orders, the bounded candidates, exact-phrase matches first and ``before=``
+    pages work as in ``Store.search``. ``limit`` is capped at ``MAX_SEARCH_LIMIT``."""
     check_query(query)
     assert isinstance(query, str)
     name = None if identity is None else identity_name(identity)
@@ -514,29 +533,21 @@ def search(
 
 
 def wake_snoozed() -> Op[int]:
+    """Turn every passed snooze into unread (they already count as unread); return how
+    many."""
     count: int = yield statement("wake_snoozed")
     return count
 
 
-def purge_trash(older_than: object) -> Op[int]:
-    age = _check_duration(older_than, "older_than")
+def prune(*, older_than: timedelta | float = timedelta(days=30)) -> Op[int]:
+    """Delete recipient copies that have been in trash longer than ``older_than`` (a
+    timedelta or seconds); return how many."""
+    age = check_duration(older_than, "older_than")
     count: int = yield statement("purge_trash", older_than=age)
     return count
 
 
 # ---------------------------------------------------------------- wait (driven by the faces)
-
-
-def check_wait_timeout(timeout: object) -> float:
-    """A number of seconds in [0, 86400]."""
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not math.isfinite(timeout)
-        or not 0 <= timeout <= 86400
-    ):
-        raise InvalidArgument(f"timeout must be a number of seconds in [0, 86400], got {timeout!r}")
-    return float(timeout)
 
 
 def wait_target(identity: object) -> Op[int]:
@@ -559,3 +570,88 @@ def claim_next(identity: str) -> Op[tuple[InboxItem | None, float | None]]:
         raise NotFound(f"identity {identity!r} does not exist")
     wake = target["next_wake"]
     return None, None if wake is None else max(0.0, float(wake))
+
+
+def wait(identity: str | Identity, timeout: timedelta | float) -> Op[InboxItem | None]:
+    """The identity's oldest unread mail, marked read, waiting up to ``timeout`` (a timedelta
+    or seconds, at most a day; 0: do not wait) for one to arrive; None if none did.
+
+    Wakes within milliseconds of the sending commit (LISTEN/NOTIFY on one extra connection
+    per store, not a pooled one; no polling). Concurrent waiters never get the same mail.
+    Inside ``store.transaction()`` the mail is marked read in that transaction.
+    """
+    seconds = check_duration(timeout, "timeout", maximum=MAX_WAIT).total_seconds()
+    deadline = time.monotonic() + seconds
+    key = yield from wait_target(identity)
+    name = identity_name(identity)
+    if seconds > 0:
+        yield Listen((MAIL_CHANNEL, key))  # before looking: no wake-up is lost
+    while True:
+        item, wake = yield from claim_next(name)
+        remaining = deadline - time.monotonic()
+        if item is not None or remaining <= 0:
+            return item
+        yield Sleep(remaining if wake is None else min(remaining, wake + 0.001))
+
+
+def send_or_queue(
+    outbox: Outbox,
+    sender: str | Identity,
+    to: Sequence[str | Identity] | str | Identity,
+    subject: str,
+    body: str,
+    *,
+    thread_id: str | None = None,
+    parent_id: int | None = None,
+    priority: str = "normal",
+    deadline_at: datetime | None = None,
+    attachments: Any = None,
+    metadata: Any = None,
+    idempotency_key: str | None = None,
+) -> Op[Mail | Queued]:
+    """``send``, or, when the database cannot be reached (``ConnectError``,
+    ``ConnectionLost``), queue it in ``outbox`` and return ``Queued``; a later
+    ``outbox.drain`` delivers it. See ``Outbox.submit``: mail already waiting in the
+    outbox goes first, and the send always carries an idempotency key (a new UUIDv7
+    unless given), so it is never delivered twice. Arguments are checked as by ``send``
+    (``InvalidArgument``, nothing queued); ``OutboxFull`` when the outbox is full."""
+    payload = {
+        "sender": sender,
+        "to": to,
+        "subject": subject,
+        "body": body,
+        "thread_id": thread_id,
+        "parent_id": parent_id,
+        "priority": priority,
+        "deadline_at": deadline_at,
+        "attachments": attachments,
+        "metadata": metadata,
+    }
+    result: Mail | Queued = yield from outbox.submitting("send", payload, idempotency_key)
+    return result
+
+
+class MailCalls(Area[FaceT]):
+    """``store.mail``: direct mail between identities (see ``ikigai_store.mail``).
+
+    Wherever an identity is expected, its name or an ``Identity`` is accepted.
+    """
+
+    send = operation(send)
+    reply = operation(reply)
+    inbox = operation(inbox, renamed={"before_id": "before"})
+    read = operation(read)
+    set_state = operation(set_state)
+    ack = operation(ack)
+    set_thread_state = operation(set_thread_state)
+    thread = operation(thread)
+    sent = operation(sent)
+    delete_sent = operation(delete_sent)
+    counts = operation(counts)
+    search = operation(search)
+    publish = operation(topics.publish)
+    wait = operation(wait)
+    send_or_queue = operation(send_or_queue)
+    wake_snoozed = operation(wake_snoozed)
+    prune = operation(prune)
+    purge_trash = deprecated(prune, "purge_trash")

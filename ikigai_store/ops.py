@@ -1,30 +1,49 @@
-"""Operations as generators, and the two drivers that run them (sync and asyncio).
+"""Operations, the one definition of everything a store does, and how every face runs them.
 
-Owns the sans-I/O core shared by ``Store`` and ``AsyncStore``, the way psycopg shares its
-protocol code: an *operation* is a generator that validates its arguments, then yields ``Call``
-objects (a named query from ``queries/`` and its parameters) and receives their results, and
-finally returns the public result. It performs no I/O itself, so one operation serves both faces
-and they cannot drift. ``run`` (threads) and ``arun`` (asyncio) execute the calls.
+Owns the sans-I/O core shared by ``Store``, ``AsyncStore`` and every later face, the way
+psycopg shares its protocol code. An *operation* is a generator function with the public,
+typed signature and docstring of the call: it validates its arguments, then yields *steps*
+and receives their results, and finally returns the public result. It performs no I/O itself.
+The steps:
+
+- ``Call``: run a named query from ``queries/`` (built with ``one``, ``many``, ``events``,
+  ``statement``) and receive its shaped result;
+- ``Listen`` / ``Sleep``: be woken by a notification (``notify``) / sleep until woken or until
+  a time passes, for the waiting operations (``mail.wait``, a blocking ``topics.claim``);
+- ``Blocking``: call a blocking local function (the outbox's SQLite file), which the asyncio
+  face runs in a worker thread;
+- ``Run``: run another operation in scopes of its own and receive its result (or have its
+  error thrown in).
+
+Faces bind operations with ``operation``: a class attribute ``send = operation(send)`` in a
+namespace class (``Area``) becomes ``store.mail.send`` (a plain method on ``Store``, a
+coroutine function on ``AsyncStore``) with the operation's signature and docstring, seen as
+such by ``mypy --strict`` (``ParamSpec``) and by ``inspect``. ``run`` and ``arun`` are the two
+drivers; a face only supplies its connection scopes and how it sleeps.
 
 Invariants:
-- validation runs before any connection is taken: the code before an operation's first ``yield``
+- validation runs before any connection is taken: the code before an operation's first step
   runs first, so bad input raises ``InvalidArgument`` even while the database is down;
-- every call of an operation runs on one connection in one *scope* (the face's choice: plain
-  autocommit, a transaction for multi-statement writes, or a savepoint inside
-  ``store.transaction()``); a failed call ends its scope (rolled back) and its translated error
-  is thrown into the operation, which may handle it (e.g. explain why a write was refused) and
-  go on with further calls in a fresh scope, or let it propagate;
+- consecutive calls of an operation run on one connection in one *scope* (the face's choice:
+  plain autocommit, a transaction for ``@atomic`` operations, or a savepoint inside
+  ``store.transaction()``); any other step ends the scope first, so no connection is held
+  while an operation sleeps or does local I/O; a failed call ends its scope (rolled back) and
+  its translated error is thrown into the operation, which may handle it (e.g. explain why a
+  write was refused) and go on in a fresh scope, or let it propagate;
 - no psycopg exception leaves a driver: everything is translated by ``errors.translate``;
 - both drivers execute the same SQL text (aiosql's parse of ``queries/*.sql``) with the same
-  row handling, so the two faces return equal results for equal calls.
+  row handling, so the faces return equal results for equal calls.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
+import functools
+import inspect
+import warnings
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 import psycopg
 from psycopg.rows import tuple_row
@@ -34,20 +53,29 @@ from .models import Message
 from .sql import queries
 
 __all__ = [
+    "Area",
+    "AsyncFace",
+    "Blocking",
     "Call",
+    "Listen",
     "Op",
+    "Run",
+    "Sleep",
+    "SyncFace",
     "arun",
     "atomic",
     "events",
     "is_atomic",
     "many",
     "one",
+    "operation",
     "run",
     "statement",
     "validate",
 ]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 Shape = Literal["one", "many", "events", "statement"]
 
@@ -63,8 +91,43 @@ class Call:
     shape: Shape
 
 
-#: An operation returning T: yields Calls, receives their results.
-Op = Generator[Call, Any, T]
+@dataclass(frozen=True, slots=True)
+class Listen:
+    """Be woken by notifications naming ``key`` = (channel, id) (see ``notify``) until the
+    operation ends. Yield it *before* looking for what you wait for: no wake-up is lost."""
+
+    key: tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Sleep up to ``seconds``, or until a ``Listen`` key is notified (while the listener
+    cannot connect, at most ``notify.RETRY`` seconds: look again rather than sleep blind)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Blocking:
+    """Call ``fn(*args)``, a blocking local function (no database), and receive its result;
+    the asyncio face runs it in a worker thread."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Run the operation ``op`` as its face would (its own scopes and atomicity) and receive
+    its result; its error is thrown in at the ``yield``."""
+
+    op: Generator[Any, Any, Any]
+
+
+Step = Call | Listen | Sleep | Blocking | Run
+
+#: An operation returning T: yields steps, receives their results.
+Op = Generator[Any, Any, T]
 
 
 def one(name: str, /, **params: Any) -> Call:
@@ -94,7 +157,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def validate(op: Op[Any]) -> None:
-    """Run only ``op``'s validation (the code before its first call), then discard it: raises
+    """Run only ``op``'s validation (the code before its first step), then discard it: raises
     what the operation would raise for its arguments, and touches no database."""
     try:
         next(op)
@@ -114,6 +177,155 @@ def atomic(fn: F) -> F:
 def is_atomic(op: Op[Any]) -> bool:
     """True when ``op`` came from an ``@atomic`` operation."""
     return getattr(op, "gi_code", None) in _ATOMIC
+
+
+# ---------------------------------------------------------------- binding operations to faces
+
+
+class SyncFace:
+    """A face whose bound operations return their results (``Store``)."""
+
+    def _run(self, op: Op[T]) -> T:
+        raise NotImplementedError
+
+
+class AsyncFace:
+    """A face whose bound operations are coroutine functions (``AsyncStore``)."""
+
+    async def _run(self, op: Op[T]) -> T:
+        raise NotImplementedError
+
+
+FaceT = TypeVar("FaceT", SyncFace, AsyncFace)
+
+
+class Area(Generic[FaceT]):
+    """A namespace of operations on one face (``store.mail``, ``store.topics``, …); the
+    store's own top-level operations are areas too. Its class attributes are ``operation``s."""
+
+    _face: FaceT
+
+    def __init__(self, face: FaceT) -> None:
+        self._face = face
+
+
+def _result_annotation(annotation: Any) -> Any:
+    """``T`` for an operation annotated ``Op[T]`` (a string under postponed evaluation)."""
+    if isinstance(annotation, str) and annotation.startswith("Op[") and annotation.endswith("]"):
+        return annotation[3:-1]
+    return annotation
+
+
+class operation(Generic[P, T]):
+    """Bind an operation (a generator function) to every face as a method of the same name,
+    signature and docstring: ``Callable[P, T]`` on a ``SyncFace``, ``Callable[P, Awaitable[T]]``
+    (a coroutine function) on an ``AsyncFace``. ``renamed`` maps deprecated keyword names to
+    their new names: still accepted, with a ``DeprecationWarning``."""
+
+    def __init__(self, fn: Callable[P, Op[T]], *, renamed: Mapping[str, str] | None = None) -> None:
+        self.fn = fn
+        self.renamed = dict(renamed or {})
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+        self._signature: inspect.Signature | None = None
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def signature(self) -> inspect.Signature:
+        """The public signature: the operation's, returning ``T`` instead of ``Op[T]``."""
+        if self._signature is None:
+            sig = inspect.signature(self.fn)
+            self._signature = sig.replace(
+                return_annotation=_result_annotation(sig.return_annotation)
+            )
+        return self._signature
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> operation[P, T]: ...
+
+    @overload
+    def __get__(self, obj: Area[SyncFace], owner: type | None = None) -> Callable[P, T]: ...
+
+    @overload
+    def __get__(
+        self, obj: Area[AsyncFace], owner: type | None = None
+    ) -> Callable[P, Awaitable[T]]: ...
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        bound = self._bind(obj._face)
+        obj.__dict__[self.name] = bound  # bound once per namespace: later lookups are plain
+        return bound
+
+    def _bind(self, face: Any) -> Callable[..., Any]:
+        fn, run, renamed = self.fn, face._run, self.renamed
+        if renamed:
+            fn = functools.partial(_renaming, fn, renamed, self.name)
+        if isinstance(face, AsyncFace):
+
+            async def bound_async(*args: Any, **kwargs: Any) -> Any:
+                return await run(fn(*args, **kwargs))
+
+            bound: Callable[..., Any] = bound_async
+        else:
+
+            def bound_sync(*args: Any, **kwargs: Any) -> Any:
+                return run(fn(*args, **kwargs))
+
+            bound = bound_sync
+        bound.__name__ = self.name
+        bound.__qualname__ = f"{type(face).__name__}.{self.name}"
+        bound.__doc__ = self.fn.__doc__
+        bound.__module__ = self.fn.__module__
+        bound.__signature__ = self.signature()  # type: ignore[attr-defined]
+        bound.__wrapped__ = self.fn  # type: ignore[attr-defined]
+        return bound
+
+
+def _renaming(
+    fn: Callable[..., Op[Any]], renamed: Mapping[str, str], name: str, *args: Any, **kwargs: Any
+) -> Op[Any]:
+    for old, new in renamed.items():
+        if old in kwargs:
+            warnings.warn(
+                f"{name}({old}=...) is deprecated; use {new}=...",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+            if new in kwargs:
+                raise TypeError(f"{name}() got both {old}= and {new}=")
+            kwargs[new] = kwargs.pop(old)
+    return fn(*args, **kwargs)
+
+
+def deprecated(new: operation[P, T], old_name: str, *, internal: bool = False) -> operation[P, T]:
+    """``new`` under its old name ``old_name``: the same operation, warning
+    ``DeprecationWarning`` (naming the new one) whenever it is called. ``internal``: a name
+    that should not have been public, removed without a replacement."""
+    fn = new.fn
+
+    def warn_then(*args: P.args, **kwargs: P.kwargs) -> Op[T]:
+        if internal:
+            message = f"{old_name} is internal and will be removed in 0.7"
+        else:  # new.name is known once its class is made (__set_name__)
+            message = f"{old_name} is deprecated; use {new.name}"
+        warnings.warn(message, DeprecationWarning, stacklevel=3)
+        return fn(*args, **kwargs)
+
+    functools.update_wrapper(warn_then, fn)
+    warn_then.__doc__ = (
+        f"Internal (removed in 0.7). {fn.__doc__ or ''}"
+        if internal
+        else f"Deprecated alias (removed in 0.7). {fn.__doc__ or ''}"
+    )
+    bound = operation(warn_then, renamed=new.renamed)
+    bound._signature = new.signature()
+    return bound
+
+
+# ---------------------------------------------------------------- executing calls
 
 
 _MESSAGE_COLUMNS = tuple(Message.__dataclass_fields__)
@@ -166,6 +378,9 @@ async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
         return cur.rowcount
 
 
+# ---------------------------------------------------------------- the two drivers
+
+
 class _Failed(Exception):
     """Internal: a call failed; carries its translated error out of the scope (rolling it back)."""
 
@@ -174,80 +389,163 @@ class _Failed(Exception):
         self.error = error
 
 
+class _Done(Exception):
+    """Internal: the operation returned inside a scope (the scope is left normally)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 Translate = Callable[[psycopg.Error, Any], IkigaiStoreError]
+
+
+class Steps:
+    """What a face does for the steps other than ``Call``, for one run of one operation
+    (created on the operation's first such step; ``close`` runs when the operation ends)."""
+
+    def step(self, step: Any) -> Any:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Undo what the steps left behind (unregister listeners)."""
+
+
+class AsyncSteps:
+    """``Steps`` for the asyncio face."""
+
+    async def step(self, step: Any) -> Any:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Undo what the steps left behind (unregister listeners)."""
+
+
+def _advance(op: Op[Any], value: Any, error: BaseException | None) -> Any:
+    """Send ``value`` (or throw ``error``) into ``op``: its next step, or ``_Done``."""
+    try:
+        return op.send(value) if error is None else op.throw(error)
+    except StopIteration as stop:
+        raise _Done(stop.value) from None
 
 
 def run(
     scope: Callable[[], AbstractContextManager[psycopg.Connection[Any]]],
     op: Op[T],
     on_error: Translate = translate,
+    steps: Callable[[], Steps] | None = None,
 ) -> T:
-    """Drive ``op`` to its result: each stretch of calls runs inside one ``scope()``."""
+    """Drive ``op`` to its result: each stretch of calls runs inside one ``scope()``; other
+    steps go to ``steps()`` (made on first use)."""
     try:
-        call = next(op)  # validation happens here, before any connection is taken
+        step = next(op)  # validation happens here, before any connection is taken
     except StopIteration as stop:
         result: T = stop.value
         return result
-    while True:
-        try:
+    host: Steps | None = None
+    try:
+        while True:
+            if type(step) is not Call:
+                if host is None:
+                    if steps is None:
+                        raise TypeError(f"this face cannot run {type(step).__name__} steps")
+                    host = steps()
+                try:
+                    value = host.step(step)
+                except IkigaiStoreError as exc:
+                    step = _advance(op, None, exc)
+                    continue
+                step = _advance(op, value, None)
+                continue
+            error: IkigaiStoreError | None = None
             try:
                 with scope() as conn:
                     while True:
                         try:
-                            value = execute(conn, call)
+                            value = execute(conn, step)
                         except psycopg.Error as exc:
                             raise _Failed(on_error(exc, conn)) from exc
                         try:
-                            call = op.send(value)
+                            step = op.send(value)
                         except StopIteration as stop:
                             result = stop.value
                             break
+                        if type(step) is not Call:
+                            break
+                    else:  # pragma: no cover - the loop only ends by break
+                        pass
+            except _Failed as failed:
+                error = failed.error
+                error.__cause__ = failed.__cause__
             except psycopg.Error as exc:  # entering or leaving the scope (BEGIN, COMMIT, ...)
                 raise on_error(exc, None) from exc
-            return result
-        except _Failed as failed:
-            error = failed.error
-            error.__cause__ = failed.__cause__
-            try:
-                call = op.throw(error)  # the operation may handle it and go on
-            except StopIteration as stop:
-                result = stop.value
+            if error is not None:
+                step = _advance(op, None, error)  # the operation may handle it and go on
+                continue
+            if type(step) is Call:  # the operation returned
                 return result
+    except _Done as done:
+        value = done.value
+        return value  # type: ignore[no-any-return]
+    finally:
+        if host is not None:
+            host.close()
 
 
 async def arun(
     scope: Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]],
     op: Op[T],
     on_error: Translate = translate,
+    steps: Callable[[], AsyncSteps] | None = None,
 ) -> T:
-    """``run`` for asyncio: the same steps, awaiting the connection."""
+    """``run`` for asyncio: the same steps, awaiting the connection and the face's steps."""
     try:
-        call = next(op)
+        step = next(op)
     except StopIteration as stop:
         result: T = stop.value
         return result
-    while True:
-        try:
+    host: AsyncSteps | None = None
+    try:
+        while True:
+            if type(step) is not Call:
+                if host is None:
+                    if steps is None:
+                        raise TypeError(f"this face cannot run {type(step).__name__} steps")
+                    host = steps()
+                try:
+                    value = await host.step(step)
+                except IkigaiStoreError as exc:
+                    step = _advance(op, None, exc)
+                    continue
+                step = _advance(op, value, None)
+                continue
+            error: IkigaiStoreError | None = None
             try:
                 async with scope() as conn:
                     while True:
                         try:
-                            value = await aexecute(conn, call)
+                            value = await aexecute(conn, step)
                         except psycopg.Error as exc:
                             raise _Failed(on_error(exc, conn)) from exc
                         try:
-                            call = op.send(value)
+                            step = op.send(value)
                         except StopIteration as stop:
                             result = stop.value
                             break
+                        if type(step) is not Call:
+                            break
+            except _Failed as failed:
+                error = failed.error
+                error.__cause__ = failed.__cause__
             except psycopg.Error as exc:
                 raise on_error(exc, None) from exc
-            return result
-        except _Failed as failed:
-            error = failed.error
-            error.__cause__ = failed.__cause__
-            try:
-                call = op.throw(error)
-            except StopIteration as stop:
-                result = stop.value
+            if error is not None:
+                step = _advance(op, None, error)
+                continue
+            if type(step) is Call:
                 return result
+    except _Done as done:
+        value = done.value
+        return value  # type: ignore[no-any-return]
+    finally:
+        if host is not None:
+            host.close()

@@ -24,9 +24,7 @@ idempotency key. Invariants:
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import functools
 import inspect
 import json
 import os
@@ -38,10 +36,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from . import ops
+from . import identities, mail, ops, topics
 from .errors import (
     Conflict,
     DatabaseError,
@@ -52,7 +49,6 @@ from .errors import (
     OutboxFull,
     StoreClosed,
 )
-from .mail import MAX_DURATION
 from .models import (
     OUTBOX_OPERATIONS,
     OUTBOX_STATUSES,
@@ -64,6 +60,7 @@ from .models import (
     Topic,
 )
 from .sql import outbox_queries as q
+from .validate import check_duration
 
 if TYPE_CHECKING:
     from .aio import AsyncStore
@@ -105,31 +102,13 @@ def uuid7() -> str:
     return str(uuid.UUID(int=value))
 
 
-class _Checker:
-    """Stands in for a ``Store`` under the face classes: runs only the validation of the
-    operations they build (``ops.validate``), so the outbox accepts exactly what the store
-    would."""
-
-    def _run(self, op: ops.Op[Any]) -> None:
-        ops.validate(op)
-
-
-def _calls(store: Any) -> dict[str, Callable[..., Any]]:
-    """The store call each operation is delivered with, on ``store`` (either face)."""
-    return {
-        "send": store.mail.send,
-        "reply": store.mail.reply,
-        "publish": store.mail.publish,
-        "heartbeat": store.identities.heartbeat,
-    }
-
-
-@functools.cache
-def _checkers() -> dict[str, Callable[..., Any]]:
-    from .store import IdentityCalls, MailCalls
-
-    store = cast(Any, _Checker())
-    return _calls(SimpleNamespace(mail=MailCalls(store), identities=IdentityCalls(store)))
+#: The operation each outbox entry is delivered with (checked with, and run on any face).
+_OPERATIONS: dict[str, Callable[..., ops.Op[Any]]] = {
+    "send": mail.send,
+    "reply": mail.reply,
+    "publish": topics.publish,
+    "heartbeat": identities.heartbeat,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,12 +142,6 @@ def _plain(key: str, value: Any) -> Any:
     return value
 
 
-def _seconds(value: object, what: str) -> float:
-    if not isinstance(value, timedelta) or not timedelta(0) < value <= MAX_DURATION:
-        raise InvalidArgument(f"{what} must be a positive timedelta of at most 100 years")
-    return value.total_seconds()
-
-
 def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:2000]
 
@@ -197,8 +170,8 @@ class Outbox:
         self.max_pending = max_pending
         self.ttl = ttl
         self.stale_after = stale_after
-        self._ttl = _seconds(ttl, "ttl")
-        self._stale = _seconds(stale_after, "stale_after")
+        self._ttl = check_duration(ttl, "ttl", zero=False).total_seconds()
+        self._stale = check_duration(stale_after, "stale_after", zero=False).total_seconds()
         if path is not None and not isinstance(path, (str, os.PathLike)):
             raise InvalidArgument(f"path must be a str or path, not {type(path).__name__}")
         #: The SQLite file (created when the first operation is queued).
@@ -264,12 +237,14 @@ class Outbox:
             key = uuid7()
         elif not isinstance(key, str) or not key or len(key) > 200 or "\x00" in key:
             raise InvalidArgument("idempotency_key must be text of 1 to 200 characters")
-        call = _checkers()[str(operation)]
+        call = _OPERATIONS[str(operation)]
         try:
             inspect.signature(call).bind(**kwargs)
         except TypeError as exc:
             raise InvalidArgument(f"{operation} payload: {exc}") from None
-        call(**kwargs, **({} if operation == "heartbeat" else {"idempotency_key": key}))
+        ops.validate(
+            call(**kwargs, **({} if operation == "heartbeat" else {"idempotency_key": key}))
+        )
         plain = {k: _plain(k, v) for k, v in kwargs.items()}
         try:
             text = json.dumps(plain, allow_nan=False, ensure_ascii=False, sort_keys=True)
@@ -330,6 +305,19 @@ class Outbox:
 
     # ------------------------------------------------------------------ delivering
 
+    def submitting(
+        self, operation: str, payload: Mapping[str, Any], idempotency_key: str | None = None
+    ) -> ops.Op[Any]:
+        """``submit`` as an operation (``ops``), which any face runs: what
+        ``store.mail.send_or_queue`` yields from."""
+        op = self._check(operation, payload, idempotency_key)
+        if (yield ops.Blocking(self._waiting)) and (yield from self.draining()).pending:
+            return (yield ops.Blocking(self._put, (op,)))
+        try:
+            return (yield ops.Run(_OPERATIONS[op.operation](**op.kwargs())))
+        except DatabaseUnavailable:
+            return (yield ops.Blocking(self._put, (op,)))
+
     def submit(
         self,
         store: Store,
@@ -348,13 +336,7 @@ class Outbox:
         a delivery whose reply was lost and is retried from the outbox writes nothing twice.
         Arguments are checked as by ``enqueue``.
         """
-        op = self._check(operation, payload, idempotency_key)
-        if self._waiting() and self.drain(store).pending:
-            return self._put(op)
-        try:
-            return _calls(store)[op.operation](**op.kwargs())
-        except DatabaseUnavailable:
-            return self._put(op)
+        return store._run(self.submitting(operation, payload, idempotency_key))
 
     async def asubmit(
         self,
@@ -365,17 +347,35 @@ class Outbox:
         idempotency_key: str | None = None,
     ) -> Any:
         """``submit`` for an ``AsyncStore`` (the file is used from a worker thread)."""
-        op = self._check(operation, payload, idempotency_key)
-        if await asyncio.to_thread(self._waiting) and (await self.adrain(store)).pending:
-            return await asyncio.to_thread(self._put, op)
-        try:
-            return await _calls(store)[op.operation](**op.kwargs())
-        except DatabaseUnavailable:
-            return await asyncio.to_thread(self._put, op)
+        return await store._run(self.submitting(operation, payload, idempotency_key))
 
     def _waiting(self) -> bool:
         stats = self.stats()
         return stats["pending"] + stats["delivering"] > 0
+
+    def draining(self) -> ops.Op[DrainReport]:
+        """``drain`` as an operation (``ops``), which any face runs."""
+        delivered = failed = 0
+        expired = yield ops.Blocking(self._start_drain)
+        claim = uuid7()
+        while (held := (yield ops.Blocking(self._claim, (claim,)))) is not None:
+            try:
+                result = yield ops.Run(_OPERATIONS[held.operation](**held.kwargs()))
+            except _REFUSALS as exc:
+                yield ops.Blocking(self._settle, (claim, "failed", exc))
+                failed += 1
+                continue
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                yield ops.Blocking(self._settle, (claim, "pending", exc))
+                if isinstance(exc, _TRANSIENT):
+                    break
+                raise
+            yield ops.Blocking(self._settle, (claim, "delivered", None, result))
+            delivered += 1
+        pending = yield ops.Blocking(self._undelivered)
+        return DrainReport(delivered, failed, expired, pending)
 
     def drain(self, store: Store) -> DrainReport:
         """Deliver the waiting operations to ``store``, oldest first; return the counts.
@@ -388,45 +388,11 @@ class Outbox:
         pending with ``attempts`` + 1 when the database is unreachable or fails, which ends the
         drain. Several drainers may run at once: each operation is delivered by one of them.
         """
-        delivered = failed = 0
-        expired = self._start_drain()
-        claim = uuid7()
-        while (held := self._claim(claim)) is not None:
-            try:
-                result = _calls(store)[held.operation](**held.kwargs())
-            except _REFUSALS as exc:
-                self._settle(claim, "failed", exc)
-                failed += 1
-                continue
-            except BaseException as exc:
-                self._settle(claim, "pending", exc)
-                if isinstance(exc, _TRANSIENT):
-                    break
-                raise
-            self._settle(claim, "delivered", None, result)
-            delivered += 1
-        return DrainReport(delivered, failed, expired, self._undelivered())
+        return store._run(self.draining())
 
     async def adrain(self, store: AsyncStore) -> DrainReport:
         """``drain`` for an ``AsyncStore`` (the file is used from a worker thread)."""
-        delivered = failed = 0
-        expired = await asyncio.to_thread(self._start_drain)
-        claim = uuid7()
-        while (held := await asyncio.to_thread(self._claim, claim)) is not None:
-            try:
-                result = await _calls(store)[held.operation](**held.kwargs())
-            except _REFUSALS as exc:
-                await asyncio.to_thread(self._settle, claim, "failed", exc)
-                failed += 1
-                continue
-            except BaseException as exc:
-                await asyncio.to_thread(self._settle, claim, "pending", exc)
-                if isinstance(exc, _TRANSIENT):
-                    break
-                raise
-            await asyncio.to_thread(self._settle, claim, "delivered", None, result)
-            delivered += 1
-        return DrainReport(delivered, failed, expired, await asyncio.to_thread(self._undelivered))
+        return await store._run(self.draining())
 
     def _start_drain(self) -> int:
         """Expire, recover stale claims, forget old finished rows; return how many expired."""

@@ -19,13 +19,19 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
+from uuid import UUID
 
 from .errors import Conflict, InvalidArgument, NotFound
-from .identities import identity_name, require
-from .mail import MAX_SUBJECT_CHARS, check_body, check_choice, check_str
-from .models import PLAN_STATES, PlanReview
-from .ops import Op, many, one
-from .validate import check_id, check_limit
+from .models import PLAN_STATES, Identity, PlanReview
+from .ops import Area, FaceT, Op, deprecated, many, one, operation
+from .validate import (
+    MAX_SUBJECT_CHARS,
+    check_body,
+    check_choice,
+    check_str,
+    identity_name,
+    listing,
+)
 
 __all__ = [
     "DECISIONS",
@@ -111,16 +117,18 @@ def _require_active(person: dict[str, Any], action: str) -> None:
 
 
 def submit(
-    requester: object,
-    plan_path: object,
-    title: object,
-    summary: object,
-    reviewer: object,
-    session_key: object,
+    requester: str | Identity,
+    plan_path: str,
+    title: str,
+    summary: str,
+    *,
+    reviewer: str | Identity = "User",
+    session_key: str | None = None,
 ) -> Op[PlanReview]:
-    """Submit a plan (see ``Store.plans.submit_plan``): one statement writes the plan, its
-    request mail and its activity; retried when the uuid prefix is taken or "User" was
-    registered concurrently."""
+    """Submit a plan for review (state pending): mails the reviewer on the plan's new
+    thread and records ``plan_submitted``. The default reviewer ``"User"`` (the human) is
+    registered as an identity on first use; any other reviewer must exist (``NotFound``).
+    ``session_key`` ties it to an external session (see ``pending_for_session``)."""
     name = identity_name(requester, "requester")
     path = check_str(plan_path, "plan_path", max_chars=_MAX_PATH_CHARS)
     heading = check_str(title, "title", max_chars=MAX_SUBJECT_CHARS)
@@ -180,9 +188,16 @@ def _refusal(plan_id: str) -> Op[dict[str, Any]]:
 
 
 def decide(
-    plan_review_id: object, state: object, comment: object, reviewed_by: object
+    plan_review_id: str | UUID | PlanReview,
+    state: str,
+    *,
+    comment: str | None = None,
+    reviewed_by: str | Identity | None = None,
 ) -> Op[PlanReview]:
-    """Decide a pending plan (see ``Store.plans.decide``); explain a refusal."""
+    """Decide a pending plan: ``approved``, ``rejected`` or ``changes_requested``, by
+    ``reviewed_by`` (default: the plan's reviewer); mails the requester (with the
+    comment) and records ``plan_decided``. A plan that is not pending (decided already,
+    or waiting for its resubmission) is ``InvalidArgument``, nothing written."""
     plan_id = check_plan_id(plan_review_id)
     choice = check_choice(state, "state", DECISIONS)
     if comment is not None:
@@ -219,8 +234,15 @@ def decide(
     )
 
 
-def resubmit(plan_review_id: object, summary: object, plan_path: object) -> Op[PlanReview]:
-    """Resubmit a plan whose changes were requested (see ``Store.plans.resubmit_plan``)."""
+def resubmit(
+    plan_review_id: str | UUID | PlanReview,
+    *,
+    summary: str | None = None,
+    plan_path: str | None = None,
+) -> Op[PlanReview]:
+    """Resubmit a plan whose changes were requested: pending again, ``revision + 1``, the
+    new summary and path when given, the decision cleared; mails the reviewer and records
+    ``plan_submitted``. From any other state: ``InvalidArgument``, nothing written."""
     plan_id = check_plan_id(plan_review_id)
     text = None if summary is None else _summary(summary)
     path = (
@@ -247,8 +269,8 @@ def resubmit(plan_review_id: object, summary: object, plan_path: object) -> Op[P
     )
 
 
-def get(plan_review_id: object) -> Op[PlanReview]:
-    """One plan review; ``NotFound`` if there is none."""
+def get(plan_review_id: str | UUID | PlanReview) -> Op[PlanReview]:
+    """One plan review; ``NotFound`` if there is none with that id."""
     plan_id = check_plan_id(plan_review_id)
     row = yield one("plan_get", plan_review_id=plan_id)
     if row is None:
@@ -256,8 +278,8 @@ def get(plan_review_id: object) -> Op[PlanReview]:
     return PlanReview.from_row(row)
 
 
-def by_thread(thread_id: object) -> Op[PlanReview]:
-    """The plan review of a mail thread; ``NotFound`` if none."""
+def by_thread(thread_id: str) -> Op[PlanReview]:
+    """The plan review whose mail thread is ``thread_id`` (``NotFound`` if none)."""
     check_str(thread_id, "thread_id", max_chars=_MAX_KEY_CHARS)
     row = yield one("plan_by_thread", thread_id=thread_id)
     if row is None:
@@ -265,26 +287,40 @@ def by_thread(thread_id: object) -> Op[PlanReview]:
     return PlanReview.from_row(row)
 
 
-def pending_for_session(session_key: object) -> Op[list[PlanReview]]:
-    """A session's pending plan reviews, oldest first."""
+def pending_for_session(session_key: str) -> Op[list[PlanReview]]:
+    """The session's plan reviews waiting for a decision (state pending), oldest first."""
     check_str(session_key, "session_key", max_chars=_MAX_KEY_CHARS)
     rows = yield many("plan_pending_for_session", session_key=session_key)
     return [PlanReview.from_row(r) for r in rows]
 
 
 def list_plans(
-    state: object, requester: object, limit: object, before_id: object
+    *,
+    state: str | None = None,
+    requester: str | Identity | None = None,
+    limit: int = 50,
+    before: PlanReview | int | None = None,
 ) -> Op[list[PlanReview]]:
-    """Plan reviews newest first, filtered by state and requester."""
-    if state is not None:
-        check_choice(state, "state", PLAN_STATES)
-    name = None if requester is None else identity_name(requester, "requester")
-    check_limit(limit)
-    if isinstance(before_id, PlanReview):
-        before_id = before_id.id
-    if before_id is not None:
-        check_id(before_id, "before_id")
-    rows = yield many("plan_list", state=state, requester=name, before_id=before_id, limit=limit)
-    if not rows and name is not None:
-        yield from require(name)  # an unknown requester is NotFound, not an empty list
-    return [PlanReview.from_row(r) for r in rows]
+    """Plan reviews, newest first, optionally in one ``state`` and/or of one ``requester``
+    (``NotFound`` if that identity does not exist); page with ``before=page[-1]`` (or its
+    ``id``)."""
+    page = dict(state=state, requester=requester, limit=limit, before=before)
+    return (yield from listing("plan_list", PlanReview, PLAN_STATES, **page))
+
+
+class PlanCalls(Area[FaceT]):
+    """``store.plans``: plans approved before they are carried out (see
+    ``ikigai_store.plans``). pending -> approved | rejected | changes_requested;
+    changes_requested -> pending by ``resubmit_plan``. Each change, its mail (on the plan's
+    thread) and its activity are one statement; a refused change writes nothing."""
+
+    submit = operation(submit)
+    decide = operation(decide)
+    resubmit = operation(resubmit)
+    get = operation(get)
+    by_thread = operation(by_thread)
+    pending_for_session = operation(pending_for_session)
+    list = operation(list_plans, renamed={"before_id": "before"})
+    # Deprecated names (0.6), removed in 0.7.
+    submit_plan = deprecated(submit, "submit_plan")
+    resubmit_plan = deprecated(resubmit, "resubmit_plan")

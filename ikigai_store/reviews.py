@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from .errors import Conflict, InvalidArgument, NotFound
-from .identities import identity_name, require
-from .mail import MAX_SUBJECT_CHARS, check_body, check_choice, check_str
 from .models import (
     ISSUE_STATUSES,
     ISSUE_TYPES,
@@ -50,8 +49,20 @@ from .models import (
     ReviewIssue,
     ReviewIteration,
 )
-from .ops import Op, many, one
-from .validate import MAX_ID, check_id, check_int, check_limit, check_text, dump_json
+from .ops import Area, FaceT, Op, deprecated, many, one, operation
+from .validate import (
+    MAX_ID,
+    MAX_SUBJECT_CHARS,
+    check_body,
+    check_choice,
+    check_id,
+    check_int,
+    check_str,
+    check_text,
+    dump_json,
+    identity_name,
+    listing,
+)
 
 __all__ = [
     "ISSUE_KEYS",
@@ -359,19 +370,23 @@ def _explain_people(rows: list[dict[str, Any]], action: str) -> None:
 
 
 def create(
-    requester: object,
-    reviewers: object,
-    branch: object,
-    base_branch: object,
-    commit_sha: object,
-    repo_path: object,
-    remote_url: object,
-    pr_number: object,
-    review_type: object,
-    priority: object,
+    requester: str | Identity,
+    *,
+    reviewers: str | Identity | Sequence[str | Identity],
+    branch: str | None = None,
+    base_branch: str = "main",
+    commit_sha: str | None = None,
+    repo_path: str | None = None,
+    remote_url: str | None = None,
+    pr_number: int | None = None,
+    review_type: str = "full",
+    priority: str = "normal",
 ) -> Op[Review]:
-    """Create a review in state new (see ``Store.reviews.create``); a new uuid is drawn again
-    when its 8-digit prefix, the thread id, is taken."""
+    """Create a review in state ``new`` (nobody is mailed until ``submit``). The requester
+    and every reviewer (at least one, at most 100; duplicates count once, order kept) must
+    exist (``NotFound``) and not be retired (``InvalidArgument``). ``review_type``: full,
+    incremental, security, performance or architecture; ``priority``: urgent, normal or
+    low (also its mails' priority)."""
     name = identity_name(requester, "requester")
     names = _reviewers(reviewers)
     fields = {
@@ -415,8 +430,8 @@ def create(
     )
 
 
-def get(review_id: object) -> Op[Review]:
-    """One review; ``NotFound`` if there is none."""
+def get(review_id: str | UUID | Review) -> Op[Review]:
+    """One review; ``NotFound`` if there is none with that id."""
     rid = check_review_id(review_id)
     row = yield one("review_get", review_id=rid)
     if row is None:
@@ -425,25 +440,21 @@ def get(review_id: object) -> Op[Review]:
 
 
 def list_reviews(
-    state: object, requester: object, limit: object, before_id: object
+    *,
+    state: str | None = None,
+    requester: str | Identity | None = None,
+    limit: int = 50,
+    before: Review | int | None = None,
 ) -> Op[list[Review]]:
-    """Reviews newest first, filtered by state and requester (``Store.reviews.list``)."""
-    if state is not None:
-        check_choice(state, "state", REVIEW_STATES)
-    name = None if requester is None else identity_name(requester, "requester")
-    check_limit(limit)
-    if isinstance(before_id, Review):
-        before_id = before_id.id
-    if before_id is not None:
-        check_id(before_id, "before_id")
-    rows = yield many("review_list", state=state, requester=name, before_id=before_id, limit=limit)
-    if not rows and name is not None:
-        yield from require(name)  # an unknown requester is NotFound, not an empty list
-    return [Review.from_row(r) for r in rows]
+    """Reviews, newest first, optionally in one ``state`` and/or of one ``requester``
+    (``NotFound`` if that identity does not exist); page with ``before=page[-1]`` (the last
+    review, or its ``id``)."""
+    page = dict(state=state, requester=requester, limit=limit, before=before)
+    return (yield from listing("review_list", Review, REVIEW_STATES, **page))
 
 
 def active() -> Op[list[Review]]:
-    """Every unfinished review, oldest first."""
+    """Every review not approved, rejected or cancelled, oldest first (restart recovery)."""
     rows = yield many("review_active")
     return [Review.from_row(r) for r in rows]
 
@@ -459,9 +470,10 @@ def check_prefix(prefix: object) -> str:
     return digits
 
 
-def resolve_prefix(prefix: object) -> Op[Review]:
-    """The one review whose id starts with ``prefix`` (an index range scan over the uuids
-    between the prefix padded with 0s and with fs)."""
+def resolve_prefix(prefix: str) -> Op[Review]:
+    """The review whose id starts with ``prefix`` (4 to 32 hex digits, hyphens ignored;
+    8 always suffice: the first 8 are unique). ``NotFound`` when none does,
+    ``InvalidArgument`` naming the count when several do or the prefix is malformed."""
     digits = check_prefix(prefix)
     row = yield one(
         "review_by_prefix",
@@ -515,10 +527,15 @@ def fire_parameters(review_id: str, event: str, by: str | None) -> dict[str, Any
     }
 
 
-def fire(review_id: object, event: object, by: object) -> Op[Review]:
-    """Apply ``event`` as ``by`` (see ``Store.reviews.fire``): one guarded statement; on a
-    refusal, explain it (unknown review, actor, then state), retrying when a concurrent change
-    made the event legal in between."""
+def fire(
+    review_id: str | UUID | Review, event: str, *, by: str | Identity | None = None
+) -> Op[Review]:
+    """Apply ``event`` (submit, start, approve, request_changes, reject, resubmit, cancel)
+    and return the review as changed. ``by`` names the actor, who sends the event's mail
+    and owns its activity (default: the requester for submit, resubmit and cancel, the
+    first reviewer otherwise); it must exist and not be retired. An event the current
+    state does not allow is ``InvalidArgument`` ("review 1a2b3c4d is approved (terminal);
+    cannot start"); an unknown review ``NotFound``; either way nothing is written."""
     rid = check_review_id(review_id)
     name = check_choice(event, "event", REVIEW_EVENTS)
     actor = None if by is None else identity_name(by, "by")
@@ -541,6 +558,46 @@ def fire(review_id: object, event: object, by: object) -> Op[Review]:
     raise InvalidArgument(
         f"review {_short(rid)} kept changing state concurrently; {name} was not applied"
     )
+
+
+def submit(review_id: str | UUID | Review, *, by: str | Identity | None = None) -> Op[Review]:
+    """``fire(review_id, "submit")``: new -> pending_review; mails the reviewers."""
+    return (yield from fire(review_id, "submit", by=by))
+
+
+def start(review_id: str | UUID | Review, *, by: str | Identity | None = None) -> Op[Review]:
+    """``fire(review_id, "start")``: pending_review or re_review -> under_review."""
+    return (yield from fire(review_id, "start", by=by))
+
+
+def approve(review_id: str | UUID | Review, *, by: str | Identity | None = None) -> Op[Review]:
+    """``fire(review_id, "approve")``: under_review -> approved; mails the requester."""
+    return (yield from fire(review_id, "approve", by=by))
+
+
+def request_changes(
+    review_id: str | UUID | Review, *, by: str | Identity | None = None
+) -> Op[Review]:
+    """``fire(review_id, "request_changes")``: under_review -> changes_requested; mails
+    the requester."""
+    return (yield from fire(review_id, "request_changes", by=by))
+
+
+def reject(review_id: str | UUID | Review, *, by: str | Identity | None = None) -> Op[Review]:
+    """``fire(review_id, "reject")``: under_review -> rejected; mails the requester."""
+    return (yield from fire(review_id, "reject", by=by))
+
+
+def resubmit(review_id: str | UUID | Review, *, by: str | Identity | None = None) -> Op[Review]:
+    """``fire(review_id, "resubmit")``: changes_requested -> re_review; mails the
+    reviewers."""
+    return (yield from fire(review_id, "resubmit", by=by))
+
+
+def cancel(review_id: str | UUID | Review, *, by: str | Identity | None = None) -> Op[Review]:
+    """``fire(review_id, "cancel")``: any non-terminal state -> cancelled; mails the
+    requester and (unless it was still new) the reviewers, except the actor."""
+    return (yield from fire(review_id, "cancel", by=by))
 
 
 # ---------------------------------------------------------------- iterations and issues
@@ -568,20 +625,28 @@ def _iteration_text(summary: str, issues: list[dict[str, Any]]) -> str:
 
 
 def record_iteration(
-    review_id: object,
-    reviewer: object,
-    decision: object,
-    summary: object,
-    issues: object,
-    suggestions: Any,
-    files_reviewed: object,
-    lines_analyzed: object,
-    duration_ms: object,
-    cost_usd: object,
-    reviewer_session_id: object,
+    review_id: str | UUID | Review,
+    reviewer: str | Identity,
+    decision: str,
+    summary: str,
+    *,
+    issues: Sequence[Mapping[str, Any]] = (),
+    suggestions: Any = None,
+    files_reviewed: int | None = None,
+    lines_analyzed: int | None = None,
+    duration_ms: int | None = None,
+    cost_usd: float | None = None,
+    reviewer_session_id: str | None = None,
 ) -> Op[ReviewIteration]:
-    """Record an iteration (see ``Store.reviews.record_iteration``): one statement numbers
-    it, stores its issues, applies its decision and writes its mail and activity."""
+    """Record one review round by ``reviewer`` while the review is under_review, numbered
+    1, 2, 3... without gaps even when recorded concurrently, with its ``issues`` (dicts
+    with ``issue_type``, ``severity``, ``title``, ``description`` and optionally
+    ``file_path``, ``line_start``, ``line_end``, ``code_snippet``, ``suggestion``,
+    ``claude_md_ref``; anything else is ``InvalidArgument``). ``decision`` approve,
+    request_changes or reject applies that event in the same statement; ``comment``
+    changes no state. The requester is mailed the summary and the issues on the review's
+    thread, with an activity. Outside under_review: ``InvalidArgument``, nothing written
+    (the iteration included)."""
     rid = check_review_id(review_id)
     name = identity_name(reviewer, "reviewer")
     choice = check_choice(decision, "decision", REVIEW_DECISIONS)
@@ -636,7 +701,7 @@ def record_iteration(
     )
 
 
-def iterations(review_id: object) -> Op[list[ReviewIteration]]:
+def iterations(review_id: str | UUID | Review) -> Op[list[ReviewIteration]]:
     """A review's iterations in order, each with its issues."""
     rid = check_review_id(review_id)
     rows = yield many("review_iterations", review_id=rid)
@@ -648,8 +713,8 @@ def iterations(review_id: object) -> Op[list[ReviewIteration]]:
     return [ReviewIteration.from_rows(group) for group in grouped.values()]
 
 
-def issues(review_id: object) -> Op[list[ReviewIssue]]:
-    """Every issue of a review, by id."""
+def issues(review_id: str | UUID | Review) -> Op[list[ReviewIssue]]:
+    """Every issue of a review (open or resolved), in the order they were raised."""
     rid = check_review_id(review_id)
     rows = yield many("review_issues", review_id=rid)
     if not rows:
@@ -657,8 +722,9 @@ def issues(review_id: object) -> Op[list[ReviewIssue]]:
     return [ReviewIssue.from_row(r) for r in rows]
 
 
-def open_issues(review_id: object) -> Op[list[ReviewIssue]]:
-    """A review's open issues by severity rank, then id."""
+def open_issues(review_id: str | UUID | Review) -> Op[list[ReviewIssue]]:
+    """A review's open issues, most severe first (critical, high, medium, low), then in
+    the order they were raised."""
     rid = check_review_id(review_id)
     rows = yield many("review_open_issues", review_id=rid)
     if not rows:
@@ -670,9 +736,12 @@ def open_issues(review_id: object) -> Op[list[ReviewIssue]]:
 RESOLUTIONS: tuple[str, ...] = tuple(s for s in ISSUE_STATUSES if s != "open")
 
 
-def resolve_issue(issue_id: object, status: object, iteration: object) -> Op[ReviewIssue]:
-    """Resolve an open issue (its id or the ``ReviewIssue``) in an iteration of its review
-    (None: the latest); never reopen."""
+def resolve_issue(
+    issue_id: int | ReviewIssue, status: str, *, iteration: int | None = None
+) -> Op[ReviewIssue]:
+    """Resolve an open issue as ``fixed``, ``wont_fix`` or ``duplicate`` in ``iteration``
+    of its review (default: the latest; not one before the issue's own). A resolved issue
+    is not reopened (``InvalidArgument``): raise a new issue in a new iteration."""
     if isinstance(issue_id, ReviewIssue):
         issue_id = issue_id.id
     check_id(issue_id, "issue_id")
@@ -699,3 +768,40 @@ def resolve_issue(issue_id: object, status: object, iteration: object) -> Op[Rev
         f"iteration(s): it can be resolved in iterations {found['iteration_num']}"
         f"..{found['review_iterations']}, not {iteration}"
     )
+
+
+class ReviewCalls(Area[FaceT]):
+    """``store.reviews``: code reviews on the seed's state machine, guarded in SQL (see
+    ``ikigai_store.reviews``). A review is named by its ``review_id`` (UUID text, a
+    ``uuid.UUID`` or the ``Review``), an identity by its name or the ``Identity``.
+
+    Events and who acts (``by``; the default in brackets): ``submit`` new -> pending_review
+    [requester, mails the reviewers]; ``start`` pending_review or re_review -> under_review
+    [first reviewer, no mail]; ``approve``, ``request_changes``, ``reject`` under_review ->
+    approved, changes_requested, rejected [first reviewer, mails the requester]; ``resubmit``
+    changes_requested -> re_review [requester, mails the reviewers]; ``cancel`` any
+    non-terminal state -> cancelled [requester, mails the other participants]. Each change,
+    its mail (on the review's thread) and its activity are one statement; an illegal event is
+    ``InvalidArgument`` naming the state and the event, and writes nothing.
+    """
+
+    create = operation(create)
+    get = operation(get)
+    list = operation(list_reviews, renamed={"before_id": "before"})
+    active = operation(active)
+    resolve_prefix = operation(resolve_prefix)
+    fire = operation(fire)
+    submit = operation(submit)
+    start = operation(start)
+    approve = operation(approve)
+    request_changes = operation(request_changes)
+    reject = operation(reject)
+    resubmit = operation(resubmit)
+    cancel = operation(cancel)
+    record_iteration = operation(record_iteration)
+    iterations = operation(iterations)
+    issues = operation(issues)
+    open_issues = operation(open_issues)
+    resolve_issue = operation(resolve_issue)
+    # Deprecated names (0.6), removed in 0.7.
+    active_reviews = deprecated(active, "active_reviews")

@@ -45,7 +45,7 @@ from typing import Any
 
 from .errors import InvalidArgument
 from .models import VALID_KINDS, MailHit, SearchHit
-from .ops import Op, many, one
+from .ops import Area, FaceT, Op, many, one, operation
 from .validate import MAX_ID, check_id, check_limit, check_text, check_uuid
 
 __all__ = [
@@ -378,17 +378,29 @@ def ranked(
 
 
 def search(
-    query: object,
-    session_id: object,
-    limit: object,
+    query: str,
     *,
-    agent_uuid: object = None,
-    kinds: object = None,
-    since: object = None,
-    until: object = None,
-    order: object = "rank",
-    before: object = None,
+    session_id: int | None = None,
+    limit: int = 50,
+    agent_uuid: str | None = None,
+    kinds: Iterable[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    order: str = "rank",
+    before: SearchHit | None = None,
 ) -> Op[list[SearchHit]]:
+    """Full-text search (web-search syntax: ``"phrase"``, ``or``, ``-term``).
+
+    ``order="rank"``: the best matches among the newest 1000 (``CANDIDATES``), best first,
+    with messages holding a plain multi-word query as an exact phrase first (looked for
+    among the newest 10,000 matches); ``order="recent"``: matches newest first. The work
+    done is bounded by these numbers, not by how many messages match. Filters:
+    ``session_id``, ``agent_uuid`` (the agent's own events), ``kinds`` (e.g.
+    ``["user", "assistant"]``), ``since`` (inclusive) and ``until`` (exclusive) on
+    ``created_at`` (aware datetimes). ``before=`` the last hit of a page gives the next page.
+    An empty or stop-word-only query finds nothing; ``limit`` is capped at
+    ``MAX_SEARCH_LIMIT``. See ``ikigai_store.search`` for the exact semantics.
+    """
     check_query(query)
     assert isinstance(query, str)
     if session_id is not None:
@@ -439,10 +451,22 @@ def search(
     return [SearchHit.from_row(r, horizon) for r in rows]
 
 
-def search_terms(query: object) -> Op[str]:
+def search_terms(query: str) -> Op[str]:
+    """The tsquery ``search(query)`` runs, as text (``'parser' & !'lexer'``).
+
+    Empty when the query has no searchable word (empty, only stop words such as "the",
+    only punctuation): such a query can match nothing, and ``search`` returns ``[]``.
+    """
     check_query(query)
     assert isinstance(query, str)
     if not query.strip():
         return ""
     row = yield one("search_terms", query=query)
     return str(row["terms"])
+
+
+class SearchOps(Area[FaceT]):
+    """The search operations of a store (``Store``, ``AsyncStore``)."""
+
+    search = operation(search)
+    search_terms = operation(search_terms)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .errors import NotFound
 from .models import Session
-from .ops import Op, many, one
+from .ops import Area, FaceT, Op, many, one, operation
 from .validate import check_id, check_limit, check_text
 
 __all__ = [
@@ -23,18 +23,21 @@ __all__ = [
 ]
 
 
-def create_session(title: str | None) -> Op[int]:
+def create_session(title: str | None = None) -> Op[int]:
+    """Start a session and return its id; it stays active until ``end_session``."""
     check_text(title, "title")
     row = yield one("create_session", title=title)
     return int(row["id"])
 
 
 def get_active_session() -> Op[int | None]:
+    """The most recently started session that has not ended, or None."""
     row = yield one("get_active_session")
     return None if row is None else int(row["id"])
 
 
 def end_session(session_id: int) -> Op[None]:
+    """End a session (``ended_at = NOW()``; ending it again keeps the first time)."""
     check_id(session_id, "session_id")
     row = yield one("end_session", session_id=session_id)
     if row is None:
@@ -42,6 +45,7 @@ def end_session(session_id: int) -> Op[None]:
 
 
 def get_session(session_id: int) -> Op[Session]:
+    """One session; ``NotFound`` if it does not exist."""
     check_id(session_id, "session_id")
     row = yield one("get_session", session_id=session_id)
     if row is None:
@@ -49,13 +53,15 @@ def get_session(session_id: int) -> Op[Session]:
     return Session.from_row(row)
 
 
-def list_sessions(limit: int) -> Op[list[Session]]:
+def list_sessions(*, limit: int = 50) -> Op[list[Session]]:
+    """Up to ``limit`` sessions, newest first."""
     check_limit(limit)
     rows = yield many("list_sessions", limit=limit)
     return [Session.from_row(r) for r in rows]
 
 
 def set_session_title(session_id: int, title: str | None) -> Op[None]:
+    """Set (or clear, with None) a session's title."""
     check_id(session_id, "session_id")
     check_text(title, "title")
     row = yield one("set_session_title", session_id=session_id, title=title)
@@ -68,3 +74,14 @@ def require_session(session_id: int) -> Op[None]:
     row = yield one("session_exists", session_id=session_id)
     if not row["exists"]:
         raise NotFound(f"session {session_id} does not exist")
+
+
+class SessionOps(Area[FaceT]):
+    """The sessions operations of a store (``Store``, ``AsyncStore``)."""
+
+    create_session = operation(create_session)
+    get_active_session = operation(get_active_session)
+    end_session = operation(end_session)
+    get_session = operation(get_session)
+    list_sessions = operation(list_sessions)
+    set_session_title = operation(set_session_title)

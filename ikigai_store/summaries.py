@@ -20,13 +20,21 @@ Owns adding, reading and pruning both kinds, for both faces (see ``ops``). Invar
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 
 from .errors import Conflict, InvalidArgument, NotFound
-from .identities import identity_name
-from .mail import check_str
-from .models import AgentSummary, ContextSummary
-from .ops import Op, atomic, many, one
-from .validate import MAX_ID, check_content, check_id, check_limit, check_uuid
+from .models import AgentSummary, ContextSummary, Identity
+from .ops import Area, FaceT, Op, atomic, deprecated, many, one, operation
+from .validate import (
+    MAX_ID,
+    check_content,
+    check_duration,
+    check_id,
+    check_limit,
+    check_str,
+    check_uuid,
+    identity_name,
+)
 
 __all__ = [
     "KEEP_CONTEXT_SUMMARIES",
@@ -84,8 +92,16 @@ def _why_not_added(name: str) -> Op[InvalidArgument]:
 
 
 def add(
-    identity: object, summary: object, delta: object, transcript_hash: object, cost_usd: object
+    identity: str | Identity,
+    summary: str,
+    *,
+    delta: str | None = None,
+    transcript_hash: str | None = None,
+    cost_usd: float | None = None,
 ) -> Op[AgentSummary]:
+    """Store a summary of ``identity``'s work, with what changed since the last one
+    (``delta``), the hash of the transcript it summarises and what it cost (>= 0).
+    ``NotFound`` for an unknown identity, ``InvalidArgument`` for a retired one."""
     name = identity_name(identity)
     text = _check_summary(summary)
     if delta is not None:
@@ -108,7 +124,8 @@ def add(
     return AgentSummary.from_row(row)
 
 
-def history(identity: object, limit: object) -> Op[list[AgentSummary]]:
+def history(identity: str | Identity, *, limit: int = 10) -> Op[list[AgentSummary]]:
+    """The identity's summaries, newest first, at most ``limit``."""
     name = identity_name(identity)
     check_limit(limit)
     rows = yield many("summaries_history", identity=name, limit=limit)
@@ -119,15 +136,25 @@ def history(identity: object, limit: object) -> Op[list[AgentSummary]]:
     return [AgentSummary.from_row(r) for r in rows]
 
 
-def latest(identity: object) -> Op[AgentSummary | None]:
-    found = yield from history(identity, 1)
+def latest(identity: str | Identity) -> Op[AgentSummary | None]:
+    """The identity's newest summary, or None when it has none."""
+    found = yield from history(identity, limit=1)
     return found[0] if found else None
 
 
-def prune(identity: object, keep: object) -> Op[int]:
+def prune(
+    *,
+    older_than: timedelta | float | None = None,
+    keep: int = 5,
+    identity: str | Identity | None = None,
+) -> Op[int]:
+    """Delete summaries older than ``older_than`` (a timedelta or seconds; None: any age)
+    except the newest ``keep`` of each identity (of ``identity`` only, when given), in one
+    statement; return how many were deleted."""
+    age = None if older_than is None else check_duration(older_than, "older_than")
     name = None if identity is None else identity_name(identity)
     _check_count(keep, "keep", 0)
-    row = yield one("summaries_prune", identity=name, keep=keep)
+    row = yield one("summaries_prune", identity=name, keep=keep, older_than=age)
     deleted = int(row["deleted"])
     if deleted == 0 and name is not None:
         state = yield one("summaries_identity_state", identity=name)
@@ -141,12 +168,17 @@ def prune(identity: object, keep: object) -> Op[int]:
 
 @atomic
 def add_context(
-    agent_uuid: object,
-    summary: object,
-    start_msg_id: object,
-    end_msg_id: object,
-    token_count: object,
+    agent_uuid: str, summary: str, start_msg_id: int, end_msg_id: int, token_count: int
 ) -> Op[ContextSummary]:
+    """Store a runtime agent's summary of its messages ``start_msg_id``..``end_msg_id``
+    (both included); only the agent's newest 5 are kept (in the same transaction).
+
+    Both ends must be messages of the agent's replayable history (``replay_ranges``: its
+    own events and its ancestors' up to each fork point, after the newest clear), and
+    start <= end: else ``InvalidArgument``. ``NotFound`` for an unknown agent. The same
+    range again returns the stored summary when summary and token count are equal, and
+    raises ``Conflict`` when they differ.
+    """
     check_uuid(agent_uuid)
     text = _check_summary(summary)
     check_id(start_msg_id, "start_msg_id")
@@ -204,7 +236,8 @@ def add_context(
     )
 
 
-def context_summaries(agent_uuid: object) -> Op[list[ContextSummary]]:
+def context_summaries(agent_uuid: str) -> Op[list[ContextSummary]]:
+    """A runtime agent's context summaries, newest first (at most 5)."""
     check_uuid(agent_uuid)
     rows = yield many("summaries_context", agent_uuid=agent_uuid)
     if not rows:
@@ -212,3 +245,20 @@ def context_summaries(agent_uuid: object) -> Op[list[ContextSummary]]:
         if found is None:
             raise NotFound(f"agent {agent_uuid} does not exist")
     return [ContextSummary.from_row(r) for r in rows]
+
+
+class SummaryCalls(Area[FaceT]):
+    """``store.summaries``: summaries of identities' work and runtime agents' context
+    summaries (see ``ikigai_store.summaries``)."""
+
+    add = operation(add)
+    latest = operation(latest)
+    history = operation(history)
+    prune = operation(prune)
+    add_context_summary = operation(add_context)
+    context_summaries = operation(context_summaries)
+    # Deprecated names (0.6), removed in 0.7.
+    add_summary = deprecated(add, "add_summary")
+    latest_summary = deprecated(latest, "latest_summary")
+    summary_history = deprecated(history, "summary_history")
+    prune_summaries = deprecated(prune, "prune_summaries")

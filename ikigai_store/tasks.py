@@ -38,15 +38,23 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
+from typing import Any
 
 from .errors import Conflict, InvalidArgument, NotFound
-from .identities import identity_name, require
-from .mail import MAX_SUBJECT_CHARS, check_choice, check_str
 from .models import TASK_STATUSES, Identity, Task, TaskList, TaskStats
-from .ops import Op, atomic, many, one
-from .validate import check_content, dump_json
+from .ops import Area, FaceT, Op, atomic, deprecated, many, one, operation
+from .validate import (
+    MAX_SUBJECT_CHARS,
+    check_choice,
+    check_content,
+    check_duration,
+    check_str,
+    dump_json,
+    identity_name,
+    require,
+)
 
 __all__ = [
     "MAX_BLOCKERS",
@@ -74,7 +82,6 @@ MAX_BLOCKERS = 10_000
 #: Most external ids ``sync_list`` accepts as active.
 MAX_SYNC_IDS = 100_000
 _MAX_PATH_CHARS = 4096
-_MAX_AGE = timedelta(days=36500)
 #: How often claim_task tries again when the task became claimable while it looked for why not.
 _RACE_RETRIES = 3
 _DONE = ("completed", "deleted")
@@ -128,14 +135,6 @@ def _external_ids(values: object, what: str, limit: int) -> list[str]:
     return list(dict.fromkeys(_check_key(item, f"an id in {what}") for item in items))
 
 
-def _check_age(value: object) -> timedelta:
-    if not isinstance(value, timedelta) or not timedelta(0) <= value <= _MAX_AGE:
-        raise InvalidArgument(
-            f"older_than must be a timedelta from zero to {_MAX_AGE.days} days, got {value!r}"
-        )
-    return value
-
-
 def _list_missing(name: str) -> NotFound:
     return NotFound(f"task list {name!r} does not exist")
 
@@ -150,7 +149,12 @@ def _require_list(name: str) -> Op[TaskList]:
 # ---------------------------------------------------------------- lists
 
 
-def create_list(list_id: object, owner: object, watch_path: object) -> Op[TaskList]:
+def create_list(
+    list_id: str, owner: str | Identity, *, watch_path: str | None = None
+) -> Op[TaskList]:
+    """Create a list owned by an identity. The same request again returns the existing list
+    (a retry is harmless); ``list_id`` taken with another owner or watch_path is
+    ``Conflict``; a missing owner ``NotFound``, a retired one ``InvalidArgument``."""
     name = list_key(list_id)
     owner_name = identity_name(owner, "owner")
     if watch_path is not None:
@@ -173,11 +177,13 @@ def create_list(list_id: object, owner: object, watch_path: object) -> Op[TaskLi
     raise InvalidArgument(f"identity {identity.name!r} is retired: it cannot own a new list")
 
 
-def get_list(list_id: object) -> Op[TaskList]:
+def get_list(list_id: str | TaskList) -> Op[TaskList]:
+    """One list; ``NotFound`` if there is none with that id."""
     return (yield from _require_list(list_key(list_id)))
 
 
 def lists() -> Op[list[TaskList]]:
+    """Every list, oldest first."""
     rows = yield many("task_all_lists")
     return [TaskList.from_row(r) for r in rows]
 
@@ -187,16 +193,37 @@ def lists() -> Op[list[TaskList]]:
 
 @atomic
 def upsert_task(
-    list_id: object,
-    external_id: object,
-    subject: object,
-    description: object,
-    active_form: object,
-    metadata: object,
-    status: object,
-    owner: object,
-    blocked_by: object,
+    list_id: str | TaskList,
+    external_id: str,
+    *,
+    subject: str | None = None,
+    description: str | None = None,
+    active_form: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    status: str | None = None,
+    owner: str | Identity | None = None,
+    blocked_by: Sequence[str] | None = None,
 ) -> Op[Task]:
+    """Create or update task ``external_id`` of a list and return it (completion is
+    ``status="completed"``).
+
+    Merge rules (an upsert never erases): None or ``""`` leaves a text field, the status or
+    the owner as stored; ``metadata`` (a dict) is merged into the stored object, its
+    top-level keys winning; ``started_at`` / ``completed_at`` are set the first time the
+    task becomes in_progress / completed and never change after. A new task needs a
+    ``subject``. ``blocked_by`` (external ids of tasks of the same list) replaces the
+    task's dependencies: ``[]`` clears them, None leaves them.
+
+    The task's first completion (the upsert that sets ``completed_at``) writes a
+    ``task_complete`` activity in the same statement when its owner, after the merge, is
+    the name of an identity that is not retired (``store.activities.feed``); a free-text
+    owner writes none, and neither does completing an already completed or a reopened
+    task again.
+
+    Refused, writing nothing: bad arguments, a new task without a subject, a dependency on
+    itself or one that would close a cycle (``InvalidArgument`` naming the cycle's path);
+    a missing list or a blocker that names no task of the list (``NotFound``).
+    """
     name = list_key(list_id)
     key = _check_key(external_id, "external_id")
     subject_text = _optional(subject, "subject", max_chars=MAX_SUBJECT_CHARS)
@@ -276,7 +303,8 @@ def _needs_subject(name: str, key: str) -> InvalidArgument:
     )
 
 
-def get_task(list_id: object, external_id: object) -> Op[Task]:
+def get_task(list_id: str | TaskList, external_id: str) -> Op[Task]:
+    """One task; ``NotFound`` when the list or the task does not exist."""
     name = list_key(list_id)
     key = _check_key(external_id, "external_id")
     row = yield one("task_get", list_id=name, external_id=key)
@@ -286,7 +314,8 @@ def get_task(list_id: object, external_id: object) -> Op[Task]:
     return Task.from_row(row)
 
 
-def tasks(list_id: object, status: object) -> Op[list[Task]]:
+def tasks(list_id: str | TaskList, *, status: str | None = None) -> Op[list[Task]]:
+    """A list's tasks in creation (id) order, all of them or those with ``status``."""
     name = list_key(list_id)
     if status is not None:
         check_choice(status, "status", TASK_STATUSES)
@@ -296,7 +325,9 @@ def tasks(list_id: object, status: object) -> Op[list[Task]]:
     return [Task.from_row(r) for r in rows]
 
 
-def available_tasks(list_id: object) -> Op[list[Task]]:
+def available_tasks(list_id: str | TaskList | None = None) -> Op[list[Task]]:
+    """The tasks anyone may claim now, in id order: pending, unowned, and each blocker
+    completed or deleted. ``list_id`` None: over every list."""
     if list_id is None:
         rows = yield many("task_available_all")
     else:
@@ -307,7 +338,15 @@ def available_tasks(list_id: object) -> Op[list[Task]]:
     return [Task.from_row(r) for r in rows]
 
 
-def claim_task(list_id: object, external_id: object, owner: object) -> Op[Task]:
+def claim_task(list_id: str | TaskList, external_id: str, owner: str | Identity) -> Op[Task]:
+    """Make a task in_progress with ``owner``, in one guarded statement: only when it is
+    pending, unowned (or assigned to ``owner``) and nothing blocks it. Of racing claimers
+    exactly one wins; claiming a task one already holds returns it unchanged.
+
+    Refusals: another owner holds it (``Conflict`` naming the owner); it is completed,
+    deleted, in_progress without an owner, or blocked (``InvalidArgument`` saying which,
+    and by what); the list or the task does not exist (``NotFound``).
+    """
     name = list_key(list_id)
     key = _check_key(external_id, "external_id")
     claimant = _owner(owner)
@@ -354,7 +393,16 @@ def claim_task(list_id: object, external_id: object, owner: object) -> Op[Task]:
     )
 
 
-def release_task(list_id: object, external_id: object, owner: object) -> Op[Task]:
+def release_task(list_id: str | TaskList, external_id: str, owner: str | Identity) -> Op[Task]:
+    """Give back an in_progress task held by ``owner`` (e.g. for an agent that died), in
+    one guarded statement: it becomes pending and unowned, available again once nothing
+    blocks it; ``started_at`` keeps the first start.
+
+    Refusals: another owner holds it (``Conflict`` naming the holder); it is not in
+    progress, or in progress without an owner (``InvalidArgument``); the list or the task
+    does not exist (``NotFound``). Releasing twice is refused the second time (the task is
+    pending by then).
+    """
     name = list_key(list_id)
     key = _check_key(external_id, "external_id")
     holder_name = _owner(owner)
@@ -393,7 +441,9 @@ def release_task(list_id: object, external_id: object, owner: object) -> Op[Task
     )
 
 
-def task_stats(list_id: object) -> Op[TaskStats]:
+def task_stats(list_id: str | TaskList | None = None) -> Op[TaskStats]:
+    """Counts per status, available and blocked, in one query (``list_id`` None: every
+    list)."""
     if list_id is None:
         row = yield one("task_stats_all")
     else:
@@ -404,7 +454,10 @@ def task_stats(list_id: object) -> Op[TaskStats]:
     return TaskStats.from_row(row)
 
 
-def sync_list(list_id: object, active_external_ids: object) -> Op[int]:
+def sync_list(list_id: str | TaskList, active_external_ids: Iterable[str]) -> Op[int]:
+    """Mirror the source of a list: every task not named in ``active_external_ids`` (and
+    not deleted yet) becomes deleted, and ``last_synced_at`` is set; return how many were
+    deleted. Names of tasks that do not exist are ignored."""
     name = list_key(list_id)
     active = _external_ids(active_external_ids, "active_external_ids", MAX_SYNC_IDS)
     row = yield one("task_sync_list", list_id=name, active=active)
@@ -413,7 +466,38 @@ def sync_list(list_id: object, active_external_ids: object) -> Op[int]:
     return int(row["deleted"])
 
 
-def prune(older_than: object) -> Op[int]:
-    age = _check_age(older_than)
+def prune(*, older_than: timedelta | float) -> Op[int]:
+    """Delete the completed and deleted tasks (of every list) last updated more than
+    ``older_than`` (a timedelta or seconds) ago, with their dependency edges; return how
+    many. A pruned blocker blocks nothing, as it did not while completed or deleted."""
+    age = check_duration(older_than, "older_than")
     row = yield one("task_prune", older_than=age)
     return int(row["deleted"])
+
+
+class TaskCalls(Area[FaceT]):
+    """``store.tasks``: task lists, tasks with dependencies, claims and releases, counts,
+    syncing and pruning (see ``ikigai_store.tasks``). A list may be passed by its ``list_id``
+    or as a ``TaskList``; a task is named by its list and its ``external_id`` there."""
+
+    create_list = operation(create_list)
+    get_list = operation(get_list)
+    lists = operation(lists)
+    upsert = operation(upsert_task)
+    get = operation(get_task)
+    list = operation(tasks)
+    available = operation(available_tasks)
+    claim = operation(claim_task)
+    release = operation(release_task)
+    stats = operation(task_stats)
+    sync = operation(sync_list)
+    prune = operation(prune)
+    # Deprecated names (0.6), removed in 0.7.
+    upsert_task = deprecated(upsert, "upsert_task")
+    get_task = deprecated(get, "get_task")
+    tasks = deprecated(list, "tasks")
+    available_tasks = deprecated(available, "available_tasks")
+    claim_task = deprecated(claim, "claim_task")
+    release_task = deprecated(release, "release_task")
+    task_stats = deprecated(stats, "task_stats")
+    sync_list = deprecated(sync, "sync_list")

@@ -77,7 +77,7 @@ test_database_name.__test__ = False  # type: ignore[attr-defined]  # not a test 
 
 def truncate_all(store: Store) -> None:
     """Empty every application table and restart the ids (seed ``ik_test_db_truncate_all``)."""
-    store.truncate_all()
+    store._truncate_all()
 
 
 @pytest.fixture(scope="session")

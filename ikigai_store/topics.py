@@ -17,14 +17,12 @@ Owns topics, subscriptions, consumer offsets, publishing and queue claims, for b
 
 from __future__ import annotations
 
-import math
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
 
-from .errors import InvalidArgument, NotFound
-from .identities import NAME_PATTERN, identity_name, require
-from .mail import MAX_SUBJECT_CHARS, by_key, check_body, check_choice, check_str, request_hash
+from .errors import Conflict, InvalidArgument, NotFound
 from .models import (
     PRIORITIES,
     TOPIC_KINDS,
@@ -37,12 +35,40 @@ from .models import (
     Topic,
     TopicInfo,
 )
-from .ops import Op, atomic, many, one, statement
-from .validate import check_id, check_int, check_limit, dump_json
+from .notify import QUEUE as QUEUE_CHANNEL
+from .ops import (
+    Area,
+    FaceT,
+    Listen,
+    Op,
+    Sleep,
+    atomic,
+    deprecated,
+    many,
+    one,
+    operation,
+    statement,
+)
+from .validate import (
+    MAX_SUBJECT_CHARS,
+    NAME_PATTERN,
+    by_key,
+    check_body,
+    check_choice,
+    check_duration,
+    check_id,
+    check_int,
+    check_limit,
+    check_str,
+    dump_json,
+    identity_name,
+    request_hash,
+    require,
+)
 
 __all__ = [
     "MAX_LEASE",
-    "apply_retention",
+    "TopicCalls",
     "claim",
     "claim_state",
     "commit",
@@ -55,6 +81,7 @@ __all__ = [
     "list_topics",
     "offset",
     "poll",
+    "prune",
     "publish",
     "read",
     "release",
@@ -90,21 +117,25 @@ def _require_topic(name: str) -> Op[Topic]:
     return Topic.from_row(row)
 
 
-def _check_lease(lease: object, what: str = "lease") -> float:
-    if (
-        isinstance(lease, bool)
-        or not isinstance(lease, (int, float))
-        or not math.isfinite(lease)
-        or not 0 < lease <= MAX_LEASE
-    ):
-        raise InvalidArgument(f"{what} must be a number of seconds in (0, {MAX_LEASE:g}]")
-    return float(lease)
+def _check_lease(lease: object, what: str = "ttl") -> float:
+    """A claim's lease length in seconds: a timedelta or seconds in (0, ``MAX_LEASE``]."""
+    maximum = timedelta(seconds=MAX_LEASE)
+    return check_duration(lease, what, maximum=maximum, zero=False).total_seconds()
 
 
 # ---------------------------------------------------------------- topics
 
 
-def create(name: object, kind: object, retention: object, max_attempts: object) -> Op[Topic]:
+def create(
+    name: str,
+    kind: str = "broadcast",
+    *,
+    retention: timedelta = timedelta(days=7),
+    max_attempts: int = 5,
+) -> Op[Topic]:
+    """Create a topic: ``"broadcast"`` (every subscriber reads every mail) or ``"queue"``
+    (each mail is processed by one subscriber). ``InvalidArgument`` for a bad name or kind
+    or a name already taken."""
     topic = topic_name(name)
     check_choice(kind, "kind", TOPIC_KINDS)
     if not isinstance(retention, timedelta) or not timedelta(0) < retention <= _MAX_RETENTION:
@@ -121,16 +152,21 @@ def create(name: object, kind: object, retention: object, max_attempts: object) 
     return Topic.from_row(row)
 
 
-def get(name: object) -> Op[Topic]:
+def get(name: str | Topic) -> Op[Topic]:
+    """One topic; ``NotFound`` if there is none of that name."""
     return (yield from _require_topic(topic_name(name)))
 
 
 def list_topics() -> Op[list[TopicInfo]]:
+    """Every topic with subscriber count, retained message count and last offset (one
+    query), by name."""
     rows = yield many("list_topics")
     return [TopicInfo.from_row(r) for r in rows]
 
 
-def delete(name: object) -> Op[None]:
+def delete(name: str | Topic) -> Op[None]:
+    """Delete a topic and its whole log (its mail leaves the inboxes too). Refused
+    (``InvalidArgument``) while a queue topic has available or claimed messages."""
     topic = topic_name(name)
     row = yield one("delete_topic", name=topic)
     if row is None:
@@ -142,7 +178,9 @@ def delete(name: object) -> Op[None]:
 
 
 @atomic
-def subscribe(identity: object, topic: object) -> Op[None]:
+def subscribe(identity: str | Identity, topic: str | Topic) -> Op[None]:
+    """Subscribe (idempotent). A missing topic is created as a broadcast topic. A new
+    subscriber's offset is 0: it can read the topic's whole retained log."""
     name, t = identity_name(identity), topic_name(topic)
     yield statement("ensure_topic", name=t)
     row = yield one("subscribe", identity=name, topic=t)
@@ -151,7 +189,8 @@ def subscribe(identity: object, topic: object) -> Op[None]:
         raise InvalidArgument(f"identity {found.name!r} is retired: it cannot subscribe")
 
 
-def unsubscribe(identity: object, topic: object) -> Op[None]:
+def unsubscribe(identity: str | Identity, topic: str | Topic) -> Op[None]:
+    """Unsubscribe (idempotent); the stored offset is kept for a later re-subscribe."""
     name, t = identity_name(identity), topic_name(topic)
     count = yield statement("unsubscribe", identity=name, topic=t)
     if count == 0:
@@ -159,7 +198,8 @@ def unsubscribe(identity: object, topic: object) -> Op[None]:
         yield from _require_topic(t)
 
 
-def subscribers(topic: object) -> Op[list[Identity]]:
+def subscribers(topic: str | Topic) -> Op[list[Identity]]:
+    """The identities subscribed to a topic, by name."""
     t = topic_name(topic)
     rows = yield many("topic_subscribers", topic=t)
     if not rows:
@@ -167,7 +207,8 @@ def subscribers(topic: object) -> Op[list[Identity]]:
     return [Identity.from_row(r) for r in rows]
 
 
-def subscriptions(identity: object) -> Op[list[Topic]]:
+def subscriptions(identity: str | Identity) -> Op[list[Topic]]:
+    """The topics an identity is subscribed to, by name."""
     name = identity_name(identity)
     rows = yield many("identity_subscriptions", identity=name)
     if not rows:
@@ -179,15 +220,23 @@ def subscriptions(identity: object) -> Op[list[Topic]]:
 
 
 def publish(
-    sender: object,
-    topic: object,
-    subject: object,
-    body: object,
-    priority: object,
-    metadata: Any,
-    attachments: Any,
-    idempotency_key: object,
+    sender: str | Identity,
+    topic: str | Topic,
+    subject: str,
+    body: str,
+    *,
+    priority: str = "normal",
+    metadata: Any = None,
+    attachments: Any = None,
+    idempotency_key: str | None = None,
 ) -> Op[Mail]:
+    """Append a mail to a topic at its next offset (``Mail.topic``, ``Mail.log_offset``).
+
+    Offsets are gapless and commit in order. A broadcast topic gives every current
+    subscriber but the sender an unread copy; a queue topic makes the mail claimable.
+    ``NotFound`` for a missing topic or sender. Idempotency keys as for ``send`` (one key
+    space per sender): a repeated publish returns the original and takes no offset.
+    """
     sender_name = identity_name(sender, "sender")
     t = topic_name(topic)
     subject = check_str(subject, "subject", max_chars=MAX_SUBJECT_CHARS, empty=True)
@@ -226,7 +275,8 @@ def publish(
     raise NotFound(f"topic {t!r} does not exist")
 
 
-def read(topic: object, after: object, limit: object) -> Op[list[Mail]]:
+def read(topic: str | Topic, *, after: int = 0, limit: int = 100) -> Op[list[Mail]]:
+    """A topic's log after offset ``after``, in offset order."""
     t = topic_name(topic)
     check_int(after, "after", minimum=0)
     check_limit(limit)
@@ -236,7 +286,10 @@ def read(topic: object, after: object, limit: object) -> Op[list[Mail]]:
     return [Mail.from_row(r) for r in rows]
 
 
-def commit(identity: object, topic: object, offset: object) -> Op[int]:
+def commit(identity: str | Identity, topic: str | Topic, offset: int) -> Op[int]:
+    """Store that ``identity`` has processed ``topic`` up to ``offset``; return the stored
+    offset. Monotone: a smaller, late commit never moves it back. An offset past the
+    topic's last is ``InvalidArgument``."""
     name, t = identity_name(identity), topic_name(topic)
     check_int(offset, "offset", minimum=0)
     row = yield one("commit_offset", identity=name, topic=t, offset=offset)
@@ -251,7 +304,8 @@ def commit(identity: object, topic: object, offset: object) -> Op[int]:
     return int(row["last_offset"])
 
 
-def offset(identity: object, topic: object) -> Op[int]:
+def offset(identity: str | Identity, topic: str | Topic) -> Op[int]:
+    """The identity's stored offset of a topic (0 if it never committed)."""
     name, t = identity_name(identity), topic_name(topic)
     row = yield one("stored_offset", identity=name, topic=t)
     if row is None:
@@ -260,7 +314,10 @@ def offset(identity: object, topic: object) -> Op[int]:
     return int(row["last_offset"])
 
 
-def poll(identity: object, limit: object) -> Op[Poll]:
+def poll(identity: str | Identity, *, limit: int = 100) -> Op[Poll]:
+    """In one round trip: the unread inbox (newest first) and, per subscribed broadcast
+    topic, up to ``limit`` mails after the stored offset, with that offset. Reading does
+    not move the offset: ``commit`` does."""
     name = identity_name(identity)
     check_limit(limit)
     rows = yield many("poll", identity=name, limit=limit)
@@ -285,6 +342,44 @@ def poll(identity: object, limit: object) -> Op[Poll]:
 
 
 def claim(
+    identity: str | Identity,
+    topic: str | Topic,
+    *,
+    ttl: timedelta | float = 30.0,
+    wait: timedelta | float = 0.0,
+    complete: Claim | tuple[int, str] | None = None,
+) -> Op[Claim | None]:
+    """Claim the oldest available message of a queue topic the identity subscribes to,
+    for ``ttl`` (a timedelta or seconds); wait up to ``wait`` for one (woken by the publishing
+    commit, or by a lease running out). None when there is none.
+
+    A message whose lease expired is claimable again (its next attempt); one that used
+    ``max_attempts`` becomes a dead letter. No message is held by two live leases.
+
+    ``complete``: a claim (``Claim`` or ``(mail_id, token)``) to complete first, in the
+    same statement, so a worker's loop (``held = claim(..., complete=held)``) is one round
+    trip per message. If its lease was lost, ``Conflict`` and nothing is claimed.
+    """
+    name, t, seconds, wait_s, done = check_claim_args(identity, topic, ttl, wait, complete)
+    deadline = time.monotonic() + wait_s
+    listening = False
+    while True:
+        held = yield from claim_once(name, t, seconds, done)
+        done = None  # completed by the first attempt (which raised if it could not)
+        if held is not None:
+            return held
+        topic_id, expiry = yield from claim_state(name, t)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        if not listening:  # listen first, then look once more: no lost wake-up
+            yield Listen((QUEUE_CHANNEL, topic_id))
+            listening = True
+            continue
+        yield Sleep(remaining if expiry is None else min(remaining, expiry + 0.001))
+
+
+def claim_once(
     identity: str, topic: str, lease: float, done: tuple[int, str] | None = None
 ) -> Op[Claim | None]:
     """One claim attempt (``store.topics.claim`` repeats it while it may wait), completing the
@@ -332,14 +427,8 @@ def check_claim_args(
     name, t = identity_name(identity), topic_name(topic)
     done = None if complete is None else _check_claim(complete)
     seconds = _check_lease(lease)
-    if (
-        isinstance(wait, bool)
-        or not isinstance(wait, (int, float))
-        or not math.isfinite(wait)
-        or not 0 <= wait <= 86400
-    ):
-        raise InvalidArgument(f"wait must be a number of seconds in [0, 86400], got {wait!r}")
-    return name, t, seconds, float(wait), done
+    wait_s = check_duration(wait, "wait", maximum=timedelta(seconds=MAX_LEASE)).total_seconds()
+    return name, t, seconds, wait_s, done
 
 
 def _check_claim(value: object) -> tuple[int, str]:
@@ -360,22 +449,32 @@ def _check_claim(value: object) -> tuple[int, str]:
     return mail_id, token
 
 
-def _lost(mail_id: int) -> InvalidArgument:
-    return InvalidArgument(
+def _lost(mail_id: int) -> Conflict:
+    return Conflict(
         f"the lease on mail {mail_id} was lost: it was completed, released, or claimed "
-        "again after it expired"
+        "again after it expired",
+        constraint=None,
+        sqlstate=None,
     )
 
 
-def complete(value: object) -> Op[None]:
-    mail_id, token = _check_claim(value)
+def complete(claim: Claim | tuple[int, str]) -> Op[None]:
+    """Finish a claimed message: it is never handed out again. ``Conflict`` when
+    the claim's lease was lost (completed, released or claimed again by someone else).
+
+    ``claim`` is a ``Claim`` or a ``(mail_id, token)`` pair (e.g. handed to another
+    process), here and in ``release`` and ``extend``."""
+    mail_id, token = _check_claim(claim)
     row = yield one("complete_claim", mail_id=mail_id, token=token)
     if row is None:
         raise _lost(mail_id)
 
 
-def release(value: object, error: object) -> Op[str]:
-    mail_id, token = _check_claim(value)
+def release(claim: Claim | tuple[int, str], *, error: str | None = None) -> Op[str]:
+    """Give a claimed message back (with the reason in ``error``): it becomes claimable
+    again, or a dead letter when it used its last attempt; return which (``"available"``
+    or ``"dead"``). ``Conflict`` when the lease was lost."""
+    mail_id, token = _check_claim(claim)
     if error is not None:
         check_str(error, "error", max_chars=_MAX_ERROR_CHARS, empty=True)
     row = yield one("release_claim", mail_id=mail_id, token=token, error=error)
@@ -385,16 +484,19 @@ def release(value: object, error: object) -> Op[str]:
     return state
 
 
-def extend(value: object, lease: object) -> Op[Claim]:
-    mail_id, token = _check_claim(value)
-    seconds = _check_lease(lease)
+def extend(claim: Claim | tuple[int, str], ttl: timedelta | float) -> Op[Claim]:
+    """Renew a claim's lease to end ``ttl`` (a timedelta or seconds) from now; return the
+    updated claim. ``Conflict`` when the lease was lost."""
+    mail_id, token = _check_claim(claim)
+    seconds = _check_lease(ttl)
     row = yield one("extend_claim", mail_id=mail_id, token=token, lease=seconds)
     if row is None:
         raise _lost(mail_id)
     return Claim.from_row(row)
 
 
-def dead_letters(topic: object) -> Op[list[DeadLetter]]:
+def dead_letters(topic: str | Topic) -> Op[list[DeadLetter]]:
+    """A queue topic's dead letters, oldest first, with attempts and last error."""
     t = topic_name(topic)
     rows = yield many("dead_letters", topic=t)
     if not rows:
@@ -402,7 +504,8 @@ def dead_letters(topic: object) -> Op[list[DeadLetter]]:
     return [DeadLetter.from_row(r) for r in rows]
 
 
-def requeue(mail_id: object) -> Op[None]:
+def requeue(mail_id: int) -> Op[None]:
+    """Make a dead letter claimable again (its attempts start over)."""
     check_id(mail_id, "mail_id")
     row = yield one("requeue", mail_id=mail_id)
     if row is None:
@@ -412,6 +515,41 @@ def requeue(mail_id: object) -> Op[None]:
         raise InvalidArgument(f"mail {mail_id} is {found['state']}, not a dead letter")
 
 
-def apply_retention() -> Op[dict[str, int]]:
-    rows = yield many("apply_retention")
+def prune(*, older_than: timedelta | float | None = None) -> Op[dict[str, int]]:
+    """Delete topic mail older than its topic's retention (or, when given, than
+    ``older_than``, a timedelta or seconds, for every topic) and return
+    ``{topic: deleted}``.
+
+    Kept regardless of age: queue messages not completed (available, claimed, dead) and
+    broadcast mail that a subscriber has not passed by its stored offset. Direct mail is
+    never removed by retention.
+    """
+    age = None if older_than is None else check_duration(older_than, "older_than")
+    rows = yield many("apply_retention", older_than=age)
     return {r["name"]: int(r["deleted"]) for r in rows}
+
+
+class TopicCalls(Area[FaceT]):
+    """``store.topics``: broadcast topics read by offset, and work queues (see
+    ``ikigai_store.topics``). Topics and identities may be passed by name or as objects."""
+
+    create = operation(create)
+    get = operation(get)
+    list = operation(list_topics)
+    delete = operation(delete)
+    subscribe = operation(subscribe)
+    unsubscribe = operation(unsubscribe)
+    subscribers = operation(subscribers)
+    subscriptions = operation(subscriptions)
+    poll = operation(poll)
+    read = operation(read)
+    commit = operation(commit)
+    offset = operation(offset)
+    claim = operation(claim, renamed={"lease": "ttl"})
+    complete = operation(complete)
+    release = operation(release)
+    extend = operation(extend, renamed={"lease": "ttl"})
+    dead_letters = operation(dead_letters)
+    requeue = operation(requeue)
+    prune = operation(prune)
+    apply_retention = deprecated(prune, "apply_retention")

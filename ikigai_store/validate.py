@@ -8,11 +8,16 @@ neither lone surrogates nor NUL); JSON ``data`` is serialised exactly once, here
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-from typing import Any
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
 
-from .errors import InvalidArgument
+from .errors import Conflict, InvalidArgument, NotFound
+from .models import Identity, Mail
+from .ops import Op, many, one
 
 __all__ = [
     "MAX_CONTENT_BYTES",
@@ -56,17 +61,6 @@ def check_limit(limit: object) -> None:
     """A positive 64-bit integer."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_ID:
         raise InvalidArgument(f"limit must be a positive integer, got {limit!r}")
-
-
-def check_seconds(value: object, name: str) -> None:
-    """A finite number of seconds in (0, 86400]."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or not 0 < value <= 86400
-    ):
-        raise InvalidArgument(f"{name} must be a number of seconds in (0, 86400], got {value!r}")
 
 
 def check_int(value: object, name: str, *, minimum: int = -MAX_ID - 1) -> None:
@@ -154,3 +148,196 @@ def dump_json(data: Any, name: str = "data") -> str | None:
             f"{name} is more than {MAX_DATA_BYTES} bytes of JSON (MAX_DATA_BYTES)"
         )
     return text
+
+
+# ---------------------------------------------------------------- durations, times, keys, cursors
+
+
+def check_duration(
+    value: object,
+    what: str,
+    *,
+    maximum: timedelta = timedelta(days=36500),
+    zero: bool = True,
+) -> timedelta:
+    """A duration: a ``timedelta`` or a finite number of seconds (not a bool), from zero (or,
+    with ``zero=False``, more than zero and at least a microsecond) to ``maximum``. Every
+    duration of the API is read here, so each takes both forms and says the same."""
+    if isinstance(value, timedelta):
+        length = value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        try:
+            length = timedelta(seconds=value)
+        except OverflowError:
+            length = timedelta.max
+    else:
+        raise InvalidArgument(f"{what} must be a timedelta or a number of seconds, got {value!r}")
+    low = "0" if zero else "1 microsecond"
+    if length > maximum or (length < timedelta(0) if zero else length <= timedelta(0)):
+        raise InvalidArgument(
+            f"{what} must be from {low} to {maximum.total_seconds():g} seconds, got {value!r}"
+        )
+    return length
+
+
+def check_seconds(value: object, name: str) -> None:
+    """A finite number of seconds in (0, 86400] (a connection or lock timeout)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 < value <= 86400
+    ):
+        raise InvalidArgument(f"{name} must be a number of seconds in (0, 86400], got {value!r}")
+
+
+def check_when(value: object, what: str) -> datetime | None:
+    """None, or a timezone-aware datetime before the year 9999 (a naive one is ambiguous)."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        raise InvalidArgument(f"{what} must be a timezone-aware datetime, got {value!r}")
+    try:
+        if value.astimezone(UTC).year >= 9999:
+            raise OverflowError
+    except OverflowError:
+        raise InvalidArgument(f"{what} must be before the year 9999, got {value!r}") from None
+    return value
+
+
+#: Longest key (idempotency key, thread id, session key, list or task id), in characters.
+MAX_KEY_CHARS = 200
+
+
+def check_key(value: object, what: str) -> str:
+    """A key: a string of 1-``MAX_KEY_CHARS`` characters PostgreSQL can store."""
+    return check_str(value, what, max_chars=MAX_KEY_CHARS)
+
+
+M = TypeVar("M")
+
+
+def check_cursor(value: object, model: type[M], id_of: Any, what: str = "before") -> int | None:
+    """Where the next page starts: None, a ``model`` (the last item of the previous page;
+    ``id_of(item)`` is its id) or that id, a positive integer."""
+    if value is None:
+        return None
+    if isinstance(value, model):
+        ident: int = id_of(value)
+        return ident
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_ID:
+        raise InvalidArgument(f"{what} must be a {model.__name__} or a positive id, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------- text, names, idempotency
+
+
+#: Longest duration accepted (a snooze, a purge age): 100 years.
+MAX_DURATION = timedelta(days=36500)
+
+
+#: Longest subject, in characters.
+MAX_SUBJECT_CHARS = 1000
+
+
+def check_str(value: object, what: str, *, max_chars: int, empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{what} must be a string, got {type(value).__name__}")
+    if not empty and not value:
+        raise InvalidArgument(f"{what} must not be empty")
+    if len(value) > max_chars:
+        raise InvalidArgument(f"{what} is {len(value)} characters; at most {max_chars}")
+    check_text(value, what)
+    return value
+
+
+def check_body(body: object, what: str = "body") -> None:
+    """A long text (a mail body, a summary, a description): a string PostgreSQL can store;
+    ``what`` names the argument in the error."""
+    if not isinstance(body, str):
+        raise InvalidArgument(f"{what} must be a string, got {type(body).__name__}")
+    check_content(body, what)
+
+
+def check_choice(value: object, what: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise InvalidArgument(f"{what} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def request_hash(*parts: Any) -> str:
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def by_key(sender: str, key: str, hashed: str) -> Op[Mail | None]:
+    """The mail ``sender`` sent with ``key`` when the request is the same; ``Conflict`` when
+    the key was used for another request; None when the key is unused."""
+    row = yield one("mail_by_key", sender=sender, idempotency_key=key)
+    if row is None:
+        return None
+    if row["request_hash"] != hashed:
+        raise Conflict(
+            f"idempotency key {key!r} of {sender!r} was used for a different request "
+            f"(mail {row['id']})",
+            constraint="mail_idempotency_key",
+            sqlstate=None,
+        )
+    return Mail.from_row(row)
+
+
+#: What an identity name looks like: 1-64 characters, letters, digits, ``.``, ``_``, ``-``, not
+#: starting with punctuation.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def identity_name(identity: object, what: str = "identity") -> str:
+    """The name of ``identity`` (a name or an ``Identity``); ``InvalidArgument`` otherwise."""
+    if isinstance(identity, Identity):
+        return identity.name
+    check_name(identity, what)
+    assert isinstance(identity, str)
+    return identity
+
+
+def check_name(name: object, what: str = "name") -> None:
+    """``InvalidArgument`` unless ``name`` matches ``NAME_PATTERN``."""
+    if not isinstance(name, str) or NAME_PATTERN.fullmatch(name) is None:
+        shown = name if not isinstance(name, str) or len(name) <= 80 else name[:80] + "..."
+        raise InvalidArgument(
+            f"{what} must be a name of 1-64 letters, digits, '.', '_' or '-' not starting "
+            f"with punctuation, got {shown!r}"
+        )
+
+
+def require(name: str) -> Op[Identity]:
+    """The identity called ``name``, or ``NotFound``."""
+    row = yield one("get_identity", name=name)
+    if row is None:
+        raise NotFound(f"identity {name!r} does not exist")
+    return Identity.from_row(row)
+
+
+def listing(
+    query: str,
+    model: Any,
+    states: tuple[str, ...],
+    *,
+    state: object,
+    requester: object,
+    limit: object,
+    before: object,
+) -> Op[list[Any]]:
+    """A page of ``model`` rows from ``query``, newest first, optionally in one ``state`` and/or
+    of one ``requester`` (``NotFound`` if that identity does not exist), after ``before`` (the
+    last item of the previous page, or its id): reviews and plan reviews list alike."""
+    if state is not None:
+        check_choice(state, "state", states)
+    name = None if requester is None else identity_name(requester, "requester")
+    check_limit(limit)
+    before_id = check_cursor(before, model, lambda item: item.id)
+    rows = yield many(query, state=state, requester=name, before_id=before_id, limit=limit)
+    if not rows and name is not None:
+        yield from require(name)  # an unknown requester is NotFound, not an empty list
+    return [model.from_row(r) for r in rows]

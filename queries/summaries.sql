@@ -27,11 +27,13 @@ LIMIT :limit;
 -- histories). No row: no such identity.
 SELECT retired_at IS NOT NULL AS retired FROM identities WHERE name = :identity;
 
--- name: summaries_prune(identity, keep)^
+-- name: summaries_prune(identity, keep, older_than)^
 -- Keep the newest :keep summaries of each identity (of one identity when :identity is not
--- NULL) and delete the others, in one statement; returns how many were deleted.
+-- NULL) and delete the others older than :older_than (any age when NULL), in one statement;
+-- returns how many were deleted.
 WITH ranked AS (
-    SELECT s.id, row_number() OVER (PARTITION BY s.identity_id ORDER BY s.id DESC) AS n
+    SELECT s.id, s.created_at,
+           row_number() OVER (PARTITION BY s.identity_id ORDER BY s.id DESC) AS n
     FROM agent_summaries AS s
     WHERE CAST(:identity AS text) IS NULL
        OR s.identity_id = (SELECT id FROM identities WHERE name = :identity)
@@ -39,6 +41,8 @@ WITH ranked AS (
     DELETE FROM agent_summaries AS s
     USING ranked
     WHERE s.id = ranked.id AND ranked.n > :keep
+      AND (CAST(:older_than AS interval) IS NULL
+           OR ranked.created_at < ikigai_now() - CAST(:older_than AS interval))
     RETURNING 1
 )
 SELECT count(*) AS deleted FROM gone;

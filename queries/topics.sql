@@ -317,15 +317,15 @@ RETURNING mail_id;
 -- A queue row's state (rare path of requeue).
 SELECT state FROM queue_items WHERE mail_id = :mail_id;
 
--- name: apply_retention()
--- Delete topic mail older than its topic's retention, except unfinished queue work (available,
+-- name: apply_retention(older_than)
+-- Delete topic mail older than its topic's retention (or than :older_than when given), except unfinished queue work (available,
 -- claimed or dead) and broadcast mail some subscriber has not passed by its stored offset
 -- (a subscriber without one is at 0). Direct mail is never touched. One row per topic.
 WITH gone AS (
     DELETE FROM mail AS m
     USING topics AS t
     WHERE m.topic_id = t.id
-      AND m.created_at < ikigai_now() - t.retention
+      AND m.created_at < ikigai_now() - COALESCE(:older_than::interval, t.retention)
       AND NOT EXISTS (SELECT 1 FROM queue_items AS q
                       WHERE q.mail_id = m.id AND q.state <> 'done')
       AND NOT (t.kind = 'broadcast' AND EXISTS (

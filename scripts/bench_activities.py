@@ -309,7 +309,7 @@ def bench_context(scratch: Scratch, rounds: int, per_round: int) -> list[Row]:
             store.summaries.add_context_summary(root, "s", root_ids[k % 50], mine[k % 200], k)
 
         def plain() -> None:
-            store.summaries.add_summary("summarised", "s")
+            store.summaries.add("summarised", "s")
 
         t = interleaved(
             {"context": context, "plain": plain}, rounds=rounds, per_round=per_round, warmup=10

@@ -228,7 +228,7 @@ def bench(scratch: Scratch, quick: bool, stack: ExitStack) -> None:
         ours, base = store.replay_agent(leaf), seed_replay(raw, leaf)
         if ours.message_ids != base.message_ids or ours.marks != base.marks:
             raise RuntimeError(f"depth {depth}: replay_agent and the seed loop disagree")
-        if len(store.replay_ranges(leaf)) != depth:
+        if len(store._replay_ranges(leaf)) != depth:
             raise RuntimeError(f"depth {depth}: expected {depth} ranges")
     print(
         "  replay_agent and the seed loop give identical message ids and marks at every depth "

@@ -14,19 +14,19 @@ Then ``VACUUM ANALYZE``.
 Measurements (calls alternate between the sides, the first side rotating every round, after a
 warm-up; per-call mean, p50, p90):
 
-1. ``store.tasks.available_tasks`` of the big list vs the small list: the ratio of p50s, and the
+1. ``store.tasks.available`` of the big list vs the small list: the ratio of p50s, and the
    ratio per task returned (the work is proportional to the candidates, not to the list: the
    plan walks the list's pending unowned tasks in ``tasks_available_idx`` and probes
    ``task_deps_pkey`` and the blockers' primary keys). Also the same statement run raw
    (psycopg, no model building) on both lists, and its EXPLAIN (ANALYZE, BUFFERS) on the big
    list, checked to use ``tasks_available_idx`` and ``task_deps_pkey`` and no sequential scan
    of tasks or task_deps (a correctness check).
-2. ``store.tasks.claim_task`` of distinct available tasks of the big list vs a bare ``UPDATE
+2. ``store.tasks.claim`` of distinct available tasks of the big list vs a bare ``UPDATE
    tasks SET updated_at = ... WHERE id = %s`` by primary key on the same table (raw psycopg):
    the guard (pending, unowned, nothing blocking, as a NOT EXISTS over task_deps) plus the
    returned task vs the cheapest write of a row. For information: a losing claim (``Conflict``:
    the claim and the statement saying why).
-3. ``store.tasks.task_stats`` of the big list vs the small list (one query with FILTER, a pass
+3. ``store.tasks.stats`` of the big list vs the small list (one query with FILTER, a pass
    over the list's tasks).
 4. For information: ``upsert_task`` replacing the dependencies of an early task of the big list
    (the cycle check walks every task that depends on it, most of the list) vs an upsert without
@@ -197,13 +197,13 @@ def bench_available(url: str, big: Built, small: Built, rounds: int, per_round: 
     print("\n[1] available_tasks: 10,000 tasks / 20,000 edges vs 100 tasks / 200 edges")
     sql = ik.queries.task_available_in_list.sql
     with ik.Store(url, pool_size=1) as store, psycopg.connect(url, autocommit=True) as raw:
-        got = {b.name: len(store.tasks.available_tasks(b.name)) for b in (big, small)}
+        got = {b.name: len(store.tasks.available(b.name)) for b in (big, small)}
         for b in (big, small):
             print(f"  {b.name}: {got[b.name]:,} available (generator expects {b.available:,})")
         t = interleaved(
             {
-                "big": lambda: store.tasks.available_tasks("big"),
-                "small": lambda: store.tasks.available_tasks("small"),
+                "big": lambda: store.tasks.available("big"),
+                "small": lambda: store.tasks.available("small"),
                 "raw big": lambda: raw.execute(sql, {"list_id": "big"}).fetchall(),
                 "raw small": lambda: raw.execute(sql, {"list_id": "small"}).fetchall(),
             },
@@ -258,7 +258,7 @@ def bench_available(url: str, big: Built, small: Built, rounds: int, per_round: 
 def bench_claim(url: str, rounds: int, per_round: int) -> list[Row]:
     print("\n[2] claim_task (guarded UPDATE) vs a bare UPDATE by primary key, big list")
     with ik.Store(url, pool_size=1) as store, psycopg.connect(url, autocommit=True) as raw:
-        free = [t.external_id for t in store.tasks.available_tasks("big")]
+        free = [t.external_id for t in store.tasks.available("big")]
         need = rounds * per_round + 5
         if len(free) < need:
             raise RuntimeError(f"only {len(free)} available tasks for {need} claims")
@@ -274,7 +274,7 @@ def bench_claim(url: str, rounds: int, per_round: int) -> list[Row]:
         won: list[str] = []
 
         def claim() -> None:
-            won.append(store.tasks.claim_task("big", next(claims), "bench").external_id)
+            won.append(store.tasks.claim("big", next(claims), "bench").external_id)
 
         def bare() -> None:
             raw.execute(
@@ -291,7 +291,7 @@ def bench_claim(url: str, rounds: int, per_round: int) -> list[Row]:
         for ext in won[:50]:
             t0 = time.perf_counter()
             try:
-                store.tasks.claim_task("big", ext, "someone else")
+                store.tasks.claim("big", ext, "someone else")
             except ik.Conflict:
                 lost.append(time.perf_counter() - t0)
         in_progress = {
@@ -335,12 +335,12 @@ def bench_claim(url: str, rounds: int, per_round: int) -> list[Row]:
 def bench_stats(url: str, rounds: int, per_round: int) -> list[Row]:
     print("\n[3] task_stats: 10k list vs 100 list (one query with FILTER)")
     with ik.Store(url, pool_size=1) as store:
-        print(f"  big: {store.tasks.task_stats('big')}")
-        print(f"  small: {store.tasks.task_stats('small')}")
+        print(f"  big: {store.tasks.stats('big')}")
+        print(f"  small: {store.tasks.stats('small')}")
         t = interleaved(
             {
-                "big": lambda: store.tasks.task_stats("big"),
-                "small": lambda: store.tasks.task_stats("small"),
+                "big": lambda: store.tasks.stats("big"),
+                "small": lambda: store.tasks.stats("small"),
             },
             rounds=rounds,
             per_round=per_round,
@@ -365,7 +365,7 @@ def bench_stats(url: str, rounds: int, per_round: int) -> list[Row]:
 def bench_upsert(url: str, rounds: int, per_round: int) -> list[Row]:
     print("\n[4] upsert_task replacing an early task's dependencies (cycle check) vs no deps")
     with ik.Store(url, pool_size=1) as store:
-        early = store.tasks.get_task("big", "40")
+        early = store.tasks.get("big", "40")
         deps = list(early.blocked_by) or ["1"]
         with psycopg.connect(url) as conn:
             row = conn.execute(
@@ -378,8 +378,8 @@ def bench_upsert(url: str, rounds: int, per_round: int) -> list[Row]:
         print(f"  task 40 has {dependents:,} dependents (transitively); blocked_by {deps}")
         t = interleaved(
             {
-                "with blocked_by": lambda: store.tasks.upsert_task("big", "40", blocked_by=deps),
-                "without": lambda: store.tasks.upsert_task("big", "40", subject="Task 40 of big"),
+                "with blocked_by": lambda: store.tasks.upsert("big", "40", blocked_by=deps),
+                "without": lambda: store.tasks.upsert("big", "40", subject="Task 40 of big"),
             },
             rounds=rounds,
             per_round=per_round,
@@ -408,14 +408,12 @@ def bench_complete(url: str, rounds: int, per_round: int) -> list[Row]:
         store.identities.register("finisher")
         for i in range(need):
             for prefix in ("c", "p"):
-                store.tasks.upsert_task("big", f"{prefix}{i}", subject="fresh", owner="finisher")
+                store.tasks.upsert("big", f"{prefix}{i}", subject="fresh", owner="finisher")
         done, moved = iter(range(need)), iter(range(need))
         t = interleaved(
             {
-                "complete": lambda: store.tasks.upsert_task(
-                    "big", f"c{next(done)}", status="completed"
-                ),
-                "in_progress": lambda: store.tasks.upsert_task(
+                "complete": lambda: store.tasks.upsert("big", f"c{next(done)}", status="completed"),
+                "in_progress": lambda: store.tasks.upsert(
                     "big", f"p{next(moved)}", status="in_progress"
                 ),
             },
@@ -426,9 +424,11 @@ def bench_complete(url: str, rounds: int, per_round: int) -> list[Row]:
         released: list[float] = []
         for i in range(need):
             t0 = time.perf_counter()
-            store.tasks.release_task("big", f"p{i}", "finisher")
+            store.tasks.release("big", f"p{i}", "finisher")
             released.append(time.perf_counter() - t0)
-        completed = len([x for x in store.tasks.tasks("big", "completed") if x.subject == "fresh"])
+        completed = len(
+            [x for x in store.tasks.list("big", status="completed") if x.subject == "fresh"]
+        )
         recorded = len(store.activities.feed(identity="finisher", type="task_complete", limit=need))
     for side in t.calls:
         print(f"  {side:11}: {t.line(side)}")

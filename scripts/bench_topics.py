@@ -200,7 +200,7 @@ def consumer_process(
         if mode != "raw":
             with ik.Store(url, pool_size=1) as store:
                 for _ in range(WARMUP_CLAIMS):  # connection, prepared statements, caches
-                    held = store.topics.claim(name, warm, lease=LEASE)
+                    held = store.topics.claim(name, warm, ttl=LEASE)
                     if held is None:
                         break
                     store.topics.complete(held)
@@ -211,14 +211,14 @@ def consumer_process(
                     raise RuntimeError("never started")
                 t0, c0, s0 = time.monotonic(), time.process_time(), backend_cpu(pid)
                 if mode == "store":
-                    while (held := store.topics.claim(name, target, lease=LEASE)) is not None:
+                    while (held := store.topics.claim(name, target, ttl=LEASE)) is not None:
                         store.topics.complete(held)
                         ids.append(held.mail.id)
                 else:  # "loop": each claim completes the previous one (one round trip)
-                    held = store.topics.claim(name, target, lease=LEASE)
+                    held = store.topics.claim(name, target, ttl=LEASE)
                     while held is not None:
                         ids.append(held.mail.id)
-                        held = store.topics.claim(name, target, lease=LEASE, complete=held)
+                        held = store.topics.claim(name, target, ttl=LEASE, complete=held)
                 t1, c1, s1 = time.monotonic(), time.process_time(), backend_cpu(pid)
         else:
             with psycopg.connect(url, autocommit=True) as conn:
@@ -463,7 +463,7 @@ def claim_anatomy(scratch: Scratch, n: int) -> Anatomy:
     with ik.Store(url, pool_size=1) as store:
 
         def claim_complete() -> None:
-            held = store.topics.claim("probe", "jobs", lease=LEASE)
+            held = store.topics.claim("probe", "jobs", ttl=LEASE)
             if held is None:
                 raise RuntimeError("setup error: the probe queue is empty")
             store.topics.complete(held)

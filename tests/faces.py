@@ -70,7 +70,7 @@ class SyncView:
         attr = getattr(self.async_store, name)
         if inspect.iscoroutinefunction(attr):
             return lambda *args, **kwargs: self._call(attr(*args, **kwargs))
-        if getattr(attr, "_store", None) is self.async_store:  # a namespace: store.mail, ...
+        if getattr(attr, "_face", None) is self.async_store:  # a namespace: store.mail, ...
             return _NamespaceView(attr, self._call)
         return attr
 

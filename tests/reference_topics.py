@@ -49,7 +49,7 @@ leases (``lease_until <= now``) that used their last attempt: they become dead l
 ``last_error = "lease expired"``. Then it takes the lowest-id message that is available or whose
 lease expired: ``attempts + 1``, a new token, ``lease_until = now + lease`` (an expired lease
 taken over records ``"lease expired"``); None when there is none. ``complete``, ``release`` and
-``extend`` need the message's current claim token (else ``RefInvalid``); ``claim(...,
+``extend`` need the message's current claim token (else ``RefConflict``); ``claim(...,
 complete=(mail id, token))`` completes that claim first, as ``complete`` would, once the claim
 itself is known to be allowed (a refused claim completes nothing; a lost lease refuses the claim
 and claims nothing): ``complete`` makes it
@@ -89,6 +89,7 @@ from tests.reference_mail import (
     MAIL_FIELDS,
     NAME,
     PRIORITIES,
+    RefConflict,
     RefInvalid,
     RefItem,
     RefMail,
@@ -470,12 +471,13 @@ class RefTopicWorld:
         work.holder = work.token = work.lease_until = None
 
     def _held(self, mail_id: object, token: object) -> RefWork:
-        """The message under this claim; ``RefInvalid`` when the token is not its current one."""
+        """The message under this claim; ``RefConflict`` when the token is not its current one
+        (the lease was lost: someone else's state now)."""
         _claim_arg(mail_id, token)
         assert isinstance(mail_id, int)
         work = self.work.get(mail_id)
         if work is None or work.state != "claimed" or work.token != token:
-            raise RefInvalid(f"the lease on mail {mail_id} was lost", f"lease on mail {mail_id}")
+            raise RefConflict(f"the lease on mail {mail_id} was lost", f"lease on mail {mail_id}")
         return work
 
     def complete(self, mail_id: object, token: object) -> None:

@@ -131,7 +131,7 @@ def activity_record(
     """Record that IDENTITY did DESCRIPTION (an activity of TYPE); print its id."""
     parsed = _parse_json(metadata, "--metadata")
     with _store() as store:
-        made = store.activities.record_activity(identity, type, description, parsed)
+        made = store.activities.record(identity, type, description, metadata=parsed)
     if as_json:
         click.echo(json_text(_activity_json(made), indent=2))
     else:
@@ -162,7 +162,7 @@ def activity_feed(
     """List activities, newest first (--before the last id shown for the next page)."""
     with _store() as store:
         found = store.activities.feed(
-            since=since, identity=identity, type=type_, limit=limit, before=before
+            since=since, identity=identity, activity_type=type_, limit=limit, before=before
         )
     if as_json:
         click.echo(json_text([_activity_json(a) for a in found], indent=2))
@@ -197,7 +197,7 @@ def activity_feed(
 def activity_prune(older_than: timedelta, as_json: bool) -> None:
     """Delete activities older than --older-than; print how many."""
     with _store() as store:
-        deleted = store.activities.prune_activities(older_than)
+        deleted = store.activities.prune(older_than=older_than)
     if as_json:
         click.echo(json_text({"deleted": deleted}))
     else:

@@ -305,19 +305,19 @@ def _run_coordination_demo(store: Store, me: str, other: str) -> None:
     click.echo("   A task is available when it is pending, unowned and every blocker is done.")
     tasks = store.tasks
     task_list = tasks.create_list(f"{project}-tasks", me)
-    tasks.upsert_task(task_list, "lexer", subject="Write the lexer")
-    tasks.upsert_task(task_list, "parser", subject="Write the parser", blocked_by=["lexer"])
-    tasks.upsert_task(task_list, "docs", subject="Document the grammar", blocked_by=["parser"])
+    tasks.upsert(task_list, "lexer", subject="Write the lexer")
+    tasks.upsert(task_list, "parser", subject="Write the parser", blocked_by=["lexer"])
+    tasks.upsert(task_list, "docs", subject="Document the grammar", blocked_by=["parser"])
 
     def available() -> str:
-        return ", ".join(t.external_id for t in tasks.available_tasks(task_list)) or "none"
+        return ", ".join(t.external_id for t in tasks.available(task_list)) or "none"
 
     click.echo(f"   available: {available()}")
-    tasks.claim_task(task_list, "lexer", other)
+    tasks.claim(task_list, "lexer", other)
     click.echo(f"   {other} claims lexer; available: {available()}")
-    tasks.upsert_task(task_list, "lexer", status="completed")
+    tasks.upsert(task_list, "lexer", status="completed")
     click.echo(f"   lexer completed; available: {available()}")
-    stats = tasks.task_stats(task_list)
+    stats = tasks.stats(task_list)
     click.echo(
         f"   stats: {stats.total} tasks, {stats.completed} completed, {stats.available} "
         f"available, {stats.blocked} blocked"
@@ -362,7 +362,7 @@ def _run_coordination_demo(store: Store, me: str, other: str) -> None:
     store.reviews.start(review)
     it = store.reviews.record_iteration(review, other, "approve", "All fixed.")
     for issue in issues:
-        store.reviews.resolve_issue(issue.id, "fixed", it.iteration_num)
+        store.reviews.resolve_issue(issue.id, "fixed", iteration=it.iteration_num)
     review = store.reviews.get(review)
     click.echo(
         f"   iteration {it.iteration_num}: {it.decision}; review is {review.state}, "

@@ -435,7 +435,7 @@ def mail_inbox(
     """
     with _store() as store:
         items = store.mail.inbox(
-            name, state=state, priority=priority, limit=limit, before_id=before_id
+            name, state=state, priority=priority, limit=limit, before=before_id
         )
         counts = store.mail.counts(name)
     if as_json:

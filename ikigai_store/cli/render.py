@@ -193,11 +193,11 @@ def _echo_agents(agents: Sequence[Agent], indent: str = "") -> None:
 
 def _echo_ranges(store: Store, uuid: str, indent: str = "") -> None:
     """Print an agent's replay ranges, root first, with the number of events in each."""
-    ranges = store.replay_ranges(uuid)
+    ranges = store._replay_ranges(uuid)
     rows = []
     total = 0
     for r in ranges:
-        count = len(store.query_range(r))
+        count = len(store._query_range(r))
         total += count
         rows.append(
             (

@@ -386,7 +386,7 @@ def review_list(
         if active:
             if state is not None or requester is not None:
                 raise click.ClickException("--active lists every unfinished review: no filters")
-            found = store.reviews.active_reviews()
+            found = store.reviews.active()
         else:
             found = store.reviews.list(state=state, requester=requester, limit=limit)
     if as_json:
@@ -533,7 +533,7 @@ def review_issues(ref: str, show_all: bool, as_json: bool) -> None:
 def review_resolve(issue_id: int, status: str, iteration: int | None, as_json: bool) -> None:
     """Mark open issue ISSUE_ID fixed, wont_fix or duplicate (issues are never reopened)."""
     with _store() as store:
-        resolved = store.reviews.resolve_issue(issue_id, status, iteration)
+        resolved = store.reviews.resolve_issue(issue_id, status, iteration=iteration)
     if as_json:
         click.echo(json_text(_issue_json(resolved), indent=2))
     else:
@@ -580,7 +580,7 @@ def plan_submit(
     """Submit the plan at PLAN_PATH of REQUESTER for review; print its id, then its thread."""
     text = _text_arg(summary)
     with _store() as store:
-        made = store.plans.submit_plan(
+        made = store.plans.submit(
             requester, plan_path, title, text, reviewer=reviewer, session_key=session_key
         )
     if as_json:
@@ -602,7 +602,9 @@ def plan_decide(
     """Decide pending plan PLAN: approved, rejected or changes_requested."""
     text = None if comment is None else _text_arg(comment)
     with _store() as store:
-        decided = store.plans.decide(_plan(store, ref), state, text, reviewed_by)
+        decided = store.plans.decide(
+            _plan(store, ref), state, comment=text, reviewed_by=reviewed_by
+        )
     if as_json:
         click.echo(json_text(_plan_json(decided), indent=2))
     else:
@@ -618,7 +620,7 @@ def plan_resubmit(ref: str, summary: str | None, plan_path: str | None, as_json:
     """Resubmit PLAN (changes_requested -> pending, revision + 1); mails the reviewer."""
     text = None if summary is None else _text_arg(summary)
     with _store() as store:
-        again = store.plans.resubmit_plan(_plan(store, ref), summary=text, plan_path=plan_path)
+        again = store.plans.resubmit(_plan(store, ref), summary=text, plan_path=plan_path)
     if as_json:
         click.echo(json_text(_plan_json(again), indent=2))
     else:

@@ -30,7 +30,7 @@ def session_new(title: str | None) -> None:
 def session_list(limit: int) -> None:
     """List sessions, newest first; `*` marks the active one."""
     with _store() as store:
-        sessions = store.list_sessions(limit)
+        sessions = store.list_sessions(limit=limit)
         active = store.get_active_session()
     if not sessions:
         click.echo("no sessions")

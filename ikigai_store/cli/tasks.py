@@ -126,7 +126,7 @@ def task_create_list(list_id: str, owner: str, watch_path: str | None, as_json: 
 def task_lists(as_json: bool) -> None:
     """Every task list, oldest first, with its counts."""
     with _store() as store:
-        found = [(x, store.tasks.task_stats(x)) for x in store.tasks.lists()]
+        found = [(x, store.tasks.stats(x)) for x in store.tasks.lists()]
     if as_json:
         click.echo(
             json_text([{**_list_json(x), "stats": _stats_json(s)} for x, s in found], indent=2)
@@ -159,7 +159,7 @@ def task_lists(as_json: bool) -> None:
 def task_list(list_id: str, status: str | None, as_json: bool) -> None:
     """The tasks of LIST_ID in creation order."""
     with _store() as store:
-        found = store.tasks.tasks(list_id, status)
+        found = store.tasks.list(list_id, status=status)
     if as_json:
         click.echo(json_text([_task_json(t) for t in found], indent=2))
     else:
@@ -173,7 +173,7 @@ def task_list(list_id: str, status: str | None, as_json: bool) -> None:
 def task_show(list_id: str, external_id: str, as_json: bool) -> None:
     """Show task EXTERNAL_ID of LIST_ID."""
     with _store() as store:
-        t = store.tasks.get_task(list_id, external_id)
+        t = store.tasks.get(list_id, external_id)
     if as_json:
         click.echo(json_text(_task_json(t), indent=2))
         return
@@ -232,7 +232,7 @@ def task_upsert(
         raise click.ClickException("--blocked-by and --no-blockers exclude each other")
     blockers: list[str] | None = [] if no_blockers else list(blocked_by) or None
     with _store() as store:
-        t = store.tasks.upsert_task(
+        t = store.tasks.upsert(
             list_id,
             external_id,
             subject=subject,
@@ -256,7 +256,7 @@ def task_available(list_id: str | None, as_json: bool) -> None:
     """Pending, unowned tasks whose blockers are all completed or deleted (of LIST_ID, or of
     every list)."""
     with _store() as store:
-        found = store.tasks.available_tasks(list_id)
+        found = store.tasks.available(list_id)
     if as_json:
         click.echo(json_text([_task_json(t) for t in found], indent=2))
     else:
@@ -272,7 +272,7 @@ def task_claim(list_id: str, external_id: str, owner: str, as_json: bool) -> Non
     """Make task EXTERNAL_ID of LIST_ID in_progress with OWNER (exit 1 when someone else holds
     it, or it is blocked or finished)."""
     with _store() as store:
-        t = store.tasks.claim_task(list_id, external_id, owner)
+        t = store.tasks.claim(list_id, external_id, owner)
     if as_json:
         click.echo(json_text(_task_json(t), indent=2))
     else:
@@ -289,7 +289,7 @@ def task_release(list_id: str, external_id: str, owner: str, as_json: bool) -> N
     again, e.g. when the agent working on it died (exit 1 when someone else holds it or it is
     not in progress)."""
     with _store() as store:
-        t = store.tasks.release_task(list_id, external_id, owner)
+        t = store.tasks.release(list_id, external_id, owner)
     if as_json:
         click.echo(json_text(_task_json(t), indent=2))
     else:
@@ -302,7 +302,7 @@ def task_release(list_id: str, external_id: str, owner: str, as_json: bool) -> N
 def task_stats(list_id: str | None, as_json: bool) -> None:
     """Counts of LIST_ID's tasks (or of every list's)."""
     with _store() as store:
-        counts = store.tasks.task_stats(list_id)
+        counts = store.tasks.stats(list_id)
     if as_json:
         click.echo(json_text(_stats_json(counts), indent=2))
         return
@@ -317,7 +317,7 @@ def task_stats(list_id: str | None, as_json: bool) -> None:
 def task_sync(list_id: str, active: tuple[str, ...], as_json: bool) -> None:
     """Mirror LIST_ID's source: every task whose id is not among ACTIVE becomes deleted."""
     with _store() as store:
-        deleted = store.tasks.sync_list(list_id, list(active))
+        deleted = store.tasks.sync(list_id, list(active))
     if as_json:
         click.echo(json_text({"list_id": list_id, "deleted": deleted}, indent=2))
     else:
@@ -337,7 +337,7 @@ def task_prune(older_than: timedelta, as_json: bool) -> None:
     """Delete completed and deleted tasks not updated for --older-than, with their
     dependencies."""
     with _store() as store:
-        deleted = store.tasks.prune(older_than)
+        deleted = store.tasks.prune(older_than=older_than)
     if as_json:
         click.echo(json_text({"deleted": deleted}, indent=2))
     else:

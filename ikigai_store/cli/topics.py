@@ -272,7 +272,7 @@ def topic_claim(identity: str, name: str, lease: float, wait: float, as_json: bo
     """Claim the oldest available message of queue NAME for IDENTITY. Prints MAIL_ID TOKEN on
     the first line, then the message. Exit status 1 when there is none (after --wait)."""
     with _store() as store:
-        held = store.topics.claim(identity, name, lease=lease, wait=wait)
+        held = store.topics.claim(identity, name, ttl=lease, wait=wait)
     if held is None:
         raise click.ClickException(f"nothing to claim in {name}")
     if as_json:
@@ -302,7 +302,7 @@ def topic_complete(mail_id: int, token: str) -> None:
 def topic_release(mail_id: int, token: str, error: str | None) -> None:
     """Release MAIL_ID (claimed with TOKEN): claimable again, or a dead letter."""
     with _store() as store:
-        state = store.topics.release((mail_id, token), error)
+        state = store.topics.release((mail_id, token), error=error)
     click.echo(f"released {mail_id}: {state}")
 
 
@@ -358,7 +358,7 @@ def topic_requeue(mail_id: int) -> None:
 def topic_retention(as_json: bool) -> None:
     """Delete topic mail older than its topic's retention (see the README for what is kept)."""
     with _store() as store:
-        deleted = store.topics.apply_retention()
+        deleted = store.topics.prune()
     if as_json:
         click.echo(json_text(deleted, indent=2))
     else:

@@ -23,7 +23,7 @@ def clock(ikigai_store: Any) -> Clock:
 
 
 def record(store: Any, who: str, kind: str, text: str, **kw: Any) -> ik.Activity:
-    return store.activities.record_activity(who, kind, text, **kw)  # type: ignore[no-any-return]
+    return store.activities.record(who, kind, text, **kw)  # type: ignore[no-any-return]
 
 
 def test_record_returns_the_activity(ikigai_store: Any, clock: Clock) -> None:
@@ -31,9 +31,7 @@ def test_record_returns_the_activity(ikigai_store: Any, clock: Clock) -> None:
     got = record(ikigai_store, "ann", "commit", "fix parser", metadata={"sha": "abc", "n": [1]})
     assert (got.identity, got.type, got.description) == ("ann", "commit", "fix parser")
     assert got.metadata == {"sha": "abc", "n": [1]} and got.created_at == EPOCH
-    bare = ikigai_store.activities.record_activity(
-        ikigai_store.identities.get("bob"), "heartbeat", "alive"
-    )
+    bare = ikigai_store.activities.record(ikigai_store.identities.get("bob"), "heartbeat", "alive")
     assert bare.metadata is None and bare.id > got.id
     assert ikigai_store.activities.feed() == [bare, got]
 
@@ -84,7 +82,7 @@ def test_bad_records_write_nothing(
 ) -> None:
     """Each bad argument is a clear error naming it, and no activity is written."""
     with pytest.raises(error, match=named):
-        ikigai_store.activities.record_activity(*args, **kwargs)
+        ikigai_store.activities.record(*args, **kwargs)
     assert rows(ikigai_store, "activities") == 0
 
 
@@ -126,12 +124,12 @@ def test_feed_filters(ikigai_store: Any, clock: Clock) -> None:
     a2 = record(ikigai_store, "ann", "error", "oops")
     feed = ikigai_store.activities.feed
     assert feed(identity="ann") == [a2, a1]
-    assert feed(type="commit") == [b1, a1]
-    assert feed(identity="bob", type="error") == [b2]
+    assert feed(activity_type="commit") == [b1, a1]
+    assert feed(identity="bob", activity_type="error") == [b2]
     assert feed(since=EPOCH + timedelta(hours=1)) == [a2, b2, b1]
     plus2 = timezone(timedelta(hours=2))
     assert feed(since=(EPOCH + timedelta(hours=2)).astimezone(plus2)) == [a2]
-    assert feed(since=EPOCH + timedelta(hours=1), type="error", identity="ann") == [a2]
+    assert feed(since=EPOCH + timedelta(hours=1), activity_type="error", identity="ann") == [a2]
     assert feed(since=EPOCH + timedelta(hours=3)) == []
     assert feed(identity=ikigai_store.identities.get("bob"), before=b2) == [b1]
     ikigai_store.identities.register("cat")
@@ -145,7 +143,7 @@ def test_feed_filters(ikigai_store: Any, clock: Clock) -> None:
     [
         ({"since": datetime(2030, 1, 1)}, "timezone"),
         ({"since": "2030-01-01"}, "since"),
-        ({"type": "deploy"}, "type"),
+        ({"activity_type": "deploy"}, "activity_type"),
         ({"limit": 0}, "limit"),
         ({"limit": True}, "limit"),
         ({"before": 0}, "before"),
@@ -162,24 +160,24 @@ def test_bad_feed_arguments(
 
 
 def test_prune_deletes_what_is_older(ikigai_store: Any, clock: Clock) -> None:
-    """prune_activities deletes rows created more than older_than ago (exactly that old is
+    """prune deletes rows created more than older_than ago (exactly that old is
     kept) and returns how many."""
     old = record(ikigai_store, "ann", "commit", "old")
     clock.advance(days=10)
     mid = record(ikigai_store, "ann", "commit", "mid")
     clock.advance(days=5)
     new = record(ikigai_store, "bob", "commit", "new")
-    assert ikigai_store.activities.prune_activities(timedelta(days=5)) == 1
+    assert ikigai_store.activities.prune(older_than=timedelta(days=5)) == 1
     assert ikigai_store.activities.feed() == [new, mid]
-    assert ikigai_store.activities.prune_activities(timedelta(days=30)) == 0
-    assert ikigai_store.activities.prune_activities(timedelta(0)) == 1  # new is not older
+    assert ikigai_store.activities.prune(older_than=timedelta(days=30)) == 0
+    assert ikigai_store.activities.prune(older_than=timedelta(0)) == 1  # new is not older
     clock.advance(microseconds=1)
-    assert ikigai_store.activities.prune_activities(timedelta(0)) == 1
+    assert ikigai_store.activities.prune(older_than=timedelta(0)) == 1
     assert ikigai_store.activities.feed() == []
     assert old not in ikigai_store.activities.feed()
-    for bad in [timedelta(days=-1), 5, None, timedelta(days=36501)]:
+    for bad in [timedelta(days=-1), "5", None, timedelta(days=36501)]:
         with pytest.raises(ik.InvalidArgument, match="older_than"):
-            ikigai_store.activities.prune_activities(bad)
+            ikigai_store.activities.prune(older_than=bad)
 
 
 def test_feed_is_index_driven(ikigai_store: Any, clock: Clock) -> None:

@@ -109,12 +109,14 @@ def test_replay_agent_is_one_statement_at_any_depth(
 
 
 def test_append_agent_must_belong_to_session(ikigai_store: ik.Store, sid: int) -> None:
-    """Appending with an unknown agent, or one of another session, writes nothing."""
+    """Appending with an agent of another session (InvalidArgument) or an unknown one
+    (NotFound) writes nothing."""
     other = ikigai_store.create_session()
     foreign = ikigai_store.create_agent(other)
-    for bad in (foreign.uuid, "no-such-agent"):
-        with pytest.raises(ik.InvalidArgument, match="not an agent of session"):
-            ikigai_store.append(sid, "user", "x", agent_uuid=bad)
+    with pytest.raises(ik.InvalidArgument, match="not an agent of session"):
+        ikigai_store.append(sid, "user", "x", agent_uuid=foreign.uuid)
+    with pytest.raises(ik.NotFound, match="agent no-such-agent does not exist"):
+        ikigai_store.append(sid, "user", "x", agent_uuid="no-such-agent")
     for bad_type in (1, "", "x" * 65, "a\x00b"):
         with pytest.raises(ik.InvalidArgument):
             ikigai_store.append(sid, "user", "x", agent_uuid=bad_type)  # type: ignore[arg-type]
@@ -129,7 +131,7 @@ def test_missing_agents_are_not_found(ikigai_store: ik.Store) -> None:
         ikigai_store.kill_agent,
         ikigai_store.reap_agent,
         ikigai_store.children,
-        ikigai_store.replay_ranges,
+        ikigai_store._replay_ranges,
         ikigai_store.replay_agent,
         ikigai_store.mark,
         ikigai_store.clear,

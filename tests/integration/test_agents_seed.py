@@ -10,7 +10,7 @@ pytestmark = pytest.mark.db
 
 
 def ranges(store: ik.Store, uuid: str) -> list[tuple[str, int, int | None]]:
-    return [(r.agent_uuid, r.start_id, r.end_id) for r in store.replay_ranges(uuid)]
+    return [(r.agent_uuid, r.start_id, r.end_id) for r in store._replay_ranges(uuid)]
 
 
 def ids(store: ik.Store, uuid: str) -> list[int]:
@@ -46,7 +46,7 @@ def test_empty_history(ikigai_store: ik.Store, sid: int) -> None:
     ctx = store.replay_agent(root.uuid)
     assert (ctx.messages, ctx.marks, ctx.skipped) == ([], [], [])
     assert ranges(store, root.uuid) == [(root.uuid, 0, None)]
-    assert store.find_clear(root.uuid) == 0
+    assert store._find_clear(root.uuid) == 0
     child = store.fork_agent(root.uuid)
     assert ids(store, child.uuid) == []
     assert ranges(store, child.uuid) == [(root.uuid, 0, 0), (child.uuid, 0, None)]
@@ -123,18 +123,18 @@ def test_find_clear(ikigai_store: ik.Store, sid: int) -> None:
     store = ikigai_store
     root = store.create_agent(sid)
     other = store.create_agent(sid)
-    assert store.find_clear(root.uuid) == 0
+    assert store._find_clear(root.uuid) == 0
     say(store, root)
     c1 = store.clear(root.uuid).id
     say(store, root)
     c2 = store.clear(root.uuid).id
     say(store, other, kind="clear")  # another agent's clear is not this agent's
-    assert store.find_clear(root.uuid) == c2
-    assert store.find_clear(root.uuid, max_id=c2) == c2
-    assert store.find_clear(root.uuid, max_id=c2 - 1) == c1
-    assert store.find_clear(root.uuid, max_id=c1) == c1
-    assert store.find_clear(root.uuid, max_id=c1 - 1) == 0
-    assert store.find_clear(root.uuid, max_id=0) == 0
+    assert store._find_clear(root.uuid) == c2
+    assert store._find_clear(root.uuid, max_id=c2) == c2
+    assert store._find_clear(root.uuid, max_id=c2 - 1) == c1
+    assert store._find_clear(root.uuid, max_id=c1) == c1
+    assert store._find_clear(root.uuid, max_id=c1 - 1) == 0
+    assert store._find_clear(root.uuid, max_id=0) == 0
 
 
 def test_query_range_bounds(ikigai_store: ik.Store, sid: int) -> None:
@@ -147,7 +147,7 @@ def test_query_range_bounds(ikigai_store: ik.Store, sid: int) -> None:
 
     def q(start: int, end: int | None) -> list[int]:
         r = ik.ReplayRange(agent_uuid=a.uuid, start_id=start, end_id=end)
-        return [m.id for m in store.query_range(r)]
+        return [m.id for m in store._query_range(r)]
 
     assert q(0, None) == [e1, e3, e4]
     assert q(e1, None) == [e3, e4]

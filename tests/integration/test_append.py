@@ -101,8 +101,8 @@ def test_bad_append_raises_and_writes_nothing(
 
 
 def test_append_to_missing_session(ikigai_store: ik.Store) -> None:
-    """Appending to a session that does not exist raises InvalidArgument."""
-    with pytest.raises(ik.InvalidArgument, match="does not exist"):
+    """Appending to a session that does not exist raises NotFound (as reading it does)."""
+    with pytest.raises(ik.NotFound, match="does not exist"):
         ikigai_store.append(123_456, "user", "x")
     with pytest.raises(ik.InvalidArgument):
         ikigai_store.append(0, "user", "x")
@@ -144,7 +144,7 @@ def test_failed_append_inside_transaction_keeps_transaction_usable(ikigai_store:
         sid = ikigai_store.create_session()
         with pytest.raises(ik.InvalidArgument):
             ikigai_store.append(sid, "rewind", None, {"target_message_id": 10**12})
-        with pytest.raises(ik.InvalidArgument):
+        with pytest.raises(ik.NotFound):
             ikigai_store.append(10**12, "user", "x")  # foreign-key violation path
         ikigai_store.append(sid, "user", "still fine")
     assert [m.content for m in ikigai_store.messages(sid)] == ["still fine"]

@@ -22,12 +22,12 @@ def store(
     if request.param == "sync":
         with ik.Store(ikigai_db_url, pool_size=2) as store:
             yield store
-            store.truncate_all()
+            store._truncate_all()
         return
     astore = loop_thread.call(ik.AsyncStore.connect(ikigai_db_url, pool_size=2))
     view = SyncView(astore, loop_thread)
     yield view
-    view.truncate_all()
+    view._truncate_all()
     loop_thread.call(astore.close())
 
 

@@ -96,7 +96,7 @@ def test_cli_reads_deep_rows(ikigai_db_url: str) -> None:
             )
             assert done.returncode == 0, done.stderr
             assert "[[[[" in done.stdout
-        store.truncate_all()
+        store._truncate_all()
 
 
 def test_large_tool_log_is_stored_and_its_prefix_searchable(ikigai_store: ik.Store) -> None:
@@ -127,8 +127,8 @@ def _calls(store: Any, sid: int, uuid: str) -> list[tuple[str, Callable[[], Any]
     """Every public method with a hostile argument that must be refused before any write."""
     rng = ik.ReplayRange
     return [
-        ("list_sessions(2**63)", lambda: store.list_sessions(BIG)),
-        ("list_sessions(0)", lambda: store.list_sessions(0)),
+        ("list_sessions(2**63)", lambda: store.list_sessions(limit=BIG)),
+        ("list_sessions(0)", lambda: store.list_sessions(limit=0)),
         ("get_session(2**63)", lambda: store.get_session(BIG)),
         ("get_session(True)", lambda: store.get_session(True)),
         ("end_session(-1)", lambda: store.end_session(-1)),
@@ -162,11 +162,11 @@ def _calls(store: Any, sid: int, uuid: str) -> list[tuple[str, Callable[[], Any]
         ("children(None)", lambda: store.children(None)),
         ("ensure_root_agent(unknown)", lambda: store.ensure_root_agent(sid, colour="red")),
         ("ensure_root_agent(surrogate)", lambda: store.ensure_root_agent(sid, name=BAD_TEXT)),
-        ("find_clear(max_id 2**63)", lambda: store.find_clear(uuid, BIG)),
-        ("find_clear(max_id 1.5)", lambda: store.find_clear(uuid, 1.5)),
-        ("replay_ranges(surrogate)", lambda: store.replay_ranges(BAD_TEXT)),
-        ("query_range(start 2**63)", lambda: store.query_range(rng(uuid, BIG, None))),
-        ("query_range(end -2**64)", lambda: store.query_range(rng(uuid, 0, -(2**64)))),
+        ("find_clear(max_id 2**63)", lambda: store._find_clear(uuid, BIG)),
+        ("find_clear(max_id 1.5)", lambda: store._find_clear(uuid, 1.5)),
+        ("replay_ranges(surrogate)", lambda: store._replay_ranges(BAD_TEXT)),
+        ("query_range(start 2**63)", lambda: store._query_range(rng(uuid, BIG, None))),
+        ("query_range(end -2**64)", lambda: store._query_range(rng(uuid, 0, -(2**64)))),
         ("replay_agent(surrogate)", lambda: store.replay_agent(BAD_TEXT)),
         ("mark(label surrogate)", lambda: store.mark(uuid, BAD_TEXT)),
         ("rewind(label surrogate)", lambda: store.rewind(uuid, BAD_TEXT)),
@@ -244,7 +244,7 @@ def test_raw_psycopg_errors_never_escape(ikigai_store: ik.Store) -> None:
     """Values the old code passed to PostgreSQL raw (2**63, surrogates) never reach psycopg."""
     for bad in (BIG, -BIG - 1):
         with pytest.raises(ik.InvalidArgument):
-            ikigai_store.list_sessions(bad)
+            ikigai_store.list_sessions(limit=bad)
     try:
         ikigai_store.append(1, "user", BAD_TEXT)
     except ik.InvalidArgument:

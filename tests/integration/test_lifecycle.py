@@ -89,4 +89,4 @@ def test_no_event_commits_after_its_session_ended(ikigai_db_url: str) -> None:
             for t in threads:
                 t.join()
             assert store.count_messages(sid) == at_end
-        store.truncate_all()
+        store._truncate_all()

@@ -269,7 +269,7 @@ def test_inbox_filters_and_pagination(people: ik.Store) -> None:
     assert _ids(people.mail.inbox("bob")) == ids
     page = people.mail.inbox("bob", limit=3)
     assert _ids(page) == ids[:3]
-    assert _ids(people.mail.inbox("bob", limit=3, before_id=page[-1].mail.id)) == ids[3:6]
+    assert _ids(people.mail.inbox("bob", limit=3, before=page[-1].mail.id)) == ids[3:6]
     assert all(i.mail.priority == "urgent" for i in people.mail.inbox("bob", priority="urgent"))
     people.mail.set_state("bob", sent[0].id, "archived")
     people.mail.set_state("bob", sent[1].id, "trash")
@@ -444,7 +444,7 @@ def test_set_thread_state(people: ik.Store) -> None:
 
 
 def test_purge_trash(people: ik.Store) -> None:
-    """purge_trash deletes recipient rows that stayed in trash longer than older_than."""
+    """prune deletes recipient rows that stayed in trash longer than older_than."""
     clock = Clock(people)
     old = people.mail.send("alice", ["bob"], "s", "b")
     people.mail.set_state("bob", old.id, "trash")
@@ -452,11 +452,11 @@ def test_purge_trash(people: ik.Store) -> None:
     new = people.mail.send("alice", ["bob"], "s", "b")
     people.mail.set_state("bob", new.id, "trash")
     clock.advance(days=15)
-    assert people.mail.purge_trash() == 1
+    assert people.mail.prune() == 1
     assert _ids(people.mail.inbox("bob", state="trash")) == [new.id]
-    assert people.mail.purge_trash(older_than=timedelta(0)) == 1
+    assert people.mail.prune(older_than=timedelta(0)) == 1
     with pytest.raises(ik.InvalidArgument):
-        people.mail.purge_trash(older_than=timedelta(days=-1))
+        people.mail.prune(older_than=timedelta(days=-1))
 
 
 def test_purge_trash_needs_strictly_longer_than(people: ik.Store) -> None:
@@ -465,13 +465,13 @@ def test_purge_trash_needs_strictly_longer_than(people: ik.Store) -> None:
     clock = Clock(people)
     mail = people.mail.send("alice", ["bob"], "s", "b")
     people.mail.set_state("bob", mail.id, "trash")
-    assert people.mail.purge_trash(older_than=timedelta(0)) == 0
+    assert people.mail.prune(older_than=timedelta(0)) == 0
     clock.advance(days=30)
-    assert people.mail.purge_trash() == 0
-    assert people.mail.purge_trash(older_than=timedelta(days=30)) == 0
+    assert people.mail.prune() == 0
+    assert people.mail.prune(older_than=timedelta(days=30)) == 0
     assert _ids(people.mail.inbox("bob", state="trash")) == [mail.id]
     clock.advance(microseconds=1)
-    assert people.mail.purge_trash() == 1
+    assert people.mail.prune() == 1
     assert people.mail.inbox("bob", state="trash") == []
 
 
@@ -483,7 +483,7 @@ def test_purge_trash_keeps_who_a_mail_was_sent_to(people: ik.Store) -> None:
     mail = people.mail.send("alice", ["bob", "carol"], "Plan", "go")
     people.mail.set_state("bob", mail.id, "trash")
     clock.advance(microseconds=1)
-    assert people.mail.purge_trash(older_than=timedelta(0)) == 1
+    assert people.mail.prune(older_than=timedelta(0)) == 1
     assert mail_rows(people) == (1, 1)
     assert people.mail.inbox("bob", state="trash") == []
     with pytest.raises(ik.NotFound):
@@ -579,7 +579,7 @@ def test_hostile_arguments_on_every_mail_and_identity_call(people: ik.Store) -> 
         lambda: m.inbox("bob", state="new"),
         lambda: m.inbox("bob", limit=0),
         lambda: m.inbox("bob", limit=BIG),
-        lambda: m.inbox("bob", before_id=-1),
+        lambda: m.inbox("bob", before=-1),
         lambda: m.inbox("bob", priority=1),
         lambda: m.read("bob", 0),
         lambda: m.ack("bob", 1.0),
@@ -593,7 +593,7 @@ def test_hostile_arguments_on_every_mail_and_identity_call(people: ik.Store) -> 
         lambda: m.search(BAD),
         lambda: m.search("x", limit=BIG),
         lambda: m.wait("bob", -0.5),
-        lambda: m.purge_trash(older_than=30),
+        lambda: m.prune(older_than="30 days"),
     ]
     before = (mail_rows(people), people.mail.counts("bob"), people.identities.list())
     for n, call in enumerate(calls):

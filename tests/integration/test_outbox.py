@@ -195,7 +195,7 @@ def test_a_full_outbox_refuses_more(tmp_path: Path) -> None:
         {"max_pending": 0},
         {"max_pending": True},
         {"ttl": timedelta(0)},
-        {"ttl": 5},
+        {"ttl": "5"},
         {"stale_after": timedelta(seconds=-1)},
         {"path": 3},
     ],

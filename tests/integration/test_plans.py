@@ -39,7 +39,7 @@ def crew(ikigai_store: ik.Store) -> ik.Store:
 
 
 def submit(store: Any, **kw: Any) -> ik.PlanReview:
-    return store.plans.submit_plan(
+    return store.plans.submit(
         "planner", "plans/parser.md", "Port the parser", "Lexer first, then tests.", **kw
     )
 
@@ -92,14 +92,14 @@ def test_named_reviewers_must_exist(crew: ik.Store) -> None:
     with pytest.raises(ik.NotFound, match="'ghost'"):
         submit(crew, reviewer="ghost")
     with pytest.raises(ik.NotFound, match="'nobody'"):
-        crew.plans.submit_plan("nobody", "p.md", "T", "s")
+        crew.plans.submit("nobody", "p.md", "T", "s")
     crew.identities.retire("lead")
     with pytest.raises(ik.InvalidArgument, match="'lead' is retired"):
         submit(crew, reviewer="lead")
     crew.identities.register("gone")
     crew.identities.retire("gone")
     with pytest.raises(ik.InvalidArgument, match="'gone' is retired"):
-        crew.plans.submit_plan("gone", "p.md", "T", "s")
+        crew.plans.submit("gone", "p.md", "T", "s")
     after = counts(crew)
     assert {**after, "identities": before["identities"]} == before
     assert after["identities"] == before["identities"] + 1  # "gone", registered by the test
@@ -130,7 +130,7 @@ def test_submit_refuses_bad_arguments(
     """Bad paths, titles, summaries, names and session keys: InvalidArgument, nothing written."""
     before = counts(crew)
     with pytest.raises(ik.InvalidArgument):
-        crew.plans.submit_plan(*args, **kwargs)
+        crew.plans.submit(*args, **kwargs)
     assert counts(crew) == before
 
 
@@ -141,7 +141,7 @@ def test_decide_from_pending(crew: ik.Store, state: str) -> None:
     clock = Clock(crew)
     plan = submit(crew, reviewer="lead")
     clock.advance(minutes=5)
-    decided = crew.plans.decide(plan, state, "Split the lexer.")
+    decided = crew.plans.decide(plan, state, comment="Split the lexer.")
     assert (decided.state, decided.reviewed_by, decided.reviewer_comment) == (
         state,
         "lead",
@@ -169,7 +169,7 @@ def test_redeciding_is_refused(crew: ik.Store) -> None:
             with pytest.raises(ik.InvalidArgument, match=f"is {final}"):
                 crew.plans.decide(plan, state)
         with pytest.raises(ik.InvalidArgument, match=f"is {final}"):
-            crew.plans.resubmit_plan(plan)
+            crew.plans.resubmit(plan)
         assert counts(crew) == before
     waiting = crew.plans.decide(submit(crew), "changes_requested")
     before = counts(crew)
@@ -181,8 +181,10 @@ def test_redeciding_is_refused(crew: ik.Store) -> None:
 def test_resubmit_then_decide_again(crew: ik.Store) -> None:
     """Resubmitting makes the plan pending again (revision 2, new summary/path, decision
     cleared, a new request mail to the reviewer, plan_submitted); then it can be decided."""
-    plan = crew.plans.decide(submit(crew, reviewer="lead"), "changes_requested", "More tests.")
-    again = crew.plans.resubmit_plan(plan, summary="Now with tests.", plan_path="plans/v2.md")
+    plan = crew.plans.decide(
+        submit(crew, reviewer="lead"), "changes_requested", comment="More tests."
+    )
+    again = crew.plans.resubmit(plan, summary="Now with tests.", plan_path="plans/v2.md")
     assert (again.state, again.revision, again.summary, again.plan_path) == (
         "pending",
         2,
@@ -201,9 +203,9 @@ def test_resubmit_then_decide_again(crew: ik.Store) -> None:
     assert activities(crew)[-1]["metadata"]["revision"] == 2
     before = counts(crew)
     with pytest.raises(ik.InvalidArgument, match="is pending"):
-        crew.plans.resubmit_plan(again)
+        crew.plans.resubmit(again)
     assert counts(crew) == before
-    kept = crew.plans.resubmit_plan(crew.plans.decide(again, "changes_requested"))
+    kept = crew.plans.resubmit(crew.plans.decide(again, "changes_requested"))
     assert (kept.summary, kept.plan_path, kept.revision) == ("Now with tests.", "plans/v2.md", 3)
     assert crew.plans.decide(kept, "approved", reviewed_by="planner").reviewed_by == "planner"
 
@@ -221,7 +223,7 @@ def test_decider_and_requester_checks(crew: ik.Store) -> None:
     with pytest.raises(ik.NotFound):
         crew.plans.decide(str(uuid.uuid4()), "approved")
     with pytest.raises(ik.NotFound):
-        crew.plans.resubmit_plan(str(uuid.uuid4()))
+        crew.plans.resubmit(str(uuid.uuid4()))
     for bad_state in ("pending", "approve", "", None):
         with pytest.raises(ik.InvalidArgument):
             crew.plans.decide(plan, bad_state)  # type: ignore[arg-type]
@@ -231,12 +233,12 @@ def test_decider_and_requester_checks(crew: ik.Store) -> None:
     with pytest.raises(ik.InvalidArgument):
         crew.plans.decide(plan, "approved", comment=5)  # type: ignore[arg-type]
     with pytest.raises(ik.InvalidArgument):
-        crew.plans.resubmit_plan(plan, plan_path="")
+        crew.plans.resubmit(plan, plan_path="")
     assert counts(crew) == before
     decided = crew.plans.decide(plan, "changes_requested", reviewed_by="planner")
     crew.identities.retire("planner")
     with pytest.raises(ik.InvalidArgument, match="'planner' is retired"):
-        crew.plans.resubmit_plan(decided)
+        crew.plans.resubmit(decided)
 
 
 def test_reviewing_your_own_plan_mails_nobody(crew: ik.Store) -> None:
@@ -265,8 +267,8 @@ def test_reads(crew: ik.Store) -> None:
     assert [p.id for p in crew.plans.list()] == [c.id, b.id, a.id]
     assert [p.id for p in crew.plans.list(state="approved")] == [b.id]
     page = crew.plans.list(limit=2)
-    assert [p.id for p in crew.plans.list(before_id=page[-1].id)] == [a.id]
-    assert [p.id for p in crew.plans.list(before_id=page[-1])] == [a.id]
+    assert [p.id for p in crew.plans.list(before=page[-1].id)] == [a.id]
+    assert [p.id for p in crew.plans.list(before=page[-1])] == [a.id]
     assert crew.plans.list(requester="lead") == []
     with pytest.raises(ik.NotFound):
         crew.plans.list(requester="ghost")

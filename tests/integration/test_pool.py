@@ -57,7 +57,7 @@ def test_a_looping_thread_cannot_starve_another(ikigai_db_url: str) -> None:
             hog_stop.set()
             hog_thread.join()
         assert sum(m.content == "polite" for m in store.messages(sid)) == 20
-        store.truncate_all()
+        store._truncate_all()
 
 
 @pytest.mark.slow
@@ -69,7 +69,7 @@ def test_many_threads_on_a_small_pool_all_progress(ikigai_db_url: str) -> None:
         assert errors == []
         assert min(calls) > 0, calls
         assert store.count_messages(sid) == sum(calls)
-        store.truncate_all()
+        store._truncate_all()
 
 
 def test_exhausted_pool_says_so(ikigai_db_url: str) -> None:

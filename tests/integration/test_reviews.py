@@ -203,10 +203,10 @@ def test_list_active_and_pagination(team: ik.Store) -> None:
     assert [r.id for r in team.reviews.list(requester="erin")] == [other.id]
     assert [r.id for r in team.reviews.list(state="new")] == [other.id, made[3].id]
     page = team.reviews.list(limit=2)
-    rest = team.reviews.list(limit=10, before_id=page[-1].id)
+    rest = team.reviews.list(limit=10, before=page[-1].id)
     assert [r.id for r in page + rest] == [r.id for r in team.reviews.list()]
-    assert team.reviews.list(limit=10, before_id=page[-1]) == rest  # the Review itself
-    assert [r.id for r in team.reviews.active_reviews()] == [made[1].id, made[3].id, other.id]
+    assert team.reviews.list(limit=10, before=page[-1]) == rest  # the Review itself
+    assert [r.id for r in team.reviews.active()] == [made[1].id, made[3].id, other.id]
     assert team.reviews.list(requester="dave") == []
     with pytest.raises(ik.NotFound):
         team.reviews.list(requester="ghost")
@@ -704,14 +704,17 @@ def test_resolve_issue(team: ik.Store, raised: tuple[ik.Review, list[ik.ReviewIs
         clock.now,
         2,
     )
-    assert team.reviews.resolve_issue(issues[4].id, "duplicate", 1).resolved_in_iteration == 1
-    assert team.reviews.resolve_issue(issues[0].id, "wont_fix", 2).status == "wont_fix"
+    assert (
+        team.reviews.resolve_issue(issues[4].id, "duplicate", iteration=1).resolved_in_iteration
+        == 1
+    )
+    assert team.reviews.resolve_issue(issues[0].id, "wont_fix", iteration=2).status == "wont_fix"
     assert [i.title for i in team.reviews.open_issues(review)] == ["#3", "#2"]
     before = counts(team)
     with pytest.raises(ik.InvalidArgument, match=r"already fixed.*not reopened"):
         team.reviews.resolve_issue(issues[1].id, "wont_fix")
     with pytest.raises(ik.InvalidArgument, match=re.escape("iterations 1..2, not 3")):
-        team.reviews.resolve_issue(issues[2].id, "fixed", 3)
+        team.reviews.resolve_issue(issues[2].id, "fixed", iteration=3)
     with pytest.raises(ik.NotFound):
         team.reviews.resolve_issue(2**62, "fixed")
     for status in ("open", "done", "Fixed", None):
@@ -719,7 +722,7 @@ def test_resolve_issue(team: ik.Store, raised: tuple[ik.Review, list[ik.ReviewIs
             team.reviews.resolve_issue(issues[2].id, status)  # type: ignore[arg-type]
     for iteration in (0, -1, True, 2**31):
         with pytest.raises(ik.InvalidArgument):
-            team.reviews.resolve_issue(issues[2].id, "fixed", iteration)
+            team.reviews.resolve_issue(issues[2].id, "fixed", iteration=iteration)
     with pytest.raises(ik.InvalidArgument):
         team.reviews.resolve_issue(0, "fixed")
     assert counts(team) == before
@@ -732,8 +735,8 @@ def test_an_issue_cannot_be_resolved_before_it_was_raised(team: ik.Store) -> Non
     team.reviews.record_iteration(review, "bob", "comment", "x")
     [issue] = team.reviews.record_iteration(review, "bob", "comment", "y", issues=[BUG]).issues
     with pytest.raises(ik.InvalidArgument, match="raised in iteration 2"):
-        team.reviews.resolve_issue(issue.id, "fixed", 1)
-    assert team.reviews.resolve_issue(issue.id, "fixed", 2).status == "fixed"
+        team.reviews.resolve_issue(issue.id, "fixed", iteration=1)
+    assert team.reviews.resolve_issue(issue.id, "fixed", iteration=2).status == "fixed"
 
 
 # ---------------------------------------------------------------- the schema

@@ -266,7 +266,7 @@ def test_racing_plan_decisions_have_one_winner(store: ik.Store, ikigai_db_url: s
     requester, reviewer = fresh("planner"), fresh("lead")
     for name in (requester, reviewer):
         store.identities.register(name)
-    plan = store.plans.submit_plan(requester, "p.md", "T", "s", reviewer=reviewer)
+    plan = store.plans.submit(requester, "p.md", "T", "s", reviewer=reviewer)
     states = ["approved", "rejected", "changes_requested"] * 3
     got = race([lambda s=s: store.plans.decide(plan, s) for s in states[:RACERS]])
     won = [g for g in got if isinstance(g, ik.PlanReview)]
@@ -299,9 +299,7 @@ def test_first_submissions_to_the_human_race(humanless_db: str) -> None:
     """8 first plan submissions to "User" at once all succeed, and register it once."""
     with ik.Store(humanless_db, pool_size=RACERS) as s:
         s.identities.register("planner")
-        got = race(
-            [lambda: s.plans.submit_plan("planner", "p.md", "T", "s") for _ in range(RACERS)]
-        )
+        got = race([lambda: s.plans.submit("planner", "p.md", "T", "s") for _ in range(RACERS)])
         assert all(isinstance(g, ik.PlanReview) for g in got), got
         assert len({g.plan_review_id for g in got}) == RACERS
         assert [i.name for i in s.identities.list()].count("User") == 1

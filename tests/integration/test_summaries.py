@@ -31,15 +31,15 @@ def named(ikigai_store: Any) -> Any:
 def test_add_and_read_summaries(named: Any) -> None:
     """add_summary stores every field; latest_summary and summary_history read newest first
     (by id), per identity; an identity without summaries has None and []."""
-    first = named.summaries.add_summary("ann", "set up CI")
-    second = named.summaries.add_summary(
+    first = named.summaries.add("ann", "set up CI")
+    second = named.summaries.add(
         named.identities.get("ann"),
         "fixed the parser",
         delta="parser fixed since last time",
         transcript_hash="sha256:abc",
         cost_usd=0.0125,
     )
-    other = named.summaries.add_summary("bob", "reviewed", cost_usd=0)
+    other = named.summaries.add("bob", "reviewed", cost_usd=0)
     assert (second.identity, second.summary, second.delta) == (
         "ann",
         "fixed the parser",
@@ -48,16 +48,16 @@ def test_add_and_read_summaries(named: Any) -> None:
     assert (second.transcript_hash, second.cost_usd) == ("sha256:abc", 0.0125)
     assert (first.delta, first.transcript_hash, first.cost_usd) == (None, None, None)
     assert other.cost_usd == 0.0
-    assert named.summaries.latest_summary("ann") == second
-    assert named.summaries.summary_history("ann") == [second, first]
-    assert named.summaries.summary_history("ann", limit=1) == [second]
+    assert named.summaries.latest("ann") == second
+    assert named.summaries.history("ann") == [second, first]
+    assert named.summaries.history("ann", limit=1) == [second]
     named.identities.register("cat")
-    assert named.summaries.latest_summary("cat") is None
-    assert named.summaries.summary_history("cat") == []
+    assert named.summaries.latest("cat") is None
+    assert named.summaries.history("cat") == []
     with pytest.raises(ik.NotFound, match="ghost"):
-        named.summaries.latest_summary("ghost")
+        named.summaries.latest("ghost")
     with pytest.raises(ik.NotFound, match="ghost"):
-        named.summaries.summary_history("ghost")
+        named.summaries.history("ghost")
 
 
 @pytest.mark.parametrize(
@@ -86,39 +86,39 @@ def test_bad_summaries_write_nothing(
 ) -> None:
     """Each bad argument is a clear error naming it, and no summary is written."""
     with pytest.raises(error, match=named_):
-        named.summaries.add_summary(*args, **kwargs)
+        named.summaries.add(*args, **kwargs)
     assert rows(named, "agent_summaries") == 0
 
 
 def test_a_retired_identity_gets_no_new_summary(named: Any) -> None:
     """A retired identity's history stays readable; adding to it is InvalidArgument."""
-    kept = named.summaries.add_summary("bob", "last words")
+    kept = named.summaries.add("bob", "last words")
     named.identities.retire("bob")
     with pytest.raises(ik.InvalidArgument, match="retired"):
-        named.summaries.add_summary("bob", "more")
-    assert named.summaries.summary_history("bob") == [kept]
+        named.summaries.add("bob", "more")
+    assert named.summaries.history("bob") == [kept]
 
 
 def test_prune_keeps_the_newest_per_identity(named: Any) -> None:
-    """prune_summaries keeps the newest ``keep`` of each identity (or of one) and returns how
+    """prune keeps the newest ``keep`` of each identity (or of one) and returns how
     many it deleted; keep=0 deletes all."""
     made = {
-        who: [named.summaries.add_summary(who, f"{who} {n}") for n in range(count)]
+        who: [named.summaries.add(who, f"{who} {n}") for n in range(count)]
         for who, count in (("ann", 8), ("bob", 3))
     }
-    assert named.summaries.prune_summaries("ann", keep=6) == 2
-    assert named.summaries.summary_history("ann", 100) == list(reversed(made["ann"][2:]))
-    assert named.summaries.prune_summaries(keep=2) == 4 + 1
-    assert named.summaries.summary_history("ann") == list(reversed(made["ann"][-2:]))
-    assert named.summaries.summary_history("bob") == list(reversed(made["bob"][-2:]))
-    assert named.summaries.prune_summaries() == 0  # keep=5: nothing more to delete
-    assert named.summaries.prune_summaries("bob", keep=0) == 2
-    assert named.summaries.latest_summary("bob") is None
+    assert named.summaries.prune(identity="ann", keep=6) == 2
+    assert named.summaries.history("ann", limit=100) == list(reversed(made["ann"][2:]))
+    assert named.summaries.prune(keep=2) == 4 + 1
+    assert named.summaries.history("ann") == list(reversed(made["ann"][-2:]))
+    assert named.summaries.history("bob") == list(reversed(made["bob"][-2:]))
+    assert named.summaries.prune() == 0  # keep=5: nothing more to delete
+    assert named.summaries.prune(identity="bob", keep=0) == 2
+    assert named.summaries.latest("bob") is None
     with pytest.raises(ik.NotFound, match="ghost"):
-        named.summaries.prune_summaries("ghost")
+        named.summaries.prune(identity="ghost")
     for bad in (-1, True, 1.5, None):
         with pytest.raises(ik.InvalidArgument, match="keep"):
-            named.summaries.prune_summaries(keep=bad)
+            named.summaries.prune(keep=bad)
 
 
 # ---------------------------------------------------------------- context summaries

@@ -55,14 +55,14 @@ def board(ikigai_store: ik.Store) -> ik.Store:
     ikigai_store.identities.register("ann")
     ikigai_store.identities.register("bob")
     ikigai_store.tasks.create_list("L", "ann", watch_path="/home/ann/.claude/tasks/L")
-    ikigai_store.tasks.upsert_task("L", "1", subject="Write the lexer")
-    ikigai_store.tasks.upsert_task("L", "2", subject="Write the parser", blocked_by=["1"])
-    ikigai_store.tasks.upsert_task("L", "3", subject="Ship it", blocked_by=["2"])
+    ikigai_store.tasks.upsert("L", "1", subject="Write the lexer")
+    ikigai_store.tasks.upsert("L", "2", subject="Write the parser", blocked_by=["1"])
+    ikigai_store.tasks.upsert("L", "3", subject="Ship it", blocked_by=["2"])
     return ikigai_store
 
 
 def available(store: Any, list_id: str | None = "L") -> list[str]:
-    return [t.external_id for t in store.tasks.available_tasks(list_id)]
+    return [t.external_id for t in store.tasks.available(list_id)]
 
 
 # ---------------------------------------------------------------- lists
@@ -138,7 +138,7 @@ def test_create_list_refuses_bad_input(
 
 def test_new_task_fields_and_defaults(board: ik.Store) -> None:
     """A new task: pending, unowned, metadata {}, created_at = updated_at = now."""
-    t = board.tasks.upsert_task(
+    t = board.tasks.upsert(
         "L",
         "4",
         subject="Docs",
@@ -161,19 +161,19 @@ def test_new_task_fields_and_defaults(board: ik.Store) -> None:
         (),
     )
     assert t.created_at == t.updated_at and (t.started_at, t.completed_at) == (None, None)
-    assert board.tasks.get_task("L", "4") == t
-    assert board.tasks.upsert_task("L", "5", subject="x", metadata=None).metadata == {}
+    assert board.tasks.get("L", "4") == t
+    assert board.tasks.upsert("L", "5", subject="x", metadata=None).metadata == {}
 
 
 def test_empty_or_none_never_erases(board: ik.Store) -> None:
     """None and '' leave subject, description, active_form, status and owner as stored;
     metadata merges its top-level keys."""
     clock = Clock(board)
-    board.tasks.upsert_task(
+    board.tasks.upsert(
         "L", "1", description="d", active_form="Lexing", owner="bob", metadata={"a": 1, "b": 2}
     )
     clock.advance(seconds=5)
-    t = board.tasks.upsert_task(
+    t = board.tasks.upsert(
         "L", "1", subject="", description="", active_form="", status="", owner="", metadata={}
     )
     assert (t.subject, t.description, t.active_form, t.status, t.owner) == (
@@ -184,7 +184,7 @@ def test_empty_or_none_never_erases(board: ik.Store) -> None:
         "bob",
     )
     assert t.metadata == {"a": 1, "b": 2} and t.updated_at == clock.now
-    t = board.tasks.upsert_task("L", "1", metadata={"b": None, "c": [1]}, subject="Lexer")
+    t = board.tasks.upsert("L", "1", metadata={"b": None, "c": [1]}, subject="Lexer")
     assert (t.subject, t.metadata) == ("Lexer", {"a": 1, "b": None, "c": [1]})
     assert t.created_at < t.updated_at
 
@@ -194,18 +194,18 @@ def test_started_and_completed_are_set_once(board: ik.Store) -> None:
     moves later, even when the task is reopened."""
     clock = Clock(board)
     clock.advance(seconds=1)
-    first = board.tasks.upsert_task("L", "1", status="in_progress").started_at
+    first = board.tasks.upsert("L", "1", status="in_progress").started_at
     assert first == clock.now
     clock.advance(seconds=1)
-    board.tasks.upsert_task("L", "1", status="pending")
-    board.tasks.upsert_task("L", "1", status="in_progress")
-    done = board.tasks.upsert_task("L", "1", status="completed")
+    board.tasks.upsert("L", "1", status="pending")
+    board.tasks.upsert("L", "1", status="in_progress")
+    done = board.tasks.upsert("L", "1", status="completed")
     assert (done.started_at, done.completed_at) == (first, clock.now)
     clock.advance(seconds=1)
-    board.tasks.upsert_task("L", "1", status="pending")
-    again = board.tasks.upsert_task("L", "1", status="completed")
+    board.tasks.upsert("L", "1", status="pending")
+    again = board.tasks.upsert("L", "1", status="completed")
     assert (again.started_at, again.completed_at) == (first, done.completed_at)
-    direct = board.tasks.upsert_task("L", "9", subject="done at once", status="completed")
+    direct = board.tasks.upsert("L", "9", subject="done at once", status="completed")
     assert (direct.started_at, direct.completed_at) == (None, clock.now)
 
 
@@ -216,7 +216,7 @@ def test_a_new_task_needs_a_subject(board: ik.Store) -> None:
         refused(
             board,
             ik.InvalidArgument,
-            functools.partial(board.tasks.upsert_task, "L", "new", **kwargs),
+            functools.partial(board.tasks.upsert, "L", "new", **kwargs),
             "needs a subject",
         )
 
@@ -224,17 +224,17 @@ def test_a_new_task_needs_a_subject(board: ik.Store) -> None:
 def test_missing_list_and_task(board: ik.Store) -> None:
     """A missing list or task is NotFound (upsert, get_task, tasks, available, stats, sync)."""
     for call in (
-        lambda: board.tasks.upsert_task("nope", "1", subject="x"),
-        lambda: board.tasks.upsert_task("nope", "1", subject="x", blocked_by=["2"]),
-        lambda: board.tasks.get_task("nope", "1"),
-        lambda: board.tasks.tasks("nope"),
-        lambda: board.tasks.available_tasks("nope"),
-        lambda: board.tasks.task_stats("nope"),
-        lambda: board.tasks.sync_list("nope", []),
-        lambda: board.tasks.claim_task("nope", "1", "ann"),
+        lambda: board.tasks.upsert("nope", "1", subject="x"),
+        lambda: board.tasks.upsert("nope", "1", subject="x", blocked_by=["2"]),
+        lambda: board.tasks.get("nope", "1"),
+        lambda: board.tasks.list("nope"),
+        lambda: board.tasks.available("nope"),
+        lambda: board.tasks.stats("nope"),
+        lambda: board.tasks.sync("nope", []),
+        lambda: board.tasks.claim("nope", "1", "ann"),
     ):
         refused(board, ik.NotFound, call, "list 'nope' does not exist")
-    refused(board, ik.NotFound, lambda: board.tasks.get_task("L", "9"), "task '9'")
+    refused(board, ik.NotFound, lambda: board.tasks.get("L", "9"), "task '9'")
 
 
 @pytest.mark.parametrize(
@@ -263,16 +263,16 @@ def test_missing_list_and_task(board: ik.Store) -> None:
 )
 def test_upsert_refuses_bad_input(board: ik.Store, kwargs: Any, match: str) -> None:
     """Every bad argument is InvalidArgument naming it; nothing is written."""
-    refused(board, ik.InvalidArgument, lambda: board.tasks.upsert_task("L", "2", **kwargs), match)
+    refused(board, ik.InvalidArgument, lambda: board.tasks.upsert("L", "2", **kwargs), match)
 
 
 @pytest.mark.parametrize(("list_id", "external_id"), [("", "1"), ("L", ""), ("L", "\x7f")])
 def test_bad_keys_are_refused(board: ik.Store, list_id: str, external_id: str) -> None:
     """Empty or control-character ids are InvalidArgument for every call that takes them."""
     for call in (
-        lambda: board.tasks.upsert_task(list_id, external_id, subject="x"),
-        lambda: board.tasks.get_task(list_id, external_id),
-        lambda: board.tasks.claim_task(list_id, external_id, "ann"),
+        lambda: board.tasks.upsert(list_id, external_id, subject="x"),
+        lambda: board.tasks.get(list_id, external_id),
+        lambda: board.tasks.claim(list_id, external_id, "ann"),
     ):
         refused(board, ik.InvalidArgument, call, "list_id|external_id")
 
@@ -281,10 +281,10 @@ def test_identity_and_list_objects_are_accepted(board: ik.Store) -> None:
     """A TaskList stands for its list_id and an Identity for its name (as owner)."""
     the_list = board.tasks.get_list("L")
     bob = board.identities.get("bob")
-    t = board.tasks.upsert_task(the_list, "1", owner=bob)
+    t = board.tasks.upsert(the_list, "1", owner=bob)
     assert t.owner == "bob"
-    assert board.tasks.claim_task(the_list, "1", bob).owner == "bob"
-    assert [x.external_id for x in board.tasks.tasks(the_list)] == ["1", "2", "3"]
+    assert board.tasks.claim(the_list, "1", bob).owner == "bob"
+    assert [x.external_id for x in board.tasks.list(the_list)] == ["1", "2", "3"]
 
 
 # ---------------------------------------------------------------- dependencies
@@ -293,14 +293,14 @@ def test_identity_and_list_objects_are_accepted(board: ik.Store) -> None:
 def test_blocked_by_replaces_none_keeps_empty_clears(board: ik.Store) -> None:
     """blocked_by replaces the task's dependencies; None leaves them; [] clears them; duplicates
     collapse; blocks shows the other direction."""
-    board.tasks.upsert_task("L", "4", subject="four")
-    t = board.tasks.upsert_task("L", "3", blocked_by=["4", "1", "1"])
+    board.tasks.upsert("L", "4", subject="four")
+    t = board.tasks.upsert("L", "3", blocked_by=["4", "1", "1"])
     assert t.blocked_by == ("1", "4")
-    assert board.tasks.upsert_task("L", "3", subject="Ship").blocked_by == ("1", "4")
-    assert board.tasks.get_task("L", "1").blocks == ("2", "3")
-    assert board.tasks.get_task("L", "2").blocks == ()
-    assert board.tasks.upsert_task("L", "3", blocked_by=[]).blocked_by == ()
-    assert board.tasks.get_task("L", "1").blocks == ("2",)
+    assert board.tasks.upsert("L", "3", subject="Ship").blocked_by == ("1", "4")
+    assert board.tasks.get("L", "1").blocks == ("2", "3")
+    assert board.tasks.get("L", "2").blocks == ()
+    assert board.tasks.upsert("L", "3", blocked_by=[]).blocked_by == ()
+    assert board.tasks.get("L", "1").blocks == ("2",)
     assert rows(board, "task_deps") == 1
 
 
@@ -308,11 +308,11 @@ def test_unknown_blockers_are_not_found(board: ik.Store) -> None:
     """A blocker that names no task of the list is NotFound naming it; nothing is written (not
     even the task's other fields)."""
     board.tasks.create_list("M", "ann")
-    board.tasks.upsert_task("M", "7", subject="other list")
+    board.tasks.upsert("M", "7", subject="other list")
     message = refused(
         board,
         ik.NotFound,
-        lambda: board.tasks.upsert_task("L", "3", subject="changed", blocked_by=["1", "7", "8"]),
+        lambda: board.tasks.upsert("L", "3", subject="changed", blocked_by=["1", "7", "8"]),
         "blocked_by names no task",
     )
     assert "7, 8" in message
@@ -324,7 +324,7 @@ def check_cycle_message(store: Any, message: str, external_id: str, blockers: li
     path = re.search(r": ((?:\S+ -> )+\S+) \(", message)
     assert path is not None, message
     steps = path.group(1).split(" -> ")
-    edges = {t.external_id: set(t.blocked_by) for t in store.tasks.tasks("L")}
+    edges = {t.external_id: set(t.blocked_by) for t in store.tasks.list("L")}
     edges[external_id] = set(blockers)
     assert steps[0] == steps[-1] == external_id
     assert all(b in edges[a] for a, b in itertools.pairwise(steps)), steps
@@ -336,42 +336,42 @@ def test_cycles_are_refused_with_their_path(board: ik.Store) -> None:
     refused(
         board,
         ik.InvalidArgument,
-        lambda: board.tasks.upsert_task("L", "1", blocked_by=["1"]),
+        lambda: board.tasks.upsert("L", "1", blocked_by=["1"]),
         r"itself .*1 -> 1",
     )
     message = refused(
         board,
         ik.InvalidArgument,
-        lambda: board.tasks.upsert_task("L", "1", subject="changed", blocked_by=["3"]),
+        lambda: board.tasks.upsert("L", "1", subject="changed", blocked_by=["3"]),
         "dependency cycle",
     )
     assert "1 -> 3 -> 2 -> 1" in message
     check_cycle_message(board, message, "1", ["3"])
-    board.tasks.upsert_task("L", "4", subject="four", blocked_by=["1"])
-    board.tasks.upsert_task("L", "5", subject="five", blocked_by=["4", "3"])
+    board.tasks.upsert("L", "4", subject="four", blocked_by=["1"])
+    board.tasks.upsert("L", "5", subject="five", blocked_by=["4", "3"])
     message = refused(
         board,
         ik.InvalidArgument,
-        lambda: board.tasks.upsert_task("L", "2", blocked_by=["1", "5"]),
+        lambda: board.tasks.upsert("L", "2", blocked_by=["1", "5"]),
         "cycle",
     )
     check_cycle_message(board, message, "2", ["1", "5"])
     # A diamond is not a cycle.
-    assert board.tasks.upsert_task("L", "3", blocked_by=["2", "4"]).blocked_by == ("2", "4")
+    assert board.tasks.upsert("L", "3", blocked_by=["2", "4"]).blocked_by == ("2", "4")
 
 
 def test_refused_upsert_leaves_the_callers_transaction_usable(board: ik.Store) -> None:
     """Inside store.transaction(), a refused upsert rolls back only itself."""
     with board.transaction():
-        board.tasks.upsert_task("L", "4", subject="kept")
+        board.tasks.upsert("L", "4", subject="kept")
         with pytest.raises(ik.InvalidArgument):
-            board.tasks.upsert_task("L", "1", blocked_by=["3"])
+            board.tasks.upsert("L", "1", blocked_by=["3"])
         with pytest.raises(ik.InvalidArgument):
-            board.tasks.upsert_task("L", "5")
-        board.tasks.upsert_task("L", "4", blocked_by=["3"])
-    assert board.tasks.get_task("L", "4").blocked_by == ("3",)
+            board.tasks.upsert("L", "5")
+        board.tasks.upsert("L", "4", blocked_by=["3"])
+    assert board.tasks.get("L", "4").blocked_by == ("3",)
     with pytest.raises(ik.NotFound):
-        board.tasks.get_task("L", "5")
+        board.tasks.get("L", "5")
 
 
 # ---------------------------------------------------------------- availability and claims
@@ -380,19 +380,19 @@ def test_refused_upsert_leaves_the_callers_transaction_usable(board: ik.Store) -
 def test_available_asks_the_blockers(board: ik.Store) -> None:
     """Available: pending, unowned, every blocker completed or deleted (in_progress blocks)."""
     assert available(board) == ["1"]
-    board.tasks.upsert_task("L", "1", status="in_progress")
+    board.tasks.upsert("L", "1", status="in_progress")
     assert available(board) == []
-    board.tasks.upsert_task("L", "1", status="completed")
+    board.tasks.upsert("L", "1", status="completed")
     assert available(board) == ["2"]
-    board.tasks.upsert_task("L", "2", status="deleted")
+    board.tasks.upsert("L", "2", status="deleted")
     assert available(board) == ["3"]
-    board.tasks.upsert_task("L", "3", owner="bob")
+    board.tasks.upsert("L", "3", owner="bob")
     assert available(board) == []
     board.tasks.create_list("M", "bob")
-    board.tasks.upsert_task("M", "1", subject="elsewhere")
-    board.tasks.upsert_task("L", "4", subject="late")
+    board.tasks.upsert("M", "1", subject="elsewhere")
+    board.tasks.upsert("L", "4", subject="late")
     assert available(board, None) == ["1", "4"]  # over every list, in id order
-    assert [t.list_id for t in board.tasks.available_tasks()] == ["M", "L"]
+    assert [t.list_id for t in board.tasks.available()] == ["M", "L"]
     assert available(board, "M") == ["1"]
 
 
@@ -401,7 +401,7 @@ def test_claim_is_guarded(board: ik.Store) -> None:
     owner; the owner claiming again gets the task unchanged."""
     clock = Clock(board)
     clock.advance(seconds=3)
-    t = board.tasks.claim_task("L", "1", "ann")
+    t = board.tasks.claim("L", "1", "ann")
     assert (t.status, t.owner, t.started_at, t.updated_at) == (
         "in_progress",
         "ann",
@@ -410,11 +410,11 @@ def test_claim_is_guarded(board: ik.Store) -> None:
     )
     assert t.blocks == ("2",)
     message = refused(
-        board, ik.Conflict, lambda: board.tasks.claim_task("L", "1", "bob"), "held by 'ann'"
+        board, ik.Conflict, lambda: board.tasks.claim("L", "1", "bob"), "held by 'ann'"
     )
     assert "'1'" in message
     clock.advance(seconds=1)
-    assert board.tasks.claim_task("L", "1", "ann") == t
+    assert board.tasks.claim("L", "1", "ann") == t
 
 
 def test_claim_refusals_say_why(board: ik.Store) -> None:
@@ -423,26 +423,26 @@ def test_claim_refusals_say_why(board: ik.Store) -> None:
     refused(
         board,
         ik.InvalidArgument,
-        lambda: board.tasks.claim_task("L", "2", "ann"),
+        lambda: board.tasks.claim("L", "2", "ann"),
         r"blocked by 1 \(",
     )
-    board.tasks.upsert_task("L", "1", status="completed")
-    refused(board, ik.InvalidArgument, lambda: board.tasks.claim_task("L", "1", "ann"), "completed")
-    board.tasks.upsert_task("L", "1", status="deleted")
-    refused(board, ik.InvalidArgument, lambda: board.tasks.claim_task("L", "1", "ann"), "deleted")
-    board.tasks.upsert_task("L", "2", status="in_progress")
+    board.tasks.upsert("L", "1", status="completed")
+    refused(board, ik.InvalidArgument, lambda: board.tasks.claim("L", "1", "ann"), "completed")
+    board.tasks.upsert("L", "1", status="deleted")
+    refused(board, ik.InvalidArgument, lambda: board.tasks.claim("L", "1", "ann"), "deleted")
+    board.tasks.upsert("L", "2", status="in_progress")
     refused(
         board,
         ik.InvalidArgument,
-        lambda: board.tasks.claim_task("L", "2", "ann"),
+        lambda: board.tasks.claim("L", "2", "ann"),
         "without an owner",
     )
-    board.tasks.upsert_task("L", "2", status="completed")
-    board.tasks.upsert_task("L", "3", owner="bob")
-    refused(board, ik.Conflict, lambda: board.tasks.claim_task("L", "3", "ann"), "'bob'")
-    assert board.tasks.claim_task("L", "3", "bob").status == "in_progress"
-    refused(board, ik.NotFound, lambda: board.tasks.claim_task("L", "9", "ann"), "'9'")
-    refused(board, ik.InvalidArgument, lambda: board.tasks.claim_task("L", "3", ""), "owner")
+    board.tasks.upsert("L", "2", status="completed")
+    board.tasks.upsert("L", "3", owner="bob")
+    refused(board, ik.Conflict, lambda: board.tasks.claim("L", "3", "ann"), "'bob'")
+    assert board.tasks.claim("L", "3", "bob").status == "in_progress"
+    refused(board, ik.NotFound, lambda: board.tasks.claim("L", "9", "ann"), "'9'")
+    refused(board, ik.InvalidArgument, lambda: board.tasks.claim("L", "3", ""), "owner")
 
 
 def test_release_gives_a_task_back(board: ik.Store) -> None:
@@ -450,9 +450,9 @@ def test_release_gives_a_task_back(board: ik.Store) -> None:
     again; another agent may claim it then."""
     clock = Clock(board)
     clock.advance(seconds=1)
-    started = board.tasks.claim_task("L", "1", "agent-a").started_at
+    started = board.tasks.claim("L", "1", "agent-a").started_at
     clock.advance(seconds=1)
-    t = board.tasks.release_task("L", "1", "agent-a")
+    t = board.tasks.release("L", "1", "agent-a")
     assert (t.status, t.owner, t.started_at, t.updated_at, t.completed_at) == (
         "pending",
         None,
@@ -460,75 +460,71 @@ def test_release_gives_a_task_back(board: ik.Store) -> None:
         clock.now,
         None,
     )
-    assert t.blocks == ("2",) and board.tasks.get_task("L", "1") == t
+    assert t.blocks == ("2",) and board.tasks.get("L", "1") == t
     assert available(board) == ["1"]
     clock.advance(seconds=1)
-    again = board.tasks.claim_task("L", "1", "agent-b")
+    again = board.tasks.claim("L", "1", "agent-b")
     assert (again.owner, again.started_at) == ("agent-b", started)
     bob = board.identities.get("bob")
-    board.tasks.upsert_task(board.tasks.get_list("L"), "1", owner=bob)
-    assert board.tasks.release_task(board.tasks.get_list("L"), "1", bob).owner is None
+    board.tasks.upsert(board.tasks.get_list("L"), "1", owner=bob)
+    assert board.tasks.release(board.tasks.get_list("L"), "1", bob).owner is None
 
 
 def test_release_refusals_say_why(board: ik.Store) -> None:
     """Only the holder releases (Conflict naming it); a task not in progress, or in progress
     without an owner, is InvalidArgument; a missing list or task NotFound; nothing written."""
-    board.tasks.claim_task("L", "1", "agent-a")
+    board.tasks.claim("L", "1", "agent-a")
     message = refused(
         board,
         ik.Conflict,
-        lambda: board.tasks.release_task("L", "1", "agent-b"),
+        lambda: board.tasks.release("L", "1", "agent-b"),
         "held by 'agent-a'",
     )
     assert "'1'" in message and "agent-b" in message
-    board.tasks.release_task("L", "1", "agent-a")
+    board.tasks.release("L", "1", "agent-a")
     refused(
         board,
         ik.InvalidArgument,
-        lambda: board.tasks.release_task("L", "1", "agent-a"),
+        lambda: board.tasks.release("L", "1", "agent-a"),
         "is pending: only an in_progress task",
     )
-    board.tasks.upsert_task("L", "2", owner="agent-a")  # assigned, but not in progress
-    refused(
-        board, ik.InvalidArgument, lambda: board.tasks.release_task("L", "2", "agent-a"), "pending"
-    )
-    board.tasks.upsert_task("L", "3", status="in_progress")
+    board.tasks.upsert("L", "2", owner="agent-a")  # assigned, but not in progress
+    refused(board, ik.InvalidArgument, lambda: board.tasks.release("L", "2", "agent-a"), "pending")
+    board.tasks.upsert("L", "3", status="in_progress")
     refused(
         board,
         ik.InvalidArgument,
-        lambda: board.tasks.release_task("L", "3", "agent-a"),
+        lambda: board.tasks.release("L", "3", "agent-a"),
         "without an owner",
     )
-    board.tasks.upsert_task("L", "3", status="completed", owner="agent-a")
+    board.tasks.upsert("L", "3", status="completed", owner="agent-a")
     refused(
         board,
         ik.InvalidArgument,
-        lambda: board.tasks.release_task("L", "3", "agent-a"),
+        lambda: board.tasks.release("L", "3", "agent-a"),
         "completed",
     )
-    board.tasks.upsert_task("L", "3", status="deleted")
-    refused(
-        board, ik.InvalidArgument, lambda: board.tasks.release_task("L", "3", "agent-a"), "deleted"
-    )
-    refused(board, ik.NotFound, lambda: board.tasks.release_task("L", "9", "agent-a"), "task '9'")
+    board.tasks.upsert("L", "3", status="deleted")
+    refused(board, ik.InvalidArgument, lambda: board.tasks.release("L", "3", "agent-a"), "deleted")
+    refused(board, ik.NotFound, lambda: board.tasks.release("L", "9", "agent-a"), "task '9'")
     refused(
         board,
         ik.NotFound,
-        lambda: board.tasks.release_task("nope", "1", "agent-a"),
+        lambda: board.tasks.release("nope", "1", "agent-a"),
         "list 'nope' does not exist",
     )
     for args in (("L", "1", ""), ("L", "", "a"), ("", "1", "a"), ("L", "1", "a\nb")):
         refused(
             board,
             ik.InvalidArgument,
-            functools.partial(board.tasks.release_task, *args),
+            functools.partial(board.tasks.release, *args),
             "owner|external_id|list_id|control",
         )
 
 
 def completions(store: Any) -> list[tuple[str, str, dict[str, Any]]]:
     """The task_complete activities, oldest first: (identity, description, metadata)."""
-    found = store.activities.feed(type="task_complete", limit=100)
+    found = store.activities.feed(activity_type="task_complete", limit=100)
     return [(a.identity, a.description, a.metadata) for a in reversed(found)]
 
 
@@ -537,9 +533,9 @@ def test_first_completion_records_one_activity(board: ik.Store) -> None:
     that identity, at the completion time; completing it again (or after reopening) records
     none."""
     clock = Clock(board)
-    board.tasks.claim_task("L", "1", "bob")
+    board.tasks.claim("L", "1", "bob")
     clock.advance(seconds=2)
-    done = board.tasks.upsert_task("L", "1", status="completed")
+    done = board.tasks.upsert("L", "1", status="completed")
     [activity] = board.activities.feed(identity="bob")
     assert (activity.type, activity.description, activity.metadata, activity.created_at) == (
         "task_complete",
@@ -547,9 +543,9 @@ def test_first_completion_records_one_activity(board: ik.Store) -> None:
         {"list_id": "L", "external_id": "1", "task_id": done.id},
         done.completed_at,
     )
-    board.tasks.upsert_task("L", "1", status="completed", subject="Lexer, again")
-    board.tasks.upsert_task("L", "1", status="pending")
-    board.tasks.upsert_task("L", "1", status="completed")
+    board.tasks.upsert("L", "1", status="completed", subject="Lexer, again")
+    board.tasks.upsert("L", "1", status="pending")
+    board.tasks.upsert("L", "1", status="completed")
     assert len(board.activities.feed(identity="bob")) == 1
     assert board.activities.feed(identity="ann") == []
 
@@ -557,11 +553,11 @@ def test_first_completion_records_one_activity(board: ik.Store) -> None:
 def test_the_owner_after_the_merge_is_credited(board: ik.Store) -> None:
     """The owner given with the completion wins over the stored one; a new task created
     completed records too; the subject in the description is the merged one."""
-    board.tasks.upsert_task("L", "1", owner="ann")
-    board.tasks.upsert_task("L", "1", status="completed", owner="bob", subject="Lex")
-    board.tasks.upsert_task("L", "4", subject="Born done", status="completed", owner="ann")
-    board.tasks.upsert_task("L", "5", subject="Assigned", owner="ann")
-    board.tasks.upsert_task("L", "5", status="completed", owner="")  # "" keeps ann
+    board.tasks.upsert("L", "1", owner="ann")
+    board.tasks.upsert("L", "1", status="completed", owner="bob", subject="Lex")
+    board.tasks.upsert("L", "4", subject="Born done", status="completed", owner="ann")
+    board.tasks.upsert("L", "5", subject="Assigned", owner="ann")
+    board.tasks.upsert("L", "5", status="completed", owner="")  # "" keeps ann
     assert [(who, text) for who, text, _ in completions(board)] == [
         ("bob", 'completed task 1 "Lex" in list L'),
         ("ann", 'completed task 4 "Born done" in list L'),
@@ -574,73 +570,73 @@ def test_free_text_and_retired_owners_record_nothing(board: ik.Store) -> None:
     the task completes and no activity is written."""
     board.identities.register("old")
     board.identities.retire("old")
-    board.tasks.claim_task("L", "1", "coder-1")
-    assert board.tasks.upsert_task("L", "1", status="completed").completed_at is not None
-    board.tasks.upsert_task("L", "2", status="completed")
-    board.tasks.upsert_task("L", "3", status="completed", owner="old")
+    board.tasks.claim("L", "1", "coder-1")
+    assert board.tasks.upsert("L", "1", status="completed").completed_at is not None
+    board.tasks.upsert("L", "2", status="completed")
+    board.tasks.upsert("L", "3", status="completed", owner="old")
     assert completions(board) == []
 
 
 def test_refused_completions_record_nothing(board: ik.Store) -> None:
     """A completion refused for a cycle, a missing blocker or a missing subject writes no
     activity (nor anything else)."""
-    board.tasks.upsert_task("L", "1", owner="bob")
+    board.tasks.upsert("L", "1", owner="bob")
     for call, error, match in (
         (
-            lambda: board.tasks.upsert_task("L", "1", status="completed", blocked_by=["3"]),
+            lambda: board.tasks.upsert("L", "1", status="completed", blocked_by=["3"]),
             ik.InvalidArgument,
             "cycle",
         ),
         (
-            lambda: board.tasks.upsert_task("L", "1", status="completed", blocked_by=["9"]),
+            lambda: board.tasks.upsert("L", "1", status="completed", blocked_by=["9"]),
             ik.NotFound,
             "no task",
         ),
         (
-            lambda: board.tasks.upsert_task("L", "new", status="completed", owner="bob"),
+            lambda: board.tasks.upsert("L", "new", status="completed", owner="bob"),
             ik.InvalidArgument,
             "needs a subject",
         ),
         (
-            lambda: board.tasks.upsert_task("nope", "1", subject="x", status="completed"),
+            lambda: board.tasks.upsert("nope", "1", subject="x", status="completed"),
             ik.NotFound,
             "list 'nope'",
         ),
     ):
         refused(board, error, call, match)
     assert completions(board) == []
-    board.tasks.upsert_task("L", "1", status="completed")
+    board.tasks.upsert("L", "1", status="completed")
     assert [who for who, _, _ in completions(board)] == ["bob"]
 
 
 def test_the_activity_is_part_of_the_callers_transaction(board: ik.Store) -> None:
     """Inside store.transaction(), the completion and its activity commit or roll back
     together."""
-    board.tasks.upsert_task("L", "1", owner="bob")
+    board.tasks.upsert("L", "1", owner="bob")
     with pytest.raises(RuntimeError), board.transaction():
-        board.tasks.upsert_task("L", "1", status="completed")
+        board.tasks.upsert("L", "1", status="completed")
         assert len(completions(board)) == 1
         raise RuntimeError("abandon")
-    assert board.tasks.get_task("L", "1").completed_at is None and completions(board) == []
+    assert board.tasks.get("L", "1").completed_at is None and completions(board) == []
     with board.transaction():
-        board.tasks.upsert_task("L", "1", status="completed")
+        board.tasks.upsert("L", "1", status="completed")
     assert len(completions(board)) == 1
 
 
 def test_stats_count_in_one_query(board: ik.Store) -> None:
     """task_stats counts per status, available and blocked, per list or over all lists."""
-    assert board.tasks.task_stats("L") == ik.TaskStats(3, 3, 0, 0, 0, 1, 2)
-    board.tasks.claim_task("L", "1", "ann")
-    board.tasks.upsert_task("L", "4", subject="four", status="deleted")
-    assert board.tasks.task_stats("L") == ik.TaskStats(4, 2, 1, 0, 1, 0, 2)
-    board.tasks.upsert_task("L", "1", status="completed")
+    assert board.tasks.stats("L") == ik.TaskStats(3, 3, 0, 0, 0, 1, 2)
+    board.tasks.claim("L", "1", "ann")
+    board.tasks.upsert("L", "4", subject="four", status="deleted")
+    assert board.tasks.stats("L") == ik.TaskStats(4, 2, 1, 0, 1, 0, 2)
+    board.tasks.upsert("L", "1", status="completed")
     board.tasks.create_list("M", "bob")
-    board.tasks.upsert_task("M", "1", subject="m")
-    assert board.tasks.task_stats("L") == ik.TaskStats(4, 2, 0, 1, 1, 1, 1)
-    assert board.tasks.task_stats() == ik.TaskStats(5, 3, 0, 1, 1, 2, 1)
+    board.tasks.upsert("M", "1", subject="m")
+    assert board.tasks.stats("L") == ik.TaskStats(4, 2, 0, 1, 1, 1, 1)
+    assert board.tasks.stats() == ik.TaskStats(5, 3, 0, 1, 1, 2, 1)
     with pytest.raises(ik.InvalidArgument):
-        board.tasks.tasks("L", status="done")
-    assert [t.external_id for t in board.tasks.tasks("L", status="pending")] == ["2", "3"]
+        board.tasks.list("L", status="done")
+    assert [t.external_id for t in board.tasks.list("L", status="pending")] == ["2", "3"]
 
 
 # ---------------------------------------------------------------- sync and prune
@@ -651,39 +647,44 @@ def test_sync_list_mirrors_the_source(board: ik.Store) -> None:
     returns the count; a deleted blocker no longer blocks."""
     clock = Clock(board)
     clock.advance(seconds=7)
-    assert board.tasks.sync_list("L", ["2", "3", "99"]) == 1
-    assert board.tasks.get_task("L", "1").status == "deleted"
+    assert board.tasks.sync("L", ["2", "3", "99"]) == 1
+    assert board.tasks.get("L", "1").status == "deleted"
     assert board.tasks.get_list("L").last_synced_at == clock.now
     assert available(board) == ["2"]
-    assert board.tasks.sync_list("L", ("2", "3")) == 0
-    assert board.tasks.sync_list("L", []) == 2
-    refused(board, ik.InvalidArgument, lambda: board.tasks.sync_list("L", "23"), "active")
+    assert board.tasks.sync("L", ("2", "3")) == 0
+    assert board.tasks.sync("L", []) == 2
+    refused(board, ik.InvalidArgument, lambda: board.tasks.sync("L", "23"), "active")
     nothing: Any = [None]
-    refused(board, ik.InvalidArgument, lambda: board.tasks.sync_list("L", nothing), "active")
+    refused(board, ik.InvalidArgument, lambda: board.tasks.sync("L", nothing), "active")
 
 
 def test_prune_removes_old_finished_tasks_and_their_edges(board: ik.Store) -> None:
     """prune deletes completed and deleted tasks older than the cutoff with their edges; their
     dependents are not blocked by them; newer or unfinished tasks stay."""
     clock = Clock(board)
-    board.tasks.upsert_task("L", "1", status="completed")
+    board.tasks.upsert("L", "1", status="completed")
     clock.advance(hours=2)
-    board.tasks.upsert_task("L", "4", subject="fresh", status="deleted")
-    board.tasks.upsert_task("L", "5", subject="old pending")
+    board.tasks.upsert("L", "4", subject="fresh", status="deleted")
+    board.tasks.upsert("L", "5", subject="old pending")
     clock.advance(hours=2)
-    assert board.tasks.prune(timedelta(hours=5)) == 0
-    assert board.tasks.prune(timedelta(hours=3)) == 1
-    assert [t.external_id for t in board.tasks.tasks("L")] == ["2", "3", "4", "5"]
-    assert board.tasks.get_task("L", "2").blocked_by == ()
+    assert board.tasks.prune(older_than=timedelta(hours=5)) == 0
+    assert board.tasks.prune(older_than=timedelta(hours=3)) == 1
+    assert [t.external_id for t in board.tasks.list("L")] == ["2", "3", "4", "5"]
+    assert board.tasks.get("L", "2").blocked_by == ()
     assert available(board) == ["2", "5"]
-    assert board.tasks.prune(timedelta(0)) == 1
+    assert board.tasks.prune(older_than=timedelta(0)) == 1
     assert rows(board, "task_deps") == 1
-    bads: list[Any] = [timedelta(seconds=-1), 3600, None]
+    bads: list[Any] = [timedelta(seconds=-1), "3600", None]
     for bad in bads:
-        refused(board, ik.InvalidArgument, functools.partial(board.tasks.prune, bad), "older_than")
+        refused(
+            board,
+            ik.InvalidArgument,
+            functools.partial(board.tasks.prune, older_than=bad),
+            "older_than",
+        )
     refused(
         board,
         ik.NotFound,
-        lambda: board.tasks.upsert_task("L", "2", blocked_by=["1"]),
+        lambda: board.tasks.upsert("L", "2", blocked_by=["1"]),
         "no task",
     )

@@ -56,11 +56,11 @@ CLAIM_ROUNDS = 10
 
 def _claim(url: str, who: str, barrier: Any, out: Any) -> None:
     with ik.open(url, migrate=False, pool_size=1) as store:
-        store.tasks.get_task("L", "prize0")  # connected and warm before the first round
+        store.tasks.get("L", "prize0")  # connected and warm before the first round
         for r in range(CLAIM_ROUNDS):
             barrier.wait(60)
             try:
-                task = store.tasks.claim_task("L", f"prize{r}", who)
+                task = store.tasks.claim("L", f"prize{r}", who)
                 out.put((r, who, "won", task.owner))
             except ik.Conflict as exc:
                 out.put((r, who, "conflict", str(exc)))
@@ -75,7 +75,7 @@ def test_racing_claimers_in_processes_one_wins(url: str) -> None:
     ctx = multiprocessing.get_context("spawn")
     with ik.open(url, migrate=False) as store:
         for r in range(CLAIM_ROUNDS):
-            store.tasks.upsert_task("L", f"prize{r}", subject=f"prize {r}")
+            store.tasks.upsert("L", f"prize{r}", subject=f"prize {r}")
         barrier, out = ctx.Barrier(RACERS), ctx.Queue()
         procs = [
             ctx.Process(target=_claim, args=(url, f"w{k}", barrier, out)) for k in range(RACERS)
@@ -95,7 +95,7 @@ def test_racing_claimers_in_processes_one_wins(url: str) -> None:
                 for who, what, text in this
                 if who != winners[0]
             ), this
-            assert store.tasks.get_task("L", f"prize{r}").owner == winners[0]
+            assert store.tasks.get("L", f"prize{r}").owner == winners[0]
 
 
 def test_racing_claimers_in_threads_one_wins(url: str) -> None:
@@ -103,21 +103,21 @@ def test_racing_claimers_in_threads_one_wins(url: str) -> None:
     task, the others Conflict."""
     with ik.open(url, migrate=False, pool_size=RACERS) as store:
         for n in range(20):
-            store.tasks.upsert_task("L", f"t{n}", subject=f"task {n}")
+            store.tasks.upsert("L", f"t{n}", subject=f"task {n}")
 
             def claim(k: int, n: int = n) -> ik.Task:
-                return store.tasks.claim_task("L", f"t{n}", f"w{k}")
+                return store.tasks.claim("L", f"t{n}", f"w{k}")
 
             results = race(RACERS, claim)
             won = [r for r in results if isinstance(r, ik.Task)]
             assert len(won) == 1, results
             assert all(isinstance(r, ik.Conflict) for r in results if r is not won[0]), results
-            assert store.tasks.get_task("L", f"t{n}").owner == won[0].owner
+            assert store.tasks.get("L", f"t{n}").owner == won[0].owner
 
 
 def _hold_lock_then_commit(store: ik.Store, locked: threading.Event, done: threading.Event) -> None:
     with store.transaction():
-        store.tasks.upsert_task("L", "a", blocked_by=["b"])
+        store.tasks.upsert("L", "a", blocked_by=["b"])
         locked.set()
         done.wait(60)
 
@@ -136,20 +136,20 @@ def test_cycle_halves_in_overlapping_transactions(url: str) -> None:
     another connection: the second waits for the list's lock, then sees the committed edge and
     is refused naming the cycle."""
     with ik.open(url, migrate=False, pool_size=4) as store:
-        store.tasks.upsert_task("L", "a", subject="a")
-        store.tasks.upsert_task("L", "b", subject="b")
+        store.tasks.upsert("L", "a", subject="a")
+        store.tasks.upsert("L", "b", subject="b")
         locked, release = threading.Event(), threading.Event()
         holder = threading.Thread(target=_hold_lock_then_commit, args=(store, locked, release))
         outcome: list[Any] = []
         second = threading.Thread(
             target=lambda: outcome.append(
-                _catch(lambda: store.tasks.upsert_task("L", "b", blocked_by=["a"]))
+                _catch(lambda: store.tasks.upsert("L", "b", blocked_by=["a"]))
             )
         )
         holder.start()
         try:
             assert locked.wait(30)
-            assert store.tasks.get_task("L", "a").blocked_by == ()  # not committed yet
+            assert store.tasks.get("L", "a").blocked_by == ()  # not committed yet
             second.start()
             deadline = time.monotonic() + 10
             while not _waiting_on_a_lock(url) and time.monotonic() < deadline:
@@ -162,8 +162,8 @@ def test_cycle_halves_in_overlapping_transactions(url: str) -> None:
                 second.join(30)
         assert isinstance(outcome[0], ik.InvalidArgument), outcome
         assert "b -> a -> b" in str(outcome[0])
-        assert store.tasks.get_task("L", "a").blocked_by == ("b",)
-        assert store.tasks.get_task("L", "b").blocked_by == ()
+        assert store.tasks.get("L", "a").blocked_by == ("b",)
+        assert store.tasks.get("L", "b").blocked_by == ()
 
 
 def _catch(call: Callable[[], Any]) -> Any:
@@ -182,12 +182,10 @@ def test_racing_cycle_halves_at_most_one_succeeds(url: str) -> None:
             size = 2 + r % 2
             names = [f"r{r}n{k}" for k in range(size)]
             for n in names:
-                store.tasks.upsert_task("L", n, subject=n)
+                store.tasks.upsert("L", n, subject=n)
 
             def half(k: int, names: list[str] = names) -> ik.Task:
-                return store.tasks.upsert_task(
-                    "L", names[k], blocked_by=[names[(k + 1) % len(names)]]
-                )
+                return store.tasks.upsert("L", names[k], blocked_by=[names[(k + 1) % len(names)]])
 
             results = race(size, half)
             done = [x for x in results if isinstance(x, ik.Task)]
@@ -205,7 +203,7 @@ def test_random_edges_from_many_threads_keep_the_graph_acyclic(url: str) -> None
     with ik.open(url, migrate=False, pool_size=RACERS) as store:
         names = [f"g{k}" for k in range(8)]
         for n in names:
-            store.tasks.upsert_task("L", n, subject=n)
+            store.tasks.upsert("L", n, subject=n)
         outcomes: list[str] = []
         lock = threading.Lock()
 
@@ -214,9 +212,7 @@ def test_random_edges_from_many_threads_keep_the_graph_acyclic(url: str) -> None
             for _ in range(40):
                 me = rng.choice(names)
                 blockers = rng.sample([n for n in names if n != me], rng.randint(0, 3))
-                got = _catch(
-                    functools.partial(store.tasks.upsert_task, "L", me, blocked_by=blockers)
-                )
+                got = _catch(functools.partial(store.tasks.upsert, "L", me, blocked_by=blockers))
                 with lock:
                     outcomes.append(type(got).__name__)
                 assert isinstance(got, (ik.Task, ik.InvalidArgument)), got
@@ -229,7 +225,7 @@ def test_random_edges_from_many_threads_keep_the_graph_acyclic(url: str) -> None
 
 def assert_acyclic(store: ik.Store) -> None:
     """Depth-first search of the committed graph of list 'L'."""
-    edges = {t.external_id: t.blocked_by for t in store.tasks.tasks("L")}
+    edges = {t.external_id: t.blocked_by for t in store.tasks.list("L")}
     state: dict[str, int] = {}
 
     def visit(node: str) -> None:
@@ -252,12 +248,12 @@ def test_racing_creators_make_one_row(url: str) -> None:
             key = f"new{n}"
 
             def create(k: int, key: str = key) -> ik.Task:
-                return store.tasks.upsert_task("L", key, subject=f"from {k}", metadata={f"k{k}": k})
+                return store.tasks.upsert("L", key, subject=f"from {k}", metadata={f"k{k}": k})
 
             results = race(RACERS, create)
             assert all(isinstance(r, ik.Task) for r in results), results
             assert len({r.id for r in results}) == 1
-            stored = store.tasks.get_task("L", key)
+            stored = store.tasks.get("L", key)
             assert stored.metadata == {f"k{k}": k for k in range(RACERS)}  # every merge landed
         with store._connection() as conn:
             count = conn.execute(
@@ -281,10 +277,10 @@ def test_racing_completers_record_one_activity(url: str) -> None:
         for n in range(10):
             key = f"done{n}"
             if n % 2 == 0:
-                store.tasks.upsert_task("L", key, subject=f"task {n}", owner="lead")
+                store.tasks.upsert("L", key, subject=f"task {n}", owner="lead")
 
             def complete(k: int, key: str = key) -> ik.Task:
-                return store.tasks.upsert_task(
+                return store.tasks.upsert(
                     "L", key, subject=f"from {k}", status="completed", owner="lead"
                 )
 
@@ -319,12 +315,12 @@ def test_completion_waiting_for_another_records_once(
     or the second's when the first did not complete it)."""
     with ik.open(url, migrate=False, pool_size=4) as store:
         if exists:
-            store.tasks.upsert_task("L", "x", subject="x", owner="lead")
+            store.tasks.upsert("L", "x", subject="x", owner="lead")
         opened, finish = threading.Event(), threading.Event()
 
         def first() -> None:
             with store.transaction():
-                store.tasks.upsert_task("L", "x", subject="x", status=first_status, owner="lead")
+                store.tasks.upsert("L", "x", subject="x", status=first_status, owner="lead")
                 opened.set()
                 finish.wait(60)
 
@@ -332,7 +328,7 @@ def test_completion_waiting_for_another_records_once(
         outcome: list[Any] = []
         second = threading.Thread(
             target=lambda: outcome.append(
-                _catch(lambda: store.tasks.upsert_task("L", "x", subject="y", status="completed"))
+                _catch(lambda: store.tasks.upsert("L", "x", subject="y", status="completed"))
             )
         )
         holder.start()
@@ -351,7 +347,7 @@ def test_completion_waiting_for_another_records_once(
         [got] = outcome
         assert isinstance(got, ik.Task), got
         assert (got.subject, got.owner, got.status) == ("y", "lead", "completed")
-        assert got.completed_at == store.tasks.get_task("L", "x").completed_at
+        assert got.completed_at == store.tasks.get("L", "x").completed_at
         assert task_completions(store, "x") == 1
 
 
@@ -361,9 +357,9 @@ def test_racing_releases_one_wins(url: str) -> None:
     with ik.open(url, migrate=False, pool_size=RACERS) as store:
         for n in range(10):
             key = f"rel{n}"
-            store.tasks.upsert_task("L", key, subject=key)
-            store.tasks.claim_task("L", key, "holder")
-            results = race(RACERS, lambda k, key=key: store.tasks.release_task("L", key, "holder"))
+            store.tasks.upsert("L", key, subject=key)
+            store.tasks.claim("L", key, "holder")
+            results = race(RACERS, lambda k, key=key: store.tasks.release("L", key, "holder"))
             won = [r for r in results if isinstance(r, ik.Task)]
             assert len(won) == 1, results
             assert all(
@@ -380,13 +376,13 @@ def test_release_racing_claims_never_two_owners(url: str) -> None:
     with ik.open(url, migrate=False, pool_size=RACERS) as store:
         for n in range(20):
             key = f"swap{n}"
-            store.tasks.upsert_task("L", key, subject=key)
-            store.tasks.claim_task("L", key, "holder")
+            store.tasks.upsert("L", key, subject=key)
+            store.tasks.claim("L", key, "holder")
 
             def work(k: int, key: str = key) -> ik.Task:
                 if k == 0:
-                    return store.tasks.release_task("L", key, "holder")
-                return store.tasks.claim_task("L", key, f"w{k}")
+                    return store.tasks.release("L", key, "holder")
+                return store.tasks.claim("L", key, f"w{k}")
 
             results = race(RACERS, work)
             assert isinstance(results[0], ik.Task), results
@@ -398,6 +394,6 @@ def test_release_racing_claims_never_two_owners(url: str) -> None:
                 for r in results[1:]
                 if not isinstance(r, ik.Task)
             ), results
-            final = store.tasks.get_task("L", key)
+            final = store.tasks.get("L", key)
             assert final.owner == (won[0].owner if won else None)
             assert final.status == ("in_progress" if won else "pending")

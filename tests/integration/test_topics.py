@@ -207,7 +207,7 @@ def test_late_subscriber_reads_from_zero(hub: ik.Store) -> None:
 
 
 def _claim(store: ik.Store, who: str, lease: float = 30.0) -> ik.Claim:
-    held = store.topics.claim(who, "jobs", lease=lease)
+    held = store.topics.claim(who, "jobs", ttl=lease)
     assert held is not None
     return held
 
@@ -238,7 +238,7 @@ def test_lease_expiry_and_stale_tokens(hub: ik.Store) -> None:
         lambda: hub.topics.release(old),
         lambda: hub.topics.extend(old, 5),
     ):
-        with pytest.raises(ik.InvalidArgument, match="lease on mail"):
+        with pytest.raises(ik.Conflict, match="lease on mail"):
             stale()
     extended = hub.topics.extend((new.mail.id, new.token), 100)  # a (mail_id, token) pair works
     assert extended.lease_until == clock.now + timedelta(seconds=100)
@@ -273,7 +273,7 @@ def test_claim_can_complete_the_previous_claim_in_the_same_statement(hub: ik.Sto
 
 
 def test_claim_with_a_lost_claim_to_complete_claims_nothing(hub: ik.Store) -> None:
-    """If the claim to complete lost its lease, claim raises InvalidArgument and takes
+    """If the claim to complete lost its lease, claim raises Conflict and takes
     nothing (even while waiting); an expired but untaken lease still completes, and is not
     handed straight back."""
     clock = Clock(hub)
@@ -284,7 +284,7 @@ def test_claim_with_a_lost_claim_to_complete_claims_nothing(hub: ik.Store) -> No
     assert new.mail.id == a.id
     before = _queue_states(hub)
     for kwargs in ({}, {"wait": 0.2}):
-        with pytest.raises(ik.InvalidArgument, match="lease on mail"):
+        with pytest.raises(ik.Conflict, match="lease on mail"):
             hub.topics.claim("w1", "jobs", complete=old, **kwargs)
     assert _queue_states(hub) == before
     clock.advance(seconds=11)  # new's lease expired too, nobody took it
@@ -303,8 +303,8 @@ def test_release_and_dead_letters(hub: ik.Store) -> None:
     requeue revives."""
     clock = Clock(hub)
     job = hub.mail.publish("pub", "jobs", "j", "x")
-    assert hub.topics.release(_claim(hub, "w1"), "flaky") == "available"
-    assert hub.topics.release(_claim(hub, "w2"), "boom") == "dead"
+    assert hub.topics.release(_claim(hub, "w1"), error="flaky") == "available"
+    assert hub.topics.release(_claim(hub, "w2"), error="boom") == "dead"
     assert hub.topics.claim("w1", "jobs") is None
     [dead] = hub.topics.dead_letters("jobs")
     assert (dead.mail.id, dead.attempts, dead.last_error) == (job.id, 2, "boom")
@@ -350,13 +350,13 @@ def test_retention_keeps_unread_by_offset_and_unfinished_work(hub: ik.Store) -> 
     clock.advance(days=8)
     for who in ("a", "b", "pub"):
         hub.topics.commit(who, "news", 2)
-    assert hub.topics.apply_retention() == {"jobs": 1, "news": 2}
+    assert hub.topics.prune() == {"jobs": 1, "news": 2}
     assert [m.id for m in hub.topics.read("news")] == [old[2].id]
     assert hub.mail.thread(direct.thread_id) == [direct]
     assert hub.topics.claim("w2", "jobs") is not None  # the open one is still there
     assert done.id not in [m.id for m in hub.topics.read("jobs")]
     assert open_job.id in [m.id for m in hub.topics.read("jobs")]
-    assert hub.topics.apply_retention() == {"jobs": 0, "news": 0}
+    assert hub.topics.prune() == {"jobs": 0, "news": 0}
 
 
 def test_hostile_arguments_on_every_topic_call(hub: ik.Store) -> None:
@@ -377,8 +377,8 @@ def test_hostile_arguments_on_every_topic_call(hub: ik.Store) -> None:
         lambda: t.commit("a", "news", 2**63),
         lambda: t.commit("a", "news", 1.5),
         lambda: t.offset("a", "x" * 65),
-        lambda: t.claim("w1", "jobs", lease=0),
-        lambda: t.claim("w1", "jobs", lease=float("inf")),
+        lambda: t.claim("w1", "jobs", ttl=0),
+        lambda: t.claim("w1", "jobs", ttl=float("inf")),
         lambda: t.claim("w1", "jobs", wait=-1),
         lambda: t.complete("token"),
         lambda: t.complete(fake),

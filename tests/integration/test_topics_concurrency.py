@@ -112,7 +112,7 @@ def test_racing_claimers_complete_each_message_once(url: str) -> None:
         lock = threading.Lock()
 
         def work(name: str) -> None:
-            while (held := store.topics.claim(name, "work", lease=60)) is not None:
+            while (held := store.topics.claim(name, "work", ttl=60)) is not None:
                 store.topics.complete(held)
                 with lock:
                     done.append(held.mail.id)
@@ -149,7 +149,7 @@ def test_killed_backends_lose_nothing_and_complete_nothing_twice(url: str) -> No
             idle_since = time.monotonic()
             while time.monotonic() - idle_since < 5:
                 try:
-                    held = store.topics.claim(name, "work", lease=0.5)
+                    held = store.topics.claim(name, "work", ttl=0.5)
                     if held is None:
                         time.sleep(0.05)
                         continue
@@ -160,7 +160,7 @@ def test_killed_backends_lose_nothing_and_complete_nothing_twice(url: str) -> No
                 except ik.DatabaseUnavailable:
                     outages.append(1)
                     time.sleep(0.01)  # ambiguous: the lease expires and the work comes back
-                except ik.InvalidArgument:
+                except ik.Conflict:
                     pass  # complete committed before the connection died, or the lease lapsed
 
         def kill() -> None:

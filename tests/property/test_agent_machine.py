@@ -278,7 +278,7 @@ class AgentMachine(RuleBasedStateMachine):
         """find_clear(agent, max_id) is the agent's newest own clear with id <= max_id, or 0."""
         uuid = self.pick(data, self.agents())
         max_id = data.draw(st.sampled_from(self.bounds()), label="max_id")
-        assert self.store.find_clear(uuid, max_id) == self.model.find_clear(uuid, max_id)
+        assert self.store._find_clear(uuid, max_id) == self.model.find_clear(uuid, max_id)
 
     @rule(data=st.data())
     def query_range_bounds(self, data: st.DataObject) -> None:
@@ -286,7 +286,7 @@ class AgentMachine(RuleBasedStateMachine):
         uuid = self.pick(data, self.agents())
         start = data.draw(st.sampled_from(self.bounds()), label="start")
         end = data.draw(st.none() | st.sampled_from(self.bounds()), label="end")
-        got = self.store.query_range(ik.ReplayRange(agent_uuid=uuid, start_id=start, end_id=end))
+        got = self.store._query_range(ik.ReplayRange(agent_uuid=uuid, start_id=start, end_id=end))
         assert [(m.id, m.agent_uuid) for m in got] == [
             (e.id, uuid) for e in self.model.query_range((uuid, start, end))
         ]
@@ -306,11 +306,11 @@ class AgentMachine(RuleBasedStateMachine):
             ], uuid
             assert [(mk.message_id, mk.label, mk.context_idx) for mk in ctx.marks] == marks
             assert ctx.skipped == skipped
-            ranges = self.store.replay_ranges(uuid)
+            ranges = self.store._replay_ranges(uuid)
             assert [(r.agent_uuid, r.start_id, r.end_id) for r in ranges] == self.model.ranges(
                 uuid
             ), uuid
-            assert self.store.find_clear(uuid) == self.model.find_clear(uuid)
+            assert self.store._find_clear(uuid) == self.model.find_clear(uuid)
 
     @precondition(lambda self: self.sid is not None)
     @invariant()

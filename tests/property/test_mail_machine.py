@@ -596,10 +596,10 @@ class MailMachine(RuleBasedStateMachine):
     def purge_trash(self, older_than: timedelta | None) -> None:
         """purge_trash deletes copies in trash longer than older_than (default 30 days)."""
         if older_than is None:
-            got = self.store.mail.purge_trash()
+            got = self.store.mail.prune()
             expected = self.model.purge_trash()
         else:
-            got = self.store.mail.purge_trash(older_than)
+            got = self.store.mail.prune(older_than=older_than)
             expected = self.model.purge_trash(older_than)
         assert got == expected
 

@@ -500,7 +500,7 @@ class ReviewMachine(RuleBasedStateMachine):
             issue_id = 2**62
         try:
             got = self.both(
-                lambda: self.store.reviews.resolve_issue(issue_id, status, iteration),
+                lambda: self.store.reviews.resolve_issue(issue_id, status, iteration=iteration),
                 lambda _: self.model.resolve_issue(issue_id, status, iteration),
             )
         except Refused:
@@ -558,7 +558,7 @@ class ReviewMachine(RuleBasedStateMachine):
             kw["reviewer"] = self.anyone(data, "reviewer")
         try:
             got = self.both(
-                lambda: self.store.plans.submit_plan(requester, "plans/p.md", title, "sum", **kw),
+                lambda: self.store.plans.submit(requester, "plans/p.md", title, "sum", **kw),
                 lambda got: (
                     self.model.submit_plan(
                         got.plan_review_id, got.id, requester, "plans/p.md", title, "sum", **kw
@@ -583,7 +583,7 @@ class ReviewMachine(RuleBasedStateMachine):
         by = None if data.draw(st.integers(0, 3), label="named?") else self.anyone(data, "by")
         try:
             got = self.both(
-                lambda: self.store.plans.decide(plan_id, state, comment, by),
+                lambda: self.store.plans.decide(plan_id, state, comment=comment, reviewed_by=by),
                 lambda _: self.model.decide(plan_id, state, comment, by),
             )
         except Refused:
@@ -597,7 +597,7 @@ class ReviewMachine(RuleBasedStateMachine):
         plan_id = self.a_plan(data)
         try:
             got = self.both(
-                lambda: self.store.plans.resubmit_plan(plan_id, summary=summary),
+                lambda: self.store.plans.resubmit(plan_id, summary=summary),
                 lambda _: self.model.resubmit_plan(plan_id, summary),
             )
         except Refused:
@@ -643,7 +643,7 @@ class ReviewMachine(RuleBasedStateMachine):
         self.model.check()
         listed = self.store.reviews.list(limit=1000)
         assert [review_view(r) for r in listed] == [r.view() for r in self.model.list(limit=1000)]
-        active = self.store.reviews.active_reviews()
+        active = self.store.reviews.active()
         assert [review_view(r) for r in active] == [r.view() for r in self.model.active()]
         for review_id, review in self.model.reviews.items():
             got = self.store.reviews.iterations(review_id)

@@ -205,9 +205,7 @@ class TasksMachine(RuleBasedStateMachine):
         made = self.store.tasks.create_list("L1", "ann")
         self.model.create_list("L1", "ann", id=made.id)
         for ext, blockers in (("1", None), ("2", ["1"])):
-            got = self.store.tasks.upsert_task(
-                "L1", ext, subject=f"task {ext}", blocked_by=blockers
-            )
+            got = self.store.tasks.upsert("L1", ext, subject=f"task {ext}", blocked_by=blockers)
             self.check_task(
                 got,
                 self.model.upsert_task("L1", ext, f"task {ext}", blocked_by=blockers, id=got.id),
@@ -248,7 +246,7 @@ class TasksMachine(RuleBasedStateMachine):
         blockers = fields.get("blocked_by")
         try:
             got, expected = self.both(
-                lambda: self.store.tasks.upsert_task(lst, ext, **fields),
+                lambda: self.store.tasks.upsert(lst, ext, **fields),
                 lambda got: self.model.upsert_task(
                     lst, ext, **fields, id=None if got is None else got.id
                 ),
@@ -374,7 +372,7 @@ class TasksMachine(RuleBasedStateMachine):
             ext = self.an_ext(data, lst)
         try:
             got, expected = self.both(
-                lambda: self.store.tasks.claim_task(lst, ext, who),
+                lambda: self.store.tasks.claim(lst, ext, who),
                 lambda _: self.model.claim_task(lst, ext, who),
             )
         except Refused:
@@ -403,7 +401,7 @@ class TasksMachine(RuleBasedStateMachine):
             who = self.pick(data, ["ann", "bob", "agent one", "a\x01"], "who")
         try:
             got, expected = self.both(
-                lambda: self.store.tasks.release_task(lst, ext, who),
+                lambda: self.store.tasks.release(lst, ext, who),
                 lambda _: self.model.release_task(lst, ext, who),
             )
         except Refused:
@@ -426,7 +424,7 @@ class TasksMachine(RuleBasedStateMachine):
         active = data.draw(st.lists(st.sampled_from(EXTS), max_size=6, unique=True), label="active")
         try:
             got, expected = self.both(
-                lambda: self.store.tasks.sync_list(lst, active),
+                lambda: self.store.tasks.sync(lst, active),
                 lambda _: self.model.sync_list(lst, active),
             )
         except Refused:
@@ -456,20 +454,20 @@ class TasksMachine(RuleBasedStateMachine):
             x.view() for x in self.model.all_lists()
         ]
         for lst in self.model.lists:
-            assert [task_view(t) for t in self.store.tasks.tasks(lst)] == [
+            assert [task_view(t) for t in self.store.tasks.list(lst)] == [
                 self.model.view(t) for t in self.model.tasks(lst)
             ]
-            assert [task_view(t) for t in self.store.tasks.available_tasks(lst)] == [
+            assert [task_view(t) for t in self.store.tasks.available(lst)] == [
                 self.model.view(t) for t in self.model.available_tasks(lst)
             ]
-            assert tuple(vars_of(self.store.tasks.task_stats(lst))) == self.model.task_stats(lst)
-        everywhere = self.store.tasks.available_tasks()
+            assert tuple(vars_of(self.store.tasks.stats(lst))) == self.model.task_stats(lst)
+        everywhere = self.store.tasks.available()
         assert [task_view(t) for t in everywhere] == [
             self.model.view(t) for t in self.model.available_tasks()
         ]
         if everywhere:
             event("invariant: something available")
-        assert tuple(vars_of(self.store.tasks.task_stats())) == self.model.task_stats()
+        assert tuple(vars_of(self.store.tasks.stats())) == self.model.task_stats()
         done = self.store.activities.feed(type="task_complete", limit=1000)
         assert [activity_view(a) for a in reversed(done)] == [
             ref_activity_view(a) for a in self.model.activities

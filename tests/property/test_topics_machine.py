@@ -504,7 +504,7 @@ class TopicsMachine(RuleBasedStateMachine):
             value, *done = self.held(data)
         try:
             got, expected = self.both(
-                lambda: self.store.topics.claim(who, name, lease=lease, complete=value),
+                lambda: self.store.topics.claim(who, name, ttl=lease, complete=value),
                 lambda got: self.model.claim(
                     who,
                     name,
@@ -606,7 +606,7 @@ class TopicsMachine(RuleBasedStateMachine):
         live = [w for w in members if not self.model.mail.retired(w)]
         if live:
             who = self.pick(data, live, "claimer")
-            got = self.store.topics.claim(who, work.topic, lease=10)
+            got = self.store.topics.claim(who, work.topic, ttl=10)
             self.check_claim(
                 got,
                 self.model.claim(
@@ -636,7 +636,7 @@ class TopicsMachine(RuleBasedStateMachine):
                 self.clock.set(
                     self.model.mail.advance(oldest + topic.retention + extra - self.model.now)
                 )
-        got = self.store.topics.apply_retention()
+        got = self.store.topics.prune()
         assert got == self.model.apply_retention()
         event(f"retention: {'deleted' if any(got.values()) else 'kept all'}")
 

@@ -1,101 +1,119 @@
-"""The two faces expose the same API: every public Store method has an AsyncStore twin."""
+"""Every operation is defined once and bound to both faces with its signature and docstring."""
 
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import pytest
 
 import ikigai_store as ik
+from ikigai_store import ops
+from ikigai_store.api import NAMESPACES, Operations
+from ikigai_store.ops import AsyncFace, SyncFace
 
-# Differences that are the point of each face.
-SYNC_ONLY = {"__enter__", "__exit__"}
-ASYNC_ONLY = {"__aenter__", "__aexit__", "connect"}
+
+class Validating(SyncFace):
+    """A face that runs only an operation's validation (no database)."""
+
+    def _run(self, op: ops.Op[object]) -> None:  # type: ignore[override]
+        ops.validate(op)
 
 
-def _public(cls: type) -> dict[str, object]:
+#: Every class of operations: the store's own top-level ones, then the namespaces.
+AREAS: list[type] = [*Operations.__mro__[1:-3], *NAMESPACES.values()]
+
+
+def _operations(cls: type) -> dict[str, ops.operation[..., object]]:
     return {
         name: member
-        for name, member in vars(cls).items()
-        if (not name.startswith("_") or name in SYNC_ONLY | ASYNC_ONLY)
-        and (callable(member) or isinstance(member, property))
+        for klass in reversed(cls.__mro__)
+        for name, member in vars(klass).items()
+        if isinstance(member, ops.operation)
     }
 
 
-#: (sync class, async twin): the stores and their namespaces (store.identities, store.mail).
-TWINS = [
-    (ik.Store, ik.AsyncStore),
-    (ik.IdentityCalls, ik.AsyncIdentityCalls),
-    (ik.MailCalls, ik.AsyncMailCalls),
-    (ik.TopicCalls, ik.AsyncTopicCalls),
-    (ik.TaskCalls, ik.AsyncTaskCalls),
-    (ik.ActivityCalls, ik.AsyncActivityCalls),
-    (ik.SummaryCalls, ik.AsyncSummaryCalls),
-    (ik.LeaseCalls, ik.AsyncLeaseCalls),
-    (ik.ReviewCalls, ik.AsyncReviewCalls),
-    (ik.PlanCalls, ik.AsyncPlanCalls),
-]
+def _faces(cls: type) -> tuple[object, object]:
+    """An instance of ``cls`` bound to each face (the binding needs no database)."""
+    return cls(SyncFace()), cls(AsyncFace())
 
 
-@pytest.mark.parametrize(("sync_cls", "async_cls"), TWINS)
-def test_same_public_names(sync_cls: type, async_cls: type) -> None:
-    """Each sync class and its async twin have the same public methods and properties."""
-    sync, asyn = _public(sync_cls), _public(async_cls)
-    assert set(sync) - SYNC_ONLY == set(asyn) - ASYNC_ONLY
+def test_areas_found() -> None:
+    """The parity checks below see the top-level areas and all nine namespaces."""
+    names = {cls.__name__ for cls in AREAS}
+    assert {"SessionOps", "EventOps", "AgentOps", "SearchOps", "AdminOps"} <= names
+    assert len(NAMESPACES) == 9
+    assert sum(len(_operations(cls)) for cls in AREAS) > 120
 
 
-def test_namespaces_are_the_same_on_both_faces() -> None:
-    """Both stores expose store.identities, .mail and .topics, typed as the twin classes."""
-    namespaces = {"identities": TWINS[1], "mail": TWINS[2], "topics": TWINS[3]}
-    namespaces["tasks"] = (ik.TaskCalls, ik.AsyncTaskCalls)
-    namespaces["activities"] = (ik.ActivityCalls, ik.AsyncActivityCalls)
-    namespaces["summaries"] = (ik.SummaryCalls, ik.AsyncSummaryCalls)
-    namespaces["leases"] = (ik.LeaseCalls, ik.AsyncLeaseCalls)
-    namespaces["reviews"] = (ik.ReviewCalls, ik.AsyncReviewCalls)
-    namespaces["plans"] = (ik.PlanCalls, ik.AsyncPlanCalls)
-    for attr, (sync_cls, async_cls) in namespaces.items():
-        assert f"self.{attr} = {sync_cls.__name__}(self)" in inspect.getsource(ik.Store.__init__)
-        assert f"self.{attr} = {async_cls.__name__}(self)" in inspect.getsource(
-            ik.AsyncStore.__init__
-        )
+@pytest.mark.parametrize("cls", AREAS, ids=lambda c: c.__name__)
+def test_every_operation_has_its_signature_and_docstring_on_both_faces(cls: type) -> None:
+    """Sync and async bound methods carry the operation's exact signature (returning T, not
+    Op[T]), its docstring and name; the async one is a coroutine function, the sync one not."""
+    sync, asyn = _faces(cls)
+    for name, op in _operations(cls).items():
+        expected = op.signature()
+        assert "Op[" not in str(expected.return_annotation), name
+        assert op.__doc__, f"{cls.__name__}.{name} has no docstring"
+        for face, is_async in ((sync, False), (asyn, True)):
+            bound = getattr(face, name)
+            assert inspect.signature(bound) == expected, name
+            assert bound.__doc__ == op.fn.__doc__, name
+            assert bound.__name__ == name
+            assert inspect.iscoroutinefunction(bound) is is_async, name
 
 
-@pytest.mark.parametrize(("sync_cls", "async_cls"), TWINS)
-def test_same_signatures_and_async_methods(sync_cls: type, async_cls: type) -> None:
-    """Each twin has the same signature; the async one is a coroutine (or async context manager)."""
-    for name, member in _public(sync_cls).items():
-        if name in SYNC_ONLY or isinstance(member, property):
-            continue
-        twin = getattr(async_cls, name)
-        assert inspect.signature(member).parameters.keys() == (
-            inspect.signature(twin).parameters.keys()
-        ), name
-        for (pname, p), (_, q) in zip(
-            inspect.signature(member).parameters.items(),
-            inspect.signature(twin).parameters.items(),
-            strict=True,
-        ):
-            assert (p.kind, p.default, p.annotation) == (q.kind, q.default, q.annotation), (
-                f"{name}({pname})"
-            )
-        if name == "transaction":
-            assert hasattr(twin(object.__new__(ik.AsyncStore)), "__aenter__")
-        else:
-            assert inspect.iscoroutinefunction(twin), f"AsyncStore.{name} is not async"
+@pytest.mark.parametrize("cls", AREAS, ids=lambda c: c.__name__)
+def test_options_are_keyword_only_and_no_parameter_shadows_a_builtin(cls: type) -> None:
+    """The API rule: no parameter is named like a builtin (type, list, id, …)."""
+    import builtins
+
+    for name, op in _operations(cls).items():
+        for param in op.signature().parameters.values():
+            assert not hasattr(builtins, param.name), f"{cls.__name__}.{name}({param.name})"
 
 
-def test_twins_are_documented() -> None:
-    """Every public method of both faces has a docstring (the async ones default to Store's)."""
-    for cls in [c for pair in TWINS for c in pair]:
-        for name, member in _public(cls).items():
-            if name.startswith("_"):
-                continue
-            assert inspect.getdoc(member), f"{cls.__name__}.{name} has no docstring"
+def test_both_stores_have_every_namespace() -> None:
+    """``Store`` and ``AsyncStore`` are the same ``Operations`` on two faces: the namespaces
+    are the same classes, bound to each face."""
+    assert issubclass(ik.Store, Operations) and issubclass(ik.AsyncStore, Operations)
+    sync, asyn = Operations(SyncFace()), Operations(AsyncFace())
+    for attr, cls in NAMESPACES.items():
+        assert type(getattr(sync, attr)) is cls and type(getattr(asyn, attr)) is cls
 
 
-def test_open_and_open_async_take_the_same_options() -> None:
-    """ik.open_async accepts exactly ik.open's arguments, with the same defaults."""
-    assert (
-        str(inspect.signature(ik.open)).split(" ->")[0]
-        == (str(inspect.signature(ik.open_async)).split(" ->")[0])
-    )
+def test_deprecated_aliases_warn_naming_the_new_name() -> None:
+    """A renamed operation keeps its old name for one minor release: the same signature, and
+    a DeprecationWarning naming the new one when called."""
+    tasks = ik.TaskCalls(Validating())
+    assert inspect.signature(tasks.claim_task) == inspect.signature(tasks.claim)
+    with (
+        pytest.warns(DeprecationWarning, match="claim_task is deprecated; use claim$"),
+        pytest.raises(ik.InvalidArgument),  # validation runs before the (absent) database
+    ):
+        tasks.claim_task(123, "x", "ann")
+
+
+def test_renamed_keywords_warn_and_are_mapped() -> None:
+    """A renamed keyword (``before_id`` -> ``before``) still works, with a warning."""
+    mail = ik.MailCalls(Validating())
+    with (
+        pytest.warns(DeprecationWarning, match=r"inbox\(before_id=...\) is deprecated"),
+        pytest.raises(ik.InvalidArgument, match="before"),
+    ):
+        mail.inbox("ann", before_id=-1)
+
+
+def test_old_async_namespace_names_are_deprecated_aliases() -> None:
+    """``ik.AsyncMailCalls`` (0.5) is now ``ik.MailCalls`` (one class for both faces)."""
+    with pytest.warns(DeprecationWarning, match="use ikigai_store.MailCalls"):
+        assert ik.AsyncMailCalls is ik.MailCalls  # type: ignore[attr-defined]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ik.MailCalls is not None
+
+
+def test_validation_runs_before_any_connection() -> None:
+    """A bound operation validates its arguments before asking its face for a connection."""
+    with pytest.raises(ik.InvalidArgument):
+        ik.LeaseCalls(Validating()).acquire("ann", "", ttl=5)

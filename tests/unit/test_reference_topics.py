@@ -178,7 +178,7 @@ def test_claim_oldest_lease_expiry_and_stale_tokens() -> None:
     assert new is not None and (new.mail["id"], new.attempt, new.token) == (jobs[0].id, 2, TOKEN)
     assert w.work[jobs[0].id].last_error == LEASE_EXPIRED
     for stale in (w.complete, w.release, lambda m, t: w.extend(m, t, 5)):
-        with pytest.raises(RefInvalid):
+        with pytest.raises(RefConflict):
             stale(old.mail["id"], old.token)
     with pytest.raises(RefInvalid):
         w.complete(new.mail["id"], "not-a-uuid")

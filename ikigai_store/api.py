@@ -1,0 +1,82 @@
+"""The public operations of a store, gathered once for every face.
+
+Owns ``Operations``: the top-level operations (sessions, events, agents, search, schema) and
+the namespaces (``store.mail``, ``store.topics``, …), each defined in its area module as an
+``ops.Area`` whose attributes are ``ops.operation``s. ``Store`` is ``Operations[SyncFace]`` and
+``AsyncStore`` is ``Operations[AsyncFace]``: nothing here or in the faces repeats a signature.
+Adding an operation to an area touches only that area's module (and its SQL and tests);
+adding an area adds one line to ``Operations.__init__``. Invariant: both faces expose exactly
+the same operations, with the same signatures and docstrings.
+"""
+
+from __future__ import annotations
+
+from .activities import ActivityCalls
+from .admin import AdminOps
+from .agents import AgentOps
+from .events import EventOps
+from .identities import IdentityCalls
+from .leases import LeaseCalls
+from .mail import MailCalls
+from .ops import FaceT
+from .plans import PlanCalls
+from .reviews import ReviewCalls
+from .search import SearchOps
+from .sessions import SessionOps
+from .summaries import SummaryCalls
+from .tasks import TaskCalls
+from .topics import TopicCalls
+
+__all__ = ["NAMESPACES", "Operations"]
+
+
+class Operations(
+    SessionOps[FaceT], EventOps[FaceT], AgentOps[FaceT], SearchOps[FaceT], AdminOps[FaceT]
+):
+    """Every operation of a store, bound to the face ``self`` is (see ``ops.operation``)."""
+
+    identities: IdentityCalls[FaceT]
+    mail: MailCalls[FaceT]
+    topics: TopicCalls[FaceT]
+    tasks: TaskCalls[FaceT]
+    activities: ActivityCalls[FaceT]
+    summaries: SummaryCalls[FaceT]
+    leases: LeaseCalls[FaceT]
+    reviews: ReviewCalls[FaceT]
+    plans: PlanCalls[FaceT]
+
+    def __init__(self, face: FaceT) -> None:
+        self._face = face
+        #: Identities: named participants of mail (``IdentityCalls``).
+        self.identities = IdentityCalls(face)
+        #: Direct mail between identities, and publishing to topics (``MailCalls``).
+        self.mail = MailCalls(face)
+        #: Topics, subscriptions, offsets and work queues (``TopicCalls``).
+        self.topics = TopicCalls(face)
+        #: Task lists, tasks with dependencies, claims (``TaskCalls``).
+        self.tasks = TaskCalls(face)
+        #: The activity feed (``ActivityCalls``).
+        self.activities = ActivityCalls(face)
+        #: Agent summaries and runtime context summaries (``SummaryCalls``).
+        self.summaries = SummaryCalls(face)
+        #: Leases on resources, enforced by the database (``LeaseCalls``).
+        self.leases = LeaseCalls(face)
+        #: Code reviews: the review state machine, iterations and issues (``ReviewCalls``).
+        self.reviews = ReviewCalls(face)
+        #: Plan reviews: plans approved before they are carried out (``PlanCalls``).
+        self.plans = PlanCalls(face)
+
+
+#: The namespace attributes of a store and their classes (for faces that list them: the CLI's
+#: help, MCP tools, the parity tests).
+NAMESPACES: dict[str, type] = {
+    "identities": IdentityCalls,
+    "mail": MailCalls,
+    "topics": TopicCalls,
+    "tasks": TaskCalls,
+    "activities": ActivityCalls,
+    "summaries": SummaryCalls,
+    "leases": LeaseCalls,
+    "reviews": ReviewCalls,
+    "plans": PlanCalls,
+}
