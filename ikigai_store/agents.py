@@ -21,7 +21,7 @@ import os
 from .errors import InvalidArgument, NotFound
 from .events import append
 from .models import Agent, Message, ReplayContext, ReplayRange
-from .ops import Area, FaceT, Op, atomic, deprecated, events, many, one, operation
+from .ops import Area, FaceT, Op, atomic, deprecated, many, message_rows, one, operation
 from .replay import fold
 from .validate import check_id, check_int, check_text, check_texts, check_uuid
 
@@ -288,7 +288,7 @@ def query_range(replay_range: ReplayRange) -> Op[list[Message]]:
     check_int(replay_range.start_id, "start_id")
     if replay_range.end_id is not None:
         check_int(replay_range.end_id, "end_id")
-    found = yield events(
+    found = yield message_rows(
         "query_range",
         agent_uuid=replay_range.agent_uuid,
         start_id=replay_range.start_id,
@@ -304,7 +304,7 @@ def replay_agent(agent_uuid: str) -> Op[ReplayContext]:
     One statement at any depth: the range walk and the events come back together.
     """
     check_uuid(agent_uuid)
-    found = yield events("replay_agent_events", agent_uuid=agent_uuid)
+    found = yield message_rows("replay_agent_events", agent_uuid=agent_uuid)
     if found is None:
         raise NotFound(f"agent {agent_uuid} does not exist")
     return fold(found)

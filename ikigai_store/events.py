@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import InvalidArgument, NotFound
 from .models import VALID_KINDS, Message, ReplayContext, is_valid_kind
-from .ops import Area, FaceT, Op, events, one, operation
+from .ops import Area, FaceT, Op, message_rows, one, operation
 from .replay import fold, rewind_target
 from .sessions import require_session
 from .validate import check_content, check_id, check_int, check_uuid, dump_json
@@ -99,7 +99,7 @@ def _why_refused(
 def messages(session_id: int) -> Op[list[Message]]:
     """Every event of a session (the full audit trail), in id order."""
     check_id(session_id, "session_id")
-    found = yield events("session_messages", session_id=session_id)
+    found = yield message_rows("session_messages", session_id=session_id)
     if found is None:
         yield from require_session(session_id)
     return found or []
@@ -121,7 +121,7 @@ def replay_session(session_id: int) -> Op[ReplayContext]:
     Reads only the events after the session's newest clear (one index probe finds it).
     """
     check_id(session_id, "session_id")
-    found = yield events("session_live_events", session_id=session_id)
+    found = yield message_rows("session_live_events", session_id=session_id)
     if found is None:
         yield from require_session(session_id)
     return fold(found or [])

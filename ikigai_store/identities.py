@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import secrets
 
-from .errors import InvalidArgument, NotFound
+from .errors import Conflict, InvalidArgument, NotFound
 from .models import Identity, IdentityStatus
 from .ops import Area, FaceT, Op, atomic, many, one, operation
 from .validate import (
@@ -171,8 +171,9 @@ def register(
 ) -> Op[Identity]:
     """Create an identity (a memorable name such as ``BraveOtter`` when ``name`` is None).
 
-    ``InvalidArgument`` for a name not matching ``NAME_PATTERN``, a name already taken, an
-    unknown ``agent_uuid`` or one already bound to another identity.
+    ``InvalidArgument`` for a name not matching ``NAME_PATTERN``; ``Conflict`` for a name already
+    taken or an ``agent_uuid`` already bound to another identity; ``NotFound`` for an
+    unknown ``agent_uuid``.
     """
     if name is not None:
         check_name(name)
@@ -199,11 +200,17 @@ def register(
     if row is None:
         why = yield one("register_refusal", name=name, agent_uuid=agent_uuid)
         if why["name_taken"]:
-            raise InvalidArgument(f"identity {name!r} already exists")
+            raise Conflict(
+                f"identity {name!r} already exists",
+                constraint="identities_name_key",
+                sqlstate=None,
+            )
         if agent_uuid is not None and not why["agent_exists"]:
-            raise InvalidArgument(f"agent {agent_uuid} does not exist")
-        raise InvalidArgument(
-            f"agent {agent_uuid} is already bound to identity {why['bound_to']!r}"
+            raise NotFound(f"agent {agent_uuid} does not exist")
+        raise Conflict(
+            f"agent {agent_uuid} is already bound to identity {why['bound_to']!r}",
+            constraint="identities_agent_uuid_key",
+            sqlstate=None,
         )
     return Identity.from_row(row)
 

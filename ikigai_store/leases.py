@@ -17,7 +17,6 @@ Invariants:
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Mapping
 from datetime import timedelta
@@ -26,7 +25,7 @@ from typing import Any
 from .errors import Conflict, InvalidArgument, NotFound
 from .models import Identity, Lease
 from .ops import Area, FaceT, Op, atomic, many, one, operation
-from .validate import check_text, identity_name
+from .validate import check_duration, check_text, identity_name
 
 __all__ = [
     "MAX_RESOURCE_CHARS",
@@ -64,19 +63,7 @@ def check_resource(resource: object, what: str = "resource") -> str:
 def check_ttl(ttl: object) -> timedelta:
     """A lease length: a ``timedelta`` or a number of seconds, in (0, ``MAX_TTL``] (and at
     least a microsecond, the database's resolution)."""
-    limit = MAX_TTL.total_seconds()
-    if isinstance(ttl, timedelta):
-        value = ttl
-    elif isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and math.isfinite(ttl):
-        value = timedelta(seconds=ttl) if 0 < ttl <= limit else timedelta(0)
-    else:
-        raise InvalidArgument(f"ttl must be a timedelta or a number of seconds, got {ttl!r}")
-    if not timedelta(0) < value <= MAX_TTL:
-        raise InvalidArgument(
-            f"ttl must be at least 1 microsecond and at most {limit:g} seconds (MAX_TTL), "
-            f"got {ttl!r}"
-        )
-    return value
+    return check_duration(ttl, "ttl", maximum=MAX_TTL, zero=False)
 
 
 def check_lease(value: object) -> tuple[str, str]:
@@ -155,20 +142,24 @@ def acquire(
     )
 
 
-def _lost(resource: str, token: str, found: Mapping[str, Any] | None) -> NotFound:
+def _lost(resource: str, token: str, found: Mapping[str, Any] | None) -> Conflict:
     if found is not None and not found["live"]:
-        return NotFound(
+        return Conflict(
             f"the lease on {resource!r} (token {token}) expired at "
-            f"{found['expires_at'].isoformat()}: acquire it again"
+            f"{found['expires_at'].isoformat()}: acquire it again",
+            constraint=None,
+            sqlstate=None,
         )
-    return NotFound(
+    return Conflict(
         f"the lease on {resource!r} (token {token}) is not held: it was released, "
-        "force-released, replaced by a new acquire, or it expired"
+        "force-released, replaced by a new acquire, or it expired",
+        constraint=None,
+        sqlstate=None,
     )
 
 
 def renew(lease: Lease | tuple[str, str], ttl: timedelta | float) -> Op[Lease]:
-    """Make a live lease end ``ttl`` from now; return it. ``NotFound`` when it is no
+    """Make a live lease end ``ttl`` from now; return it. ``Conflict`` when it is no
     longer live (expired, released, force-released or replaced): acquire it again."""
     resource, token = check_lease(lease)
     length = check_ttl(ttl)
@@ -177,9 +168,11 @@ def renew(lease: Lease | tuple[str, str], ttl: timedelta | float) -> Op[Lease]:
     except Conflict as exc:  # only when the clock went back: someone holds the new period
         if exc.constraint != EXCLUSION:
             raise
-        raise NotFound(
+        raise Conflict(
             f"the lease on {resource!r} (token {token}) cannot be renewed: another holder's "
-            "lease overlaps the renewed period"
+            "lease overlaps the renewed period",
+            constraint=EXCLUSION,
+            sqlstate="23P01",
         ) from exc
     if row is not None:
         return Lease.from_row(row)

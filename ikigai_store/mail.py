@@ -33,7 +33,6 @@ from .models import (
     Mail,
     MailCounts,
     MailHit,
-    Queued,
 )
 from .notify import MAIL as MAIL_CHANNEL
 from .ops import (
@@ -47,6 +46,7 @@ from .ops import (
     many,
     one,
     operation,
+    queued,
     statement,
 )
 from .search import MAX_SEARCH_LIMIT, Queries, check_before, check_order, check_query, ranked
@@ -59,6 +59,7 @@ from .validate import (
     check_cursor,
     check_duration,
     check_id,
+    check_key,
     check_limit,
     check_str,
     check_when,
@@ -69,7 +70,7 @@ from .validate import (
 )
 
 if TYPE_CHECKING:
-    from .outbox import Outbox
+    pass
 
 __all__ = [
     "MAX_DURATION",
@@ -114,7 +115,6 @@ _SOURCES = {to: [s for s in MAIL_STATES if to in TRANSITIONS[s]] for to in MAIL_
 MAX_WAIT = timedelta(days=1)
 #: Most recipients of one mail.
 MAX_RECIPIENTS = 10_000
-_MAX_KEY_CHARS = 200
 #: How often set_state tries again when a concurrent change made its refused move legal.
 _RACE_RETRIES = 3
 
@@ -166,13 +166,13 @@ def send(
     subject = check_str(subject, "subject", max_chars=MAX_SUBJECT_CHARS, empty=True)
     check_body(body)
     if thread_id is not None:
-        check_str(thread_id, "thread_id", max_chars=_MAX_KEY_CHARS)
+        check_key(thread_id, "thread_id")
     if parent_id is not None:
         check_id(parent_id, "parent_id")
     check_choice(priority, "priority", PRIORITIES)
     deadline = check_when(deadline_at, "deadline_at")
     if idempotency_key is not None:
-        check_str(idempotency_key, "idempotency_key", max_chars=_MAX_KEY_CHARS)
+        check_key(idempotency_key, "idempotency_key")
     attachments_json = dump_json(attachments, "attachments")
     metadata_json = dump_json(metadata, "metadata")
     hashed = request_hash(
@@ -270,7 +270,7 @@ def reply(
     check_choice(priority, "priority", PRIORITIES)
     key = None
     if idempotency_key is not None:
-        key = check_str(idempotency_key, "idempotency_key", max_chars=_MAX_KEY_CHARS)
+        key = check_key(idempotency_key, "idempotency_key")
     metadata_json = dump_json(metadata, "metadata")
     hashed = request_hash("reply", mail_id, body, subject, priority, metadata)
     if key is not None:
@@ -440,7 +440,7 @@ def set_thread_state(identity: str | Identity, thread_id: str, state: str) -> Op
     """Apply a transition to each of the identity's mails in a thread where it is allowed,
     in one statement; return how many moved. (``"snoozed"`` is refused: snooze one mail.)"""
     name = identity_name(identity)
-    check_str(thread_id, "thread_id", max_chars=_MAX_KEY_CHARS)
+    check_key(thread_id, "thread_id")
     to = check_choice(state, "state", MAIL_STATES)
     if to == "snoozed":
         raise InvalidArgument("a thread cannot be snoozed at once: snooze its mails one by one")
@@ -459,7 +459,7 @@ def set_thread_state(identity: str | Identity, thread_id: str, state: str) -> Op
 def thread(thread_id: str, *, identity: str | Identity | None = None) -> Op[list[Mail]]:
     """Every mail of a thread in id order (only those ``identity`` sent or received, when
     given); ``[]`` for an unknown thread."""
-    check_str(thread_id, "thread_id", max_chars=_MAX_KEY_CHARS)
+    check_key(thread_id, "thread_id")
     name = None if identity is None else identity_name(identity)
     rows = yield many("thread_mail", thread_id=thread_id, identity=name)
     if not rows and name is not None:
@@ -594,41 +594,7 @@ def wait(identity: str | Identity, timeout: timedelta | float) -> Op[InboxItem |
         yield Sleep(remaining if wake is None else min(remaining, wake + 0.001))
 
 
-def send_or_queue(
-    outbox: Outbox,
-    sender: str | Identity,
-    to: Sequence[str | Identity] | str | Identity,
-    subject: str,
-    body: str,
-    *,
-    thread_id: str | None = None,
-    parent_id: int | None = None,
-    priority: str = "normal",
-    deadline_at: datetime | None = None,
-    attachments: Any = None,
-    metadata: Any = None,
-    idempotency_key: str | None = None,
-) -> Op[Mail | Queued]:
-    """``send``, or, when the database cannot be reached (``ConnectError``,
-    ``ConnectionLost``), queue it in ``outbox`` and return ``Queued``; a later
-    ``outbox.drain`` delivers it. See ``Outbox.submit``: mail already waiting in the
-    outbox goes first, and the send always carries an idempotency key (a new UUIDv7
-    unless given), so it is never delivered twice. Arguments are checked as by ``send``
-    (``InvalidArgument``, nothing queued); ``OutboxFull`` when the outbox is full."""
-    payload = {
-        "sender": sender,
-        "to": to,
-        "subject": subject,
-        "body": body,
-        "thread_id": thread_id,
-        "parent_id": parent_id,
-        "priority": priority,
-        "deadline_at": deadline_at,
-        "attachments": attachments,
-        "metadata": metadata,
-    }
-    result: Mail | Queued = yield from outbox.submitting("send", payload, idempotency_key)
-    return result
+send_or_queue = queued("send", send)
 
 
 class MailCalls(Area[FaceT]):

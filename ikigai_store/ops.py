@@ -6,7 +6,7 @@ typed signature and docstring of the call: it validates its arguments, then yiel
 and receives their results, and finally returns the public result. It performs no I/O itself.
 The steps:
 
-- ``Call``: run a named query from ``queries/`` (built with ``one``, ``many``, ``events``,
+- ``Call``: run a named query from ``queries/`` (built with ``one``, ``many``, ``message_rows``,
   ``statement``) and receive its shaped result;
 - ``Listen`` / ``Sleep``: be woken by a notification (``notify``) / sleep until woken or until
   a time passes, for the waiting operations (``mail.wait``, a blocking ``topics.claim``);
@@ -43,7 +43,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, Literal, ParamSpec, TypeVar, overload
 
 import psycopg
 from psycopg.rows import tuple_row
@@ -51,6 +51,10 @@ from psycopg.rows import tuple_row
 from .errors import IkigaiStoreError, translate
 from .models import Message
 from .sql import queries
+
+if TYPE_CHECKING:
+    from .models import Queued
+    from .outbox import Outbox
 
 __all__ = [
     "Area",
@@ -64,11 +68,12 @@ __all__ = [
     "SyncFace",
     "arun",
     "atomic",
-    "events",
     "is_atomic",
     "many",
+    "message_rows",
     "one",
     "operation",
+    "queued",
     "run",
     "statement",
     "validate",
@@ -77,13 +82,13 @@ __all__ = [
 T = TypeVar("T")
 P = ParamSpec("P")
 
-Shape = Literal["one", "many", "events", "statement"]
+Shape = Literal["one", "many", "messages", "statement"]
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
     """Run the query called ``name`` with ``params``. ``shape`` is what the operation gets
-    back: ``one`` a dict row or None, ``many`` a list of dict rows, ``events`` a list of
+    back: ``one`` a dict row or None, ``many`` a list of dict rows, ``messages`` a list of
     ``Message`` (None when the query returned no row at all), ``statement`` the row count."""
 
     name: str
@@ -140,10 +145,10 @@ def many(name: str, /, **params: Any) -> Call:
     return Call(name, params, "many")
 
 
-def events(name: str, /, **params: Any) -> Call:
+def message_rows(name: str, /, **params: Any) -> Call:
     """A call selecting exactly ``Message``'s columns; its result is a list of ``Message``
     (all-NULL rows skipped), or None when the query returned no row at all."""
-    return Call(name, params, "events")
+    return Call(name, params, "messages")
 
 
 def statement(name: str, /, **params: Any) -> Call:
@@ -325,6 +330,39 @@ def deprecated(new: operation[P, T], old_name: str, *, internal: bool = False) -
     return bound
 
 
+def queued(kind: str, fn: Callable[P, Op[T]]) -> Callable[Concatenate[Outbox, P], Op[T | Queued]]:
+    """The operation ``fn`` (``send``), or, when the database cannot be reached
+    (``ConnectError``, ``ConnectionLost``), queued in an ``Outbox`` under ``kind``: the
+    operation ``fn_or_queue(outbox, *fn's arguments)``, with ``fn``'s signature after
+    ``outbox`` (see ``Outbox.submit``)."""
+    signature = inspect.signature(fn)
+
+    def or_queue(outbox: Outbox, /, *args: P.args, **kwargs: P.kwargs) -> Op[T | Queued]:
+        payload = signature.bind(*args, **kwargs).arguments
+        key = payload.pop("idempotency_key", None)
+        result: T | Queued = yield from outbox.submitting(kind, payload, key)
+        return result
+
+    name = f"{fn.__name__}_or_queue"
+    or_queue.__name__ = or_queue.__qualname__ = name
+    or_queue.__module__ = fn.__module__
+    outbox = inspect.Parameter("outbox", inspect.Parameter.POSITIONAL_ONLY, annotation="Outbox")
+    or_queue.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[outbox, *signature.parameters.values()],
+        return_annotation=f"Op[{_result_annotation(signature.return_annotation)} | Queued]",
+    )
+    or_queue.__doc__ = (
+        f"``{fn.__name__}``, or, when the database cannot be reached (``ConnectError``, "
+        "``ConnectionLost``), queue it in ``outbox`` and return ``Queued``; a later "
+        "``outbox.drain`` delivers it. See ``Outbox.submit``: operations already waiting in "
+        f"the outbox go first, and the {fn.__name__} always carries an idempotency key (a new "
+        "UUIDv7 unless given), so it is never delivered twice. Arguments are checked as by "
+        f"``{fn.__name__}`` (``InvalidArgument``, nothing queued); ``OutboxFull`` when the "
+        "outbox is full."
+    )
+    return or_queue
+
+
 # ---------------------------------------------------------------- executing calls
 
 
@@ -347,7 +385,7 @@ def _messages(query: str, description: Any, rows: list[Any]) -> list[Message] | 
 def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
     """Run one call on a (dict-row) connection and shape its result."""
     sql, params = _sql(call), dict(call.params)
-    if call.shape == "events":
+    if call.shape == "messages":
         # Event reads are replay's hot path: binary results skip timestamp parsing and tuple
         # rows skip a dict per row.
         with conn.cursor(row_factory=tuple_row, binary=True) as tcur:
@@ -365,7 +403,7 @@ def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
 async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
     """``execute`` for an asyncio connection: the same SQL, the same shaping."""
     sql, params = _sql(call), dict(call.params)
-    if call.shape == "events":
+    if call.shape == "messages":
         async with conn.cursor(row_factory=tuple_row, binary=True) as tcur:
             await tcur.execute(sql, params)
             return _messages(call.name, tcur.description, await tcur.fetchall())

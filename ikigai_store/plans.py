@@ -28,6 +28,7 @@ from .validate import (
     MAX_SUBJECT_CHARS,
     check_body,
     check_choice,
+    check_key,
     check_str,
     identity_name,
     listing,
@@ -51,7 +52,6 @@ HUMAN = "User"
 #: The states a decision may set.
 DECISIONS: tuple[str, ...] = ("approved", "rejected", "changes_requested")
 _MAX_PATH_CHARS = 4096
-_MAX_KEY_CHARS = 200
 _RETRIES = 5
 #: Where the next plan review's uuid comes from (tests replace it to force collisions).
 new_plan_uuid = uuid.uuid4
@@ -134,11 +134,7 @@ def submit(
     heading = check_str(title, "title", max_chars=MAX_SUBJECT_CHARS)
     text = _summary(summary)
     who = identity_name(reviewer, "reviewer")
-    key = (
-        None
-        if session_key is None
-        else check_str(session_key, "session_key", max_chars=_MAX_KEY_CHARS)
-    )
+    key = None if session_key is None else check_key(session_key, "session_key")
     subject, body, description = _SUBMIT
     for _ in range(_RETRIES):
         plan_id = str(new_plan_uuid())
@@ -280,7 +276,7 @@ def get(plan_review_id: str | UUID | PlanReview) -> Op[PlanReview]:
 
 def by_thread(thread_id: str) -> Op[PlanReview]:
     """The plan review whose mail thread is ``thread_id`` (``NotFound`` if none)."""
-    check_str(thread_id, "thread_id", max_chars=_MAX_KEY_CHARS)
+    check_key(thread_id, "thread_id")
     row = yield one("plan_by_thread", thread_id=thread_id)
     if row is None:
         raise NotFound(f"no plan review has thread {thread_id!r}")
@@ -289,7 +285,7 @@ def by_thread(thread_id: str) -> Op[PlanReview]:
 
 def pending_for_session(session_key: str) -> Op[list[PlanReview]]:
     """The session's plan reviews waiting for a decision (state pending), oldest first."""
-    check_str(session_key, "session_key", max_chars=_MAX_KEY_CHARS)
+    check_key(session_key, "session_key")
     rows = yield many("plan_pending_for_session", session_key=session_key)
     return [PlanReview.from_row(r) for r in rows]
 

@@ -40,13 +40,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from .errors import InvalidArgument
 from .models import VALID_KINDS, MailHit, SearchHit
 from .ops import Area, FaceT, Op, many, one, operation
-from .validate import MAX_ID, check_id, check_limit, check_text, check_uuid
+from .validate import MAX_ID, check_id, check_limit, check_text, check_uuid, check_when
 
 __all__ = [
     "CANDIDATES",
@@ -62,7 +62,6 @@ __all__ = [
     "check_kinds",
     "check_order",
     "check_query",
-    "check_time",
     "plain_words",
     "ranked",
     "search",
@@ -120,19 +119,6 @@ def plain_words(query: str) -> bool:
         return False
     words = query.split()
     return len(words) >= 2 and not any(w.lower() == "or" or w.startswith("-") for w in words)
-
-
-def check_time(value: object, what: str) -> datetime | None:
-    """None, or a timezone-aware datetime."""
-    if value is None:
-        return None
-    if not isinstance(value, datetime) or value.utcoffset() is None:
-        raise InvalidArgument(f"{what} must be a timezone-aware datetime, got {value!r}")
-    try:
-        value.astimezone(UTC)
-    except OverflowError:
-        raise InvalidArgument(f"{what} is out of range, got {value!r}") from None
-    return value
 
 
 def check_kinds(kinds: object) -> list[str] | None:
@@ -410,7 +396,7 @@ def search(
     if agent_uuid is not None:
         check_uuid(agent_uuid)
     kind_list = check_kinds(kinds)
-    since_at, until_at = check_time(since, "since"), check_time(until, "until")
+    since_at, until_at = check_when(since, "since"), check_when(until, "until")
     by_rank = check_order(order)
     page = check_before(before, SearchHit)
     if since_at is not None and until_at is not None and since_at >= until_at:

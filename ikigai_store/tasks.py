@@ -46,10 +46,12 @@ from .errors import Conflict, InvalidArgument, NotFound
 from .models import TASK_STATUSES, Identity, Task, TaskList, TaskStats
 from .ops import Area, FaceT, Op, atomic, deprecated, many, one, operation
 from .validate import (
+    MAX_KEY_CHARS,
     MAX_SUBJECT_CHARS,
     check_choice,
     check_content,
     check_duration,
+    check_key,
     check_str,
     dump_json,
     identity_name,
@@ -75,8 +77,6 @@ __all__ = [
     "upsert_task",
 ]
 
-#: Longest list id, external id or owner, in characters.
-MAX_KEY_CHARS = 200
 #: Most blockers one task may have.
 MAX_BLOCKERS = 10_000
 #: Most external ids ``sync_list`` accepts as active.
@@ -92,7 +92,7 @@ _DONE = ("completed", "deleted")
 
 def _check_key(value: object, what: str) -> str:
     """A list id, external id or owner: 1-200 characters, no control characters."""
-    text = check_str(value, what, max_chars=MAX_KEY_CHARS)
+    text = check_key(value, what)
     if any(ord(c) < 32 or ord(c) == 127 for c in text):
         raise InvalidArgument(f"{what} must not contain control characters, got {text!r}")
     return text

@@ -130,16 +130,15 @@ def create(
     name: str,
     kind: str = "broadcast",
     *,
-    retention: timedelta = timedelta(days=7),
+    retention: timedelta | float = timedelta(days=7),
     max_attempts: int = 5,
 ) -> Op[Topic]:
     """Create a topic: ``"broadcast"`` (every subscriber reads every mail) or ``"queue"``
-    (each mail is processed by one subscriber). ``InvalidArgument`` for a bad name or kind
-    or a name already taken."""
+    (each mail is processed by one subscriber). ``InvalidArgument`` for a bad name or kind,
+    ``Conflict`` for a name already taken."""
     topic = topic_name(name)
     check_choice(kind, "kind", TOPIC_KINDS)
-    if not isinstance(retention, timedelta) or not timedelta(0) < retention <= _MAX_RETENTION:
-        raise InvalidArgument(f"retention must be a positive timedelta, got {retention!r}")
+    retention = check_duration(retention, "retention", maximum=_MAX_RETENTION, zero=False)
     check_int(max_attempts, "max_attempts", minimum=1)
     assert isinstance(max_attempts, int)
     if max_attempts > 1000:
@@ -148,7 +147,9 @@ def create(
         "create_topic", name=topic, kind=kind, retention=retention, max_attempts=max_attempts
     )
     if row is None:
-        raise InvalidArgument(f"topic {topic!r} already exists")
+        raise Conflict(
+            f"topic {topic!r} already exists", constraint="topics_name_key", sqlstate=None
+        )
     return Topic.from_row(row)
 
 

@@ -172,10 +172,12 @@ def check_duration(
             length = timedelta.max
     else:
         raise InvalidArgument(f"{what} must be a timedelta or a number of seconds, got {value!r}")
-    low = "0" if zero else "1 microsecond"
-    if length > maximum or (length < timedelta(0) if zero else length <= timedelta(0)):
+    limit = f"{maximum.total_seconds():g} seconds"
+    if zero and not timedelta(0) <= length <= maximum:
+        raise InvalidArgument(f"{what} must be from 0 to {limit}, got {value!r}")
+    if not zero and not timedelta(0) < length <= maximum:
         raise InvalidArgument(
-            f"{what} must be from {low} to {maximum.total_seconds():g} seconds, got {value!r}"
+            f"{what} must be at least 1 microsecond and at most {limit}, got {value!r}"
         )
     return length
 

@@ -20,7 +20,8 @@ mode) is replaced by a new one: ``acquired_at = now``, ``expires_at = now + ttl`
 (the store's, given to the model).
 
 ``renew(resource, token, ttl)``: the lease with that token on that resource, if it is live,
-ends ``now + ttl`` (its start is kept); otherwise ``RefNotFound`` naming the resource.
+ends ``now + ttl`` (its start is kept); otherwise ``RefConflict`` naming the resource (the
+lease was lost).
 ``release(resource, token)``: removes that lease if it exists; returns whether it was live
 (False when there was none: idempotent). ``force_release(resource)``: removes every lease on
 the resource; returns how many were live. ``held(prefix, holder)``: live leases whose resource
@@ -188,7 +189,7 @@ class RefLeaseWorld:
         length = self.check_ttl(ttl)
         lease = self.by_token(tok)
         if lease is None or lease.resource != res or not self.live(lease):
-            raise RefNotFound("not held", res)
+            raise RefConflict("not held", res)
         lease.expires_at = self.now + length
         return lease
 

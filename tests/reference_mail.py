@@ -265,11 +265,11 @@ class RefMailWorld:
         return self.identities[name]
 
     def register(self, name: str) -> RefIdentity:
-        """A new identity; bad or taken names are ``RefInvalid``."""
+        """A new identity; a bad name is ``RefInvalid``, a taken one ``RefConflict``."""
         if not isinstance(name, str) or not NAME.fullmatch(name):
             raise RefInvalid(f"invalid identity name {name!r}")
         if name in self.identities:
-            raise RefInvalid(f"identity {name!r} exists", name)
+            raise RefConflict(f"identity {name!r} exists", name)
         self.identities[name] = RefIdentity(name, self.now, self.now)
         return self.identities[name]
 

@@ -7,8 +7,9 @@ shared idempotency-key space and the clock (``mail.now``) live there; this modul
 topic adds. Everything is kept in plain dicts and recomputed on every read.
 
 Topics: a name matches ``NAME`` and is unique; ``kind`` is ``broadcast`` or ``queue``;
-``retention`` a timedelta in (0, 36500 days]; ``max_attempts`` an int in [1, 1000] (not a bool).
-``created_at`` is ``now``. Bad arguments and a taken name are ``RefInvalid``. A topic has a log
+``retention`` a timedelta or seconds in (0, 36500 days]; ``max_attempts`` an int in [1, 1000]
+(not a bool). ``created_at`` is ``now``. Bad arguments are ``RefInvalid``, a taken name
+``RefConflict``. A topic has a log
 (offset -> mail id) of its retained mail, and ``last_offset``, the highest offset ever given
 (0 at first). ``list_topics`` (``topics.list``) is by name: (topic, subscriber count,
 retained mail, last offset). ``delete`` removes the topic with its log (the mails, their
@@ -252,13 +253,15 @@ class RefTopicWorld:
         name = _name(name, "topic")
         if kind not in TOPIC_KINDS:
             raise RefInvalid(f"bad kind {kind!r}")
+        if isinstance(retention, (int, float)) and not isinstance(retention, bool):
+            retention = timedelta(seconds=retention) if abs(retention) < 1e12 else MAX_RETENTION * 2
         if not isinstance(retention, timedelta) or not timedelta(0) < retention <= MAX_RETENTION:
             raise RefInvalid(f"bad retention {retention!r}")
         attempts = _int(max_attempts, "max_attempts", 1)
         if attempts > 1000:
             raise RefInvalid(f"max_attempts {attempts} is above 1000")
         if name in self.topics:
-            raise RefInvalid(f"topic {name!r} already exists", name)
+            raise RefConflict(f"topic {name!r} already exists", name)
         self.topics[name] = RefTopic(name, str(kind), retention, attempts, self.now)
         return self.topics[name]
 

@@ -55,7 +55,7 @@ def test_register_refuses_bad_names(ikigai_store: ik.Store, name: Any) -> None:
 def test_duplicate_name_is_invalid_argument(ikigai_store: ik.Store) -> None:
     """A taken name is InvalidArgument naming it."""
     ikigai_store.identities.register("alice")
-    with pytest.raises(ik.InvalidArgument, match="'alice' already exists"):
+    with pytest.raises(ik.Conflict, match="'alice' already exists"):
         ikigai_store.identities.register("alice")
     assert rows(ikigai_store, "identities") == 1
 
@@ -63,11 +63,11 @@ def test_duplicate_name_is_invalid_argument(ikigai_store: ik.Store) -> None:
 def test_agent_binding(ikigai_store: ik.Store) -> None:
     """agent_uuid must name an agent and binds it to one identity only."""
     agent = ikigai_store.create_agent(ikigai_store.create_session(), name="coder")
-    with pytest.raises(ik.InvalidArgument, match="does not exist"):
+    with pytest.raises(ik.NotFound, match="does not exist"):
         ikigai_store.identities.register("x", agent_uuid="nope")
     bound = ikigai_store.identities.register("x", agent_uuid=agent.uuid)
     assert bound.agent_uuid == agent.uuid
-    with pytest.raises(ik.InvalidArgument, match="already bound to identity 'x'"):
+    with pytest.raises(ik.Conflict, match="already bound to identity 'x'"):
         ikigai_store.identities.register("y", agent_uuid=agent.uuid)
 
 

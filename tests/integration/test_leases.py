@@ -92,7 +92,7 @@ def test_an_expired_lease_frees_the_resource_by_itself(ikigai_store: Any, clock:
     clock.set(old.expires_at)
     assert ikigai_store.leases.held() == []
     new = ikigai_store.leases.acquire("bob", "src/a.c", ttl=10)
-    with pytest.raises(ik.NotFound, match=r"src/a\.c"):
+    with pytest.raises(ik.Conflict, match=r"src/a\.c"):
         ikigai_store.leases.renew(old, 60)
     assert ikigai_store.leases.release(old) is False
     assert ikigai_store.leases.held() == [new]
@@ -100,7 +100,7 @@ def test_an_expired_lease_frees_the_resource_by_itself(ikigai_store: Any, clock:
 
 def test_renew_extends_a_live_lease_only(ikigai_store: Any, clock: Clock) -> None:
     """renew keeps the token and the start and moves the end to ttl from now; an expired lease
-    is NotFound (saying when it expired) even when nobody took the resource."""
+    is Conflict (saying when it expired) even when nobody took the resource."""
     got = ikigai_store.leases.acquire("ann", "src/a.c", ttl=10)
     clock.advance(seconds=8)
     renewed = ikigai_store.leases.renew(got, 10)
@@ -111,7 +111,7 @@ def test_renew_extends_a_live_lease_only(ikigai_store: Any, clock: Clock) -> Non
     )
     clock.advance(seconds=1)
     before = table(ikigai_store)
-    with pytest.raises(ik.NotFound, match="expired at"):
+    with pytest.raises(ik.Conflict, match="expired at"):
         ikigai_store.leases.renew(got, 60)
     assert table(ikigai_store) == before
 
@@ -123,7 +123,7 @@ def test_acquiring_again_replaces_the_holders_own_lease(ikigai_store: Any, clock
     second = ikigai_store.leases.acquire("ann", "db", ttl=30)
     assert second.token != first.token and second.exclusive
     assert ikigai_store.leases.held() == [second]
-    with pytest.raises(ik.NotFound):
+    with pytest.raises(ik.Conflict):
         ikigai_store.leases.renew(first, 10)
     third = ikigai_store.leases.acquire("ann", "db", ttl=30, exclusive=False)
     bob = ikigai_store.leases.acquire("bob", "db", ttl=30, exclusive=False)

@@ -57,7 +57,7 @@ def test_create_get_and_defaults(ikigai_store: ik.Store) -> None:
         (("bad name",), {}),
         (("t", "fanout"), {}),
         (("t",), {"retention": timedelta(0)}),
-        (("t",), {"retention": 3600}),
+        (("t",), {"retention": "3600"}),
         (("t",), {"max_attempts": 0}),
         (("t",), {"max_attempts": 1001}),
         (("t",), {"max_attempts": True}),
@@ -72,10 +72,10 @@ def test_create_refuses_bad_input(
     assert rows(ikigai_store, "topics") == 0
 
 
-def test_duplicate_topic_is_invalid_argument(ikigai_store: ik.Store) -> None:
-    """A taken topic name is InvalidArgument."""
+def test_duplicate_topic_is_a_conflict(ikigai_store: ik.Store) -> None:
+    """A taken topic name is a Conflict (as a taken identity or task list name is)."""
     ikigai_store.topics.create("t")
-    with pytest.raises(ik.InvalidArgument, match="already exists"):
+    with pytest.raises(ik.Conflict, match="already exists"):
         ikigai_store.topics.create("t", "queue")
 
 

@@ -49,7 +49,7 @@ def test_expiry_frees_at_the_exact_end() -> None:
     w.advance(timedelta(microseconds=1))
     got = w.acquire("bob", "r", 10, True, tok(2))
     assert got.acquired_at == EPOCH + 10 * SECOND
-    with pytest.raises(RefNotFound):
+    with pytest.raises(RefConflict):
         w.renew("r", tok(1), 5)
     assert w.release("r", tok(1)) is False
 
@@ -62,7 +62,7 @@ def test_reacquire_replaces_and_renew_keeps_the_start() -> None:
     w.advance(2 * SECOND)
     second = w.acquire("ann", "r", timedelta(seconds=30), True, tok(2))
     assert [x.token for x in w.held()] == [tok(2)]
-    with pytest.raises(RefNotFound):
+    with pytest.raises(RefConflict):
         w.renew("r", tok(1), 5)
     w.advance(SECOND)
     renewed = w.renew("r", tok(2), 5)

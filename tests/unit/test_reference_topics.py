@@ -30,7 +30,8 @@ def world(*names: str) -> RefTopicWorld:
 
 
 def test_create_validates_and_refuses_taken_names() -> None:
-    """Bad names, kinds, retentions and max_attempts are RefInvalid; so is a taken name."""
+    """Bad names, kinds, retentions and max_attempts are RefInvalid, a taken name RefConflict;
+    a retention may be given in seconds."""
     w = RefTopicWorld()
     made = w.create("q", "queue", retention=timedelta(hours=2), max_attempts=3)
     assert made.view() == ("q", "queue", timedelta(hours=2), 3, EPOCH)
@@ -39,15 +40,18 @@ def test_create_validates_and_refuses_taken_names() -> None:
         (("a b",), {}),
         (("t", "fanout"), {}),
         (("t",), {"retention": timedelta(0)}),
-        (("t",), {"retention": 3600}),
+        (("t",), {"retention": "3600"}),
+        (("t",), {"retention": -1}),
         (("t",), {"max_attempts": 0}),
         (("t",), {"max_attempts": 1001}),
         (("t",), {"max_attempts": True}),
-        (("q",), {}),
     ]:
         with pytest.raises(RefInvalid):
             w.create(*args, **kwargs)  # type: ignore[arg-type]
-    assert sorted(w.topics) == ["b", "q"]
+    with pytest.raises(RefConflict):
+        w.create("q")
+    assert w.create("s", retention=60).retention == timedelta(seconds=60)
+    assert sorted(w.topics) == ["b", "q", "s"]
 
 
 def test_subscribe_is_idempotent_and_creates_broadcast_topics() -> None:
