@@ -1,8 +1,10 @@
-"""The store's connections: psycopg_pool pools that fail fast during outages.
+"""Connections: single ones, databases made over one, and the store's pools that fail fast.
 
-Owns ``Pool`` (threads) and ``AsyncPool`` (asyncio), the same design on psycopg_pool's
-``ConnectionPool`` and ``AsyncConnectionPool``: autocommit, dict-row connections to one database.
-Invariants:
+Owns ``connect`` (one connection; a failure becomes ``ConnectError`` with the password redacted),
+``create_database`` / ``drop_database`` (identifier DDL on a server, the only SQL not in
+``queries/``), and ``Pool`` (threads) and ``AsyncPool`` (asyncio), the same design on
+psycopg_pool's ``ConnectionPool`` and ``AsyncConnectionPool``: autocommit, dict-row connections to
+one database. Invariants of the pools:
 - waiting threads are served in FIFO order (psycopg_pool hands a returned connection to the
   oldest waiter), so a thread looping on the store cannot starve another one;
 - a checkout waits at most ``timeout`` seconds and then raises ``ConnectError`` saying why:
@@ -25,18 +27,20 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
 from .config import redact, scrub
-from .db import connect
-from .errors import ConnectError, StoreClosed, first_line
+from .errors import ConnectError, StoreClosed, first_line, translate_errors
 from .models import decode_json
+from .sql import queries
 
-__all__ = ["AConn", "AsyncPool", "Conn", "Pool"]
+__all__ = ["AConn", "AsyncPool", "Conn", "Pool", "connect", "create_database", "drop_database"]
 
 # psycopg_pool reports outages (a discarded broken connection, failed reconnections) as
 # warnings on this logger. They reach the application's logging like any library's; without a
@@ -46,6 +50,40 @@ logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 Conn = psycopg.Connection[DictRow]
 AConn = psycopg.AsyncConnection[DictRow]
+
+
+def connect(url: str, **kwargs: Any) -> psycopg.Connection[Any]:
+    """Open one connection, raising ``ConnectError`` (with the password redacted) on failure."""
+    try:
+        return psycopg.connect(url, **kwargs)
+    except psycopg.Error as exc:
+        raise ConnectError(
+            f"cannot connect to {redact(url)}: {scrub(first_line(exc), url)}"
+        ) from exc
+
+
+def create_database(server_url: str, name: str) -> None:
+    """``CREATE DATABASE name`` unless it exists (identifier DDL cannot take bind parameters)."""
+    with (
+        connect(server_url, autocommit=True, row_factory=dict_row) as conn,
+        translate_errors(conn),
+    ):
+        if queries.database_exists(conn, name=name)["exists"]:
+            return
+        try:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        except psycopg.errors.DuplicateDatabase:
+            pass  # created concurrently
+        except psycopg.errors.UniqueViolation:
+            pass  # concurrent CREATE DATABASE races on pg_database's unique index
+
+
+def drop_database(server_url: str, name: str) -> None:
+    """``DROP DATABASE IF EXISTS name WITH (FORCE)``: terminates its remaining connections."""
+    with connect(server_url, autocommit=True) as conn, translate_errors(conn):
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
 
 
 class Pool:
