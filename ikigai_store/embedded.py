@@ -47,8 +47,10 @@ from typing import Any
 from urllib.parse import quote
 
 from .errors import ConnectError, InvalidArgument
+from .pool import create_database
 
 __all__ = [
+    "EMBEDDED_DATABASE",
     "EmbeddedInfo",
     "default_data_dir",
     "embedded_info",
@@ -60,6 +62,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("ikigai_store")
+
+#: Name of the database the embedded server holds the store in.
+EMBEDDED_DATABASE = "ikigai"
 
 _SOCKET = ".s.PGSQL.5432"
 #: Longest unix socket path: ``sun_path`` holds 108 bytes on Linux, 104 elsewhere (with the NUL).
@@ -327,8 +332,6 @@ class _Embedded:
     def __init__(self, data_dir: Path) -> None:
         import fasteners
 
-        from .db import EMBEDDED_DATABASE
-
         self.data_dir = data_dir
         self.socket_dir = socket_dir(data_dir)
         self.server_url = _url(self.socket_dir, "postgres")
@@ -353,8 +356,6 @@ class _Embedded:
             self._ensure_running_locked()
 
     def _ensure_running_locked(self) -> None:
-        from .db import EMBEDDED_DATABASE, create_database
-
         _check_major_version(self.data_dir)  # first: nothing may touch another major's dir
         running = _live_postmaster(self.data_dir)
         if running is None:
@@ -556,8 +557,6 @@ class EmbeddedInfo:
 
     def client_env(self) -> dict[str, str]:
         """Environment for PostgreSQL clients (psql, pg_dump, ...) to use this server's store."""
-        from .db import EMBEDDED_DATABASE
-
         path = os.environ.get("PATH", "")
         # a service file or PGHOSTADDR would send the client to another server
         skip = ("PGHOSTADDR", "PGSERVICE", "PGSERVICEFILE")
@@ -573,8 +572,6 @@ class EmbeddedInfo:
 
 def embedded_info(data_dir: Path | None = None) -> EmbeddedInfo:
     """Describe the embedded server of ``data_dir`` without starting it."""
-    from .db import EMBEDDED_DATABASE
-
     path = _resolve(data_dir)
     version, bin_dir, _ = _bundled()
     running = _live_postmaster(path)

@@ -1,10 +1,10 @@
 """Exceptions raised by ikigai_store.
 
 Owns the whole exception hierarchy and ``translate``, the one place where a psycopg exception
-becomes ours. Invariant: every error a public function raises is an ``IkigaiStoreError``, chained
-to the driver's exception with ``raise ... from exc``; a constraint violation keeps the
-constraint's name (``Conflict.constraint``), so "duplicate key", "lost the race" and "a bug" stay
-distinguishable.
+becomes ours (``translate_errors`` applies it to a block). Invariant: every error a public
+function raises is an ``IkigaiStoreError``, chained to the driver's exception with ``raise ...
+from exc``; a constraint violation keeps the constraint's name (``Conflict.constraint``), so
+"duplicate key", "lost the race" and "a bug" stay distinguishable.
 
 Seed error codes map as: ERR_INVALID_ARG -> InvalidArgument, ERR_DB_CONNECT -> ConnectError,
 ERR_DB_MIGRATE and ERR_IO -> MigrationError.
@@ -29,6 +29,8 @@ ones ``ConnectError`` (no new connection can be made); a caller retries on the f
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -47,6 +49,7 @@ __all__ = [
     "OutboxFull",
     "StoreClosed",
     "translate",
+    "translate_errors",
 ]
 
 
@@ -134,6 +137,15 @@ def translate(exc: psycopg.Error, conn: psycopg.Connection[Any] | None = None) -
         diag = exc.diag
         return Conflict(first_line(exc), constraint=diag.constraint_name, sqlstate=diag.sqlstate)
     return DatabaseError(first_line(exc))
+
+
+@contextmanager
+def translate_errors(conn: psycopg.Connection[Any] | None = None) -> Iterator[None]:
+    """Turn psycopg errors raised inside the block into ``IkigaiStoreError`` subclasses."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise translate(exc, conn) from exc
 
 
 #: SQLSTATEs that end the session: class 08 (connection exception) and the shutdowns of 57P.

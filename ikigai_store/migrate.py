@@ -38,8 +38,9 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ._resources import migrations_dir
-from .db import connect, redact, to_yoyo_url, translate_errors
-from .errors import ConnectError, IkigaiStoreError, MigrationError
+from .config import redact, to_yoyo_url
+from .errors import ConnectError, IkigaiStoreError, MigrationError, translate_errors
+from .pool import connect
 from .sql import queries
 
 __all__ = ["MIGRATION_LOCK_KEY", "apply", "migration_number", "pending", "rollback"]

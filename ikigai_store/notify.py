@@ -14,6 +14,10 @@ an event that is set when a notification names it. Invariants:
   it was not listening are gone; while the listener cannot connect, waiters look again every
   ``RETRY`` seconds instead of sleeping blind;
 - notifications are delivered on commit only, so a waiter wakes for committed mail.
+
+What both share (the waiters, the key parsing, waking, the reconnection backoff) is written once
+in ``_BaseListener``, without I/O; ``Listener`` and ``AsyncListener`` only connect, LISTEN, read
+notifications and sleep, on a daemon thread or in a task.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .sql import queries
 
@@ -33,11 +37,16 @@ __all__ = ["MAIL", "QUEUE", "RETRY", "AsyncListener", "Listener"]
 MAIL = "ikigai_mail"
 #: The channel migration 0008's trigger notifies (payload: topic ids).
 QUEUE = "ikigai_queue"
-_LISTEN = ("listen_mail", "listen_queue")
+_LISTEN = tuple(getattr(queries, name).sql for name in ("listen_mail", "listen_queue"))
 
 Key = tuple[str, int]
 #: Seconds between looks for mail while the listener has no connection.
 RETRY = 1.0
+#: Seconds before the first reconnection; doubled after each failure up to ``_MAX_DELAY``.
+_FIRST_DELAY = 0.1
+_MAX_DELAY = 5.0
+
+E = TypeVar("E", threading.Event, asyncio.Event)
 
 log = logging.getLogger("ikigai_store.notify")
 
@@ -50,31 +59,35 @@ def _targets(channel: str, payload: str) -> set[Key] | None:
         return None
 
 
-class Listener:
-    """LISTEN on ``CHANNEL`` in a daemon thread; ``register`` returns an event to wait on."""
+class _BaseListener(Generic[E]):
+    """What both listeners share: the waiters and their events, waking them, the backoff.
 
-    def __init__(self, connect: Callable[[], Any]) -> None:
-        self._connect = connect
+    No I/O; the lock only guards the waiters (uncontended on an event loop, never held across
+    an ``await``).
+    """
+
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._waiters: dict[Key, set[threading.Event]] = {}
-        self._thread: threading.Thread | None = None
+        self._waiters: dict[Key, set[E]] = {}
+        self._started = False
         self._closed = False
+        self._delay = _FIRST_DELAY
         self.listening = False
 
-    def register(self, key: Key) -> threading.Event:
-        """An event set when a notification names ``key`` = (channel, id) (starts the
-        listener)."""
-        event = threading.Event()
+    def _add(self, key: Key, event: E) -> E:
+        """Register ``event`` for ``key``; the first registration starts the listener."""
         with self._lock:
             self._waiters.setdefault(key, set()).add(event)
-            if self._thread is None and not self._closed:
-                self._thread = threading.Thread(
-                    target=self._run, name="ikigai_store-listener", daemon=True
-                )
-                self._thread.start()
+            if not self._started and not self._closed:
+                self._start()
+                self._started = True
         return event
 
-    def unregister(self, key: Key, event: threading.Event) -> None:
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def unregister(self, key: Key, event: E) -> None:
+        """Forget an event ``register`` returned (its waiter stopped waiting)."""
         with self._lock:
             events = self._waiters.get(key)
             if events is not None:
@@ -83,6 +96,7 @@ class Listener:
                     del self._waiters[key]
 
     def _wake(self, keys: set[Key] | None) -> None:
+        """Set the events of ``keys`` (None: of every waiter)."""
         with self._lock:
             if keys is None:
                 groups = list(self._waiters.values())
@@ -92,16 +106,45 @@ class Listener:
                 for event in events:
                     event.set()
 
+    def _connected(self) -> None:
+        """LISTEN is in place: what was sent before it was not heard, so everyone looks."""
+        self.listening = True
+        self._delay = _FIRST_DELAY
+        self._wake(None)
+
+    def _backoff(self) -> float:
+        """Before a reconnection: everyone looks (nothing is heard meanwhile); the seconds to
+        wait, doubled for the next time."""
+        self._wake(None)
+        delay, self._delay = self._delay, min(self._delay * 2, _MAX_DELAY)
+        return delay
+
+
+class Listener(_BaseListener[threading.Event]):
+    """LISTEN on ``MAIL`` and ``QUEUE`` in a daemon thread; ``register`` returns an event to
+    wait on."""
+
+    def __init__(self, connect: Callable[[], Any]) -> None:
+        super().__init__()
+        self._connect = connect
+        self._thread: threading.Thread | None = None
+
+    def register(self, key: Key) -> threading.Event:
+        """An event set when a notification names ``key`` = (channel, id) (starts the
+        listener)."""
+        return self._add(key, threading.Event())
+
+    def _start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="ikigai_store-listener", daemon=True)
+        self._thread.start()
+
     def _run(self) -> None:
-        delay = 0.1
         while not self._closed:
             try:
                 with self._connect() as conn:
-                    for name in _LISTEN:
-                        conn.execute(getattr(queries, name).sql)
-                    self.listening = True
-                    delay = 0.1
-                    self._wake(None)  # whatever was sent before this LISTEN was not heard
+                    for sql in _LISTEN:
+                        conn.execute(sql)
+                    self._connected()
                     while not self._closed:
                         for note in conn.notifies(timeout=0.2):
                             self._wake(_targets(note.channel, note.payload))
@@ -110,9 +153,7 @@ class Listener:
             finally:
                 self.listening = False
             if not self._closed:
-                self._wake(None)
-                threading.Event().wait(delay)
-                delay = min(delay * 2, 5.0)
+                threading.Event().wait(self._backoff())
 
     def close(self) -> None:
         """Stop listening (the thread ends within a fraction of a second). Idempotent."""
@@ -124,52 +165,29 @@ class Listener:
         self._wake(None)
 
 
-class AsyncListener:
+class AsyncListener(_BaseListener[asyncio.Event]):
     """``Listener`` for asyncio: LISTEN in a task of the loop that first waits."""
 
     def __init__(self, connect: Callable[[], Awaitable[Any]]) -> None:
+        super().__init__()
         self._connect = connect
-        self._waiters: dict[Key, set[asyncio.Event]] = {}
         self._task: asyncio.Task[None] | None = None
-        self._closed = False
-        self.listening = False
 
     def register(self, key: Key) -> asyncio.Event:
         """An event set when a notification names ``key`` = (channel, id) (starts the
         listener)."""
-        event = asyncio.Event()
-        self._waiters.setdefault(key, set()).add(event)
-        if self._task is None and not self._closed:
-            self._task = asyncio.get_running_loop().create_task(self._run())
-        return event
+        return self._add(key, asyncio.Event())
 
-    def unregister(self, key: Key, event: asyncio.Event) -> None:
-        events = self._waiters.get(key)
-        if events is not None:
-            events.discard(event)
-            if not events:
-                del self._waiters[key]
-
-    def _wake(self, keys: set[Key] | None) -> None:
-        if keys is None:
-            groups = list(self._waiters.values())
-        else:
-            groups = [self._waiters[k] for k in keys if k in self._waiters]
-        for events in groups:
-            for event in events:
-                event.set()
+    def _start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
-        delay = 0.1
         while not self._closed:
             try:
-                conn = await self._connect()
-                async with conn:
-                    for name in _LISTEN:
-                        await conn.execute(getattr(queries, name).sql)
-                    self.listening = True
-                    delay = 0.1
-                    self._wake(None)
+                async with await self._connect() as conn:
+                    for sql in _LISTEN:
+                        await conn.execute(sql)
+                    self._connected()
                     async for note in conn.notifies():
                         self._wake(_targets(note.channel, note.payload))
             except asyncio.CancelledError:
@@ -179,9 +197,7 @@ class AsyncListener:
             finally:
                 self.listening = False
             if not self._closed:
-                self._wake(None)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                await asyncio.sleep(self._backoff())
 
     async def close(self) -> None:
         """Stop listening. Idempotent."""

@@ -1,8 +1,12 @@
-"""The store's connections: psycopg_pool pools that fail fast during outages.
+"""Connections: single ones, databases made over one, and the store's pools that fail fast.
 
-Owns ``Pool`` (threads) and ``AsyncPool`` (asyncio), the same design on psycopg_pool's
+Owns ``connect`` / ``aconnect`` (one connection; a failure becomes ``ConnectError`` with the
+password redacted), ``create_database`` / ``drop_database`` (identifier DDL on a server, the only
+SQL not in ``queries/``), and ``Pool`` (threads) and ``AsyncPool`` (asyncio) on psycopg_pool's
 ``ConnectionPool`` and ``AsyncConnectionPool``: autocommit, dict-row connections to one database.
-Invariants:
+The pools are thin shells over one sans-I/O checkout (``_BasePool._checkout``, a generator like
+``ops``' operations): it holds the state and makes every decision below; a shell only carries out
+its steps (probe, hook, renew, take), on a thread or on the event loop. Invariants of the pools:
 - waiting threads are served in FIFO order (psycopg_pool hands a returned connection to the
   oldest waiter), so a thread looping on the store cannot starve another one;
 - a checkout waits at most ``timeout`` seconds and then raises ``ConnectError`` saying why:
@@ -21,22 +25,35 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
 from .config import redact, scrub
-from .db import connect
-from .errors import ConnectError, StoreClosed, first_line
+from .errors import ConnectError, StoreClosed, first_line, translate_errors
 from .models import decode_json
+from .sql import queries
 
-__all__ = ["AConn", "AsyncPool", "Conn", "Pool"]
+__all__ = [
+    "AConn",
+    "AsyncPool",
+    "Conn",
+    "Pool",
+    "aconnect",
+    "connect",
+    "create_database",
+    "drop_database",
+]
 
 # psycopg_pool reports outages (a discarded broken connection, failed reconnections) as
 # warnings on this logger. They reach the application's logging like any library's; without a
@@ -46,9 +63,182 @@ logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 Conn = psycopg.Connection[DictRow]
 AConn = psycopg.AsyncConnection[DictRow]
+P = TypeVar("P", ConnectionPool[Conn], AsyncConnectionPool[AConn])
+C = TypeVar("C", Conn, AConn)
 
 
-class Pool:
+def connect(url: str, **kwargs: Any) -> psycopg.Connection[Any]:
+    """Open one connection, raising ``ConnectError`` (with the password redacted) on failure."""
+    try:
+        return psycopg.connect(url, **kwargs)
+    except psycopg.Error as exc:
+        raise _cannot_connect(url, exc) from exc
+
+
+async def aconnect(url: str, **kwargs: Any) -> psycopg.AsyncConnection[Any]:
+    """``connect`` for asyncio."""
+    try:
+        return await psycopg.AsyncConnection.connect(url, **kwargs)
+    except psycopg.Error as exc:
+        raise _cannot_connect(url, exc) from exc
+
+
+def _cannot_connect(url: str, exc: psycopg.Error) -> ConnectError:
+    return ConnectError(f"cannot connect to {redact(url)}: {scrub(first_line(exc), url)}")
+
+
+def create_database(server_url: str, name: str) -> None:
+    """``CREATE DATABASE name`` unless it exists (identifier DDL cannot take bind parameters)."""
+    with (
+        connect(server_url, autocommit=True, row_factory=dict_row) as conn,
+        translate_errors(conn),
+    ):
+        if queries.database_exists(conn, name=name)["exists"]:
+            return
+        try:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        except psycopg.errors.DuplicateDatabase:
+            pass  # created concurrently
+        except psycopg.errors.UniqueViolation:
+            pass  # concurrent CREATE DATABASE races on pg_database's unique index
+
+
+def drop_database(server_url: str, name: str) -> None:
+    """``DROP DATABASE IF EXISTS name WITH (FORCE)``: terminates its remaining connections."""
+    with connect(server_url, autocommit=True) as conn, translate_errors(conn):
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+class _Do(enum.Enum):
+    """A step of a checkout that waits on something (besides ``_Take``); shells carry them out."""
+
+    PROBE = "make one connection outside the pool and close it (ConnectError if none)"
+    HOOK = "call on_unavailable (blocking), which may bring the server back"
+    RENEW = "replace the pool by a fresh one, unless the store closed or that happened meanwhile"
+
+
+@dataclass(frozen=True)
+class _Take(Generic[P]):
+    """A step of a checkout: a connection from ``pool`` (waits at most ``timeout``)."""
+
+    pool: P
+
+
+#: A checkout: yields steps, receives each one's result (or its exception, thrown in), returns
+#: the pool and the connection taken from it.
+_Checkout = Generator[_Do | _Take[P], Any, tuple[P, C]]
+
+
+class _BasePool(Generic[P, C]):
+    """What ``Pool`` and ``AsyncPool`` share: options, state and every decision, without I/O.
+
+    ``_checkout`` is the whole checkout written once (a closed store, an outage after a lost
+    connection, a pool renewed meanwhile, a timeout); a shell only carries out its steps, on a
+    thread or on the event loop.
+    """
+
+    _name = "ikigai_store"
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        max_size: int,
+        timeout: float,
+        on_unavailable: Callable[[], object] | None = None,
+    ) -> None:
+        self._conninfo = conninfo
+        self._max_size = max_size
+        self._timeout = timeout
+        self._on_unavailable = on_unavailable
+        self._closed = False
+        self._suspect = False
+        self._pool: P | None = None
+
+    def mark_suspect(self) -> None:
+        """A connection was lost: check the server before the next checkout trusts the pool."""
+        self._suspect = True
+
+    def _pool_options(self) -> dict[str, Any]:
+        """psycopg_pool's arguments (the shell adds the connection class and ``configure``)."""
+        return {
+            "conninfo": self._conninfo,
+            "kwargs": {"autocommit": True, "row_factory": dict_row},
+            "min_size": 1,
+            "max_size": self._max_size,
+            "timeout": self._timeout,
+            "name": self._name,
+            "open": False,
+        }
+
+    def _probe_options(self) -> dict[str, Any]:
+        """A probe's connection: like a pooled one, and given up after ``timeout`` (>= 1 s)."""
+        return {
+            "autocommit": True,
+            "row_factory": dict_row,
+            "connect_timeout": max(1, round(self._timeout)),
+        }
+
+    def _checkout(self) -> _Checkout[P, C]:
+        """A connection and the pool it came from (to give it back to). Returns only after a
+        ``_Take`` succeeded; raises ``StoreClosed`` or ``ConnectError`` (or the hook's error)."""
+        pool = yield from self._trusted()
+        while True:
+            try:
+                conn: C = yield _Take(pool)
+                return pool, conn
+            except PoolClosed:
+                if self._closed:
+                    raise StoreClosed("the store is closed") from None
+                if pool is self._pool:
+                    raise
+                pool = yield from self._trusted()  # renewed after an outage while this one waited
+            except PoolTimeout:
+                try:
+                    yield _Do.PROBE
+                except ConnectError:
+                    self._suspect = True  # the server is down, not merely busy
+                    raise
+                raise ConnectError(
+                    f"no database connection became free within {self._timeout:g} s "
+                    f"(all {self._max_size} in use; raise pool_size or timeout)"
+                ) from None
+
+    def _trusted(self) -> Generator[_Do, Any, P]:
+        """The pool to take from; after a lost connection only once the server answers, and a
+        fresh one (the old one's connections died with the server)."""
+        if self._closed or self._pool is None:
+            raise StoreClosed("the store is closed")
+        if self._suspect:
+            try:
+                yield _Do.PROBE
+            except ConnectError:
+                if self._on_unavailable is None:
+                    raise  # still down: fail now, stay suspect
+                yield _Do.HOOK  # e.g. restart the embedded server
+                yield _Do.PROBE
+            yield _Do.RENEW
+        return self._pool
+
+    def _call_hook(self) -> None:
+        """Step ``HOOK`` (yielded only when there is a hook)."""
+        if self._on_unavailable is not None:
+            self._on_unavailable()
+
+    def _must_renew(self) -> bool:
+        """Step ``RENEW``, under the shell's lock: whether this checkout replaces the pool."""
+        return self._suspect and not self._closed
+
+    def _renew(self, new: P) -> P:
+        """Install ``new`` (the server answers again); the old pool, for the shell to close."""
+        old, self._pool, self._suspect = self._pool, new, False
+        assert old is not None  # RENEW follows _trusted, which found one
+        return old
+
+
+class Pool(_BasePool[ConnectionPool[Conn], Conn]):
     """Up to ``max_size`` connections to ``conninfo``; see the module docstring."""
 
     def __init__(
@@ -59,123 +249,74 @@ class Pool:
         timeout: float,
         on_unavailable: Callable[[], object] | None = None,
     ) -> None:
-        self._conninfo = conninfo
-        self._max_size = max_size
-        self._timeout = timeout
-        self._on_unavailable = on_unavailable
+        super().__init__(
+            conninfo, max_size=max_size, timeout=timeout, on_unavailable=on_unavailable
+        )
         self._lock = threading.Lock()
-        self._closed = False
-        self._suspect = False
         self.probe().close()  # a bad URL or a down server fails here, with libpq's reason
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ConnectionPool[Conn]:
-        pool: ConnectionPool[Conn] = ConnectionPool(
-            self._conninfo,
-            connection_class=psycopg.Connection[DictRow],
-            kwargs={"autocommit": True, "row_factory": dict_row},
-            min_size=1,
-            max_size=self._max_size,
-            timeout=self._timeout,
-            name="ikigai_store",
-            configure=_configure,
-            open=False,
-        )
+        pool = ConnectionPool(connection_class=Conn, configure=_configure, **self._pool_options())
         pool.open(wait=False)
         return pool
 
     def probe(self) -> Conn:
         """One new connection outside the pool; ``ConnectError`` with libpq's reason if none."""
-        conn: Conn = connect(
-            self._conninfo,
-            autocommit=True,
-            row_factory=dict_row,
-            connect_timeout=max(1, round(self._timeout)),
-        )
+        conn: Conn = connect(self._conninfo, **self._probe_options())
         return conn
-
-    def mark_suspect(self) -> None:
-        """A connection was lost: check the server before the next checkout trusts the pool."""
-        self._suspect = True
-
-    def _current(self) -> ConnectionPool[Conn]:
-        if self._closed:
-            raise StoreClosed("the store is closed")
-        if self._suspect:
-            try:
-                self.probe().close()
-            except ConnectError:
-                if self._on_unavailable is None:
-                    raise  # still down: fail now, stay suspect
-                self._on_unavailable()  # e.g. restart the embedded server
-                self.probe().close()
-            with self._lock:
-                if self._suspect and not self._closed:
-                    old, self._pool = self._pool, self._new_pool()
-                    self._suspect = False
-                    _close_in_background(old)
-        return self._pool
 
     @contextmanager
     def connection(self) -> Iterator[Conn]:
         """A connection for the duration of the block, returned to its pool afterwards."""
-        pool = self._current()
+        checkout = self._checkout()
+        step = next(checkout)
         while True:
             try:
-                conn = pool.getconn()
+                result = self._do(step)
+            except Exception as exc:
+                step = checkout.throw(exc)
+                continue
+            try:
+                step = checkout.send(result)
+            except StopIteration as done:
+                pool, conn = done.value
                 break
-            except PoolClosed:
-                if self._closed:
-                    raise StoreClosed("the store is closed") from None
-                if pool is self._pool:
-                    raise
-                pool = self._pool  # replaced after an outage while this thread waited
-            except PoolTimeout:
-                try:
-                    self.probe().close()
-                except ConnectError:
-                    self._suspect = True  # the server is down, not merely busy
-                    raise
-                raise _busy(self._timeout, self._max_size) from None
         try:
             yield conn
         finally:
             pool.putconn(conn)
+
+    def _do(self, step: _Do | _Take[ConnectionPool[Conn]]) -> Conn | None:
+        match step:
+            case _Take(pool):
+                return pool.getconn()
+            case _Do.PROBE:
+                self.probe().close()
+            case _Do.HOOK:
+                self._call_hook()
+            case _Do.RENEW:
+                with self._lock:
+                    if self._must_renew():
+                        _close_in_background(self._renew(self._new_pool()))
+        return None
 
     def close(self) -> None:
         """Close every connection and refuse new checkouts. Idempotent."""
         with self._lock:
             self._closed = True
             pool = self._pool
-        pool.close()
+        if pool is not None:
+            pool.close()
 
 
-def _configure(conn: Conn) -> None:
-    """Every pooled connection decodes jsonb with ``decode_json`` (never fails on a row)."""
-    set_json_loads(decode_json, conn)
-
-
-async def _aconfigure(conn: AConn) -> None:
-    set_json_loads(decode_json, conn)
-
-
-def _close_in_background(pool: ConnectionPool[Conn]) -> None:
-    """Close a replaced pool without making the caller wait for its worker threads."""
-    threading.Thread(target=pool.close, name="ikigai_store-close-pool", daemon=True).start()
-
-
-def _busy(timeout: float, max_size: int) -> ConnectError:
-    return ConnectError(
-        f"no database connection became free within {timeout:g} s "
-        f"(all {max_size} in use; raise pool_size or timeout)"
-    )
-
-
-class AsyncPool:
-    """``Pool`` for asyncio: the same invariants, on ``AsyncConnectionPool``.
+class AsyncPool(_BasePool[AsyncConnectionPool[AConn], AConn]):
+    """``Pool`` for asyncio: the same invariants and checkout, on ``AsyncConnectionPool``.
 
     Create it with ``await AsyncPool.create(...)`` (the pool opens inside the running loop).
     """
+
+    _name = "ikigai_store_async"
 
     def __init__(
         self,
@@ -185,14 +326,10 @@ class AsyncPool:
         timeout: float,
         on_unavailable: Callable[[], object] | None = None,
     ) -> None:
-        self._conninfo = conninfo
-        self._max_size = max_size
-        self._timeout = timeout
-        self._on_unavailable = on_unavailable
+        super().__init__(
+            conninfo, max_size=max_size, timeout=timeout, on_unavailable=on_unavailable
+        )
         self._lock = asyncio.Lock()
-        self._closed = False
-        self._suspect = False
-        self._pool: AsyncConnectionPool[AConn] | None = None
         self._closing: asyncio.Future[None] | None = None  # a replaced pool, closing
 
     @classmethod
@@ -213,83 +350,52 @@ class AsyncPool:
         return self
 
     async def _new_pool(self) -> AsyncConnectionPool[AConn]:
-        pool: AsyncConnectionPool[AConn] = AsyncConnectionPool(
-            self._conninfo,
-            connection_class=psycopg.AsyncConnection[DictRow],
-            kwargs={"autocommit": True, "row_factory": dict_row},
-            min_size=1,
-            max_size=self._max_size,
-            timeout=self._timeout,
-            name="ikigai_store_async",
-            configure=_aconfigure,
-            open=False,
+        pool = AsyncConnectionPool(
+            connection_class=AConn, configure=_aconfigure, **self._pool_options()
         )
         await pool.open(wait=False)
         return pool
 
     async def probe(self) -> AConn:
         """One new connection outside the pool; ``ConnectError`` with libpq's reason if none."""
-        try:
-            conn: AConn = await psycopg.AsyncConnection.connect(
-                self._conninfo,
-                autocommit=True,
-                row_factory=dict_row,
-                connect_timeout=max(1, round(self._timeout)),
-            )
-        except psycopg.Error as exc:
-            raise ConnectError(
-                f"cannot connect to {redact(self._conninfo)}: "
-                f"{scrub(first_line(exc), self._conninfo)}"
-            ) from exc
+        conn: AConn = await aconnect(self._conninfo, **self._probe_options())
         return conn
-
-    def mark_suspect(self) -> None:
-        """A connection was lost: check the server before the next checkout trusts the pool."""
-        self._suspect = True
-
-    async def _current(self) -> AsyncConnectionPool[AConn]:
-        if self._closed or self._pool is None:
-            raise StoreClosed("the store is closed")
-        if self._suspect:
-            try:
-                await (await self.probe()).close()
-            except ConnectError:
-                if self._on_unavailable is None:
-                    raise  # still down: fail now, stay suspect
-                await asyncio.to_thread(self._on_unavailable)
-                await (await self.probe()).close()
-            async with self._lock:
-                if self._suspect and not self._closed:
-                    old, self._pool = self._pool, await self._new_pool()
-                    self._suspect = False
-                    self._closing = asyncio.ensure_future(old.close())
-        return self._pool
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AConn]:
         """A connection for the duration of the block, returned to its pool afterwards."""
-        pool = await self._current()
+        checkout = self._checkout()
+        step = next(checkout)
         while True:
             try:
-                conn = await pool.getconn()
+                result = await self._do(step)
+            except Exception as exc:
+                step = checkout.throw(exc)
+                continue
+            try:
+                step = checkout.send(result)
+            except StopIteration as done:
+                pool, conn = done.value
                 break
-            except PoolClosed:
-                if self._closed:
-                    raise StoreClosed("the store is closed") from None
-                if pool is self._pool:
-                    raise
-                pool = await self._current()  # replaced after an outage while this task waited
-            except PoolTimeout:
-                try:
-                    await (await self.probe()).close()
-                except ConnectError:
-                    self._suspect = True  # the server is down, not merely busy
-                    raise
-                raise _busy(self._timeout, self._max_size) from None
         try:
             yield conn
         finally:
             await pool.putconn(conn)
+
+    async def _do(self, step: _Do | _Take[AsyncConnectionPool[AConn]]) -> AConn | None:
+        match step:
+            case _Take(pool):
+                return await pool.getconn()
+            case _Do.PROBE:
+                await (await self.probe()).close()
+            case _Do.HOOK:
+                await asyncio.to_thread(self._call_hook)
+            case _Do.RENEW:
+                async with self._lock:
+                    if self._must_renew():
+                        old = self._renew(await self._new_pool())
+                        self._closing = asyncio.ensure_future(old.close())
+        return None
 
     async def close(self) -> None:
         """Close every connection and refuse new checkouts. Idempotent."""
@@ -298,3 +404,17 @@ class AsyncPool:
             await self._closing
         if self._pool is not None:
             await self._pool.close()
+
+
+def _configure(conn: Conn) -> None:
+    """Every pooled connection decodes jsonb with ``decode_json`` (never fails on a row)."""
+    set_json_loads(decode_json, conn)
+
+
+async def _aconfigure(conn: AConn) -> None:
+    set_json_loads(decode_json, conn)
+
+
+def _close_in_background(pool: ConnectionPool[Conn]) -> None:
+    """Close a replaced pool without making the caller wait for its worker threads."""
+    threading.Thread(target=pool.close, name="ikigai_store-close-pool", daemon=True).start()

@@ -32,9 +32,9 @@ import pytest
 
 from . import migrate
 from .aio import AsyncStore
-from .config import resolve_url
-from .db import admin_url, create_database, drop_database
+from .config import admin_url, resolve_url
 from .embedded import embedded_server_url, testing_data_dir
+from .pool import create_database, drop_database
 from .store import Store
 
 __all__ = ["test_database_name", "truncate_all"]

@@ -42,7 +42,9 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 import ikigai_store as ik
-from ikigai_store.db import admin_url, create_database, drop_database, embedded_server_url, redact
+from ikigai_store.config import admin_url, redact
+from ikigai_store.embedded import embedded_server_url
+from ikigai_store.pool import create_database, drop_database
 
 RARE_TERM = "quixotrine"
 

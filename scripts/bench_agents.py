@@ -38,7 +38,7 @@ from bench import Scratch, fmt_ms, interleaved, machine, median, p95, step
 from psycopg.rows import dict_row, tuple_row
 
 import ikigai_store as ik
-from ikigai_store.db import embedded_server_url
+from ikigai_store.embedded import embedded_server_url
 from ikigai_store.replay import fold
 
 DEPTHS = (1, 10, 100, 1000)

@@ -54,9 +54,10 @@ import psycopg_pool
 from psycopg_pool import AsyncConnectionPool
 
 import ikigai_store as ik
-from ikigai_store.config import redact
-from ikigai_store.db import admin_url, create_database, drop_database, embedded_server_url
+from ikigai_store.config import admin_url, redact
+from ikigai_store.embedded import embedded_server_url
 from ikigai_store.migrate import apply as migrate
+from ikigai_store.pool import create_database, drop_database
 
 #: The statement ``Store.append`` runs (aiosql's text of ``append_message``), run raw as baseline.
 APPEND_SQL: str = ik.queries.append_message.sql

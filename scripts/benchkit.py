@@ -24,9 +24,10 @@ from typing import NoReturn
 import psycopg
 
 import ikigai_store as ik
-from ikigai_store.config import redact
-from ikigai_store.db import admin_url, create_database, drop_database, embedded_server_url
+from ikigai_store.config import admin_url, redact
+from ikigai_store.embedded import embedded_server_url
 from ikigai_store.migrate import apply as migrate
+from ikigai_store.pool import create_database, drop_database
 
 SUBJECT = "Build finished"
 BODY = (

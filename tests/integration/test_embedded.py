@@ -336,7 +336,7 @@ REVIVE = textwrap.dedent(
     import json, os, signal, time
     import psutil
     import ikigai_store as ik
-    from ikigai_store.db import default_data_dir
+    from ikigai_store.embedded import default_data_dir
 
     def kill_postmaster():
         pid_file = default_data_dir() / "postmaster.pid"

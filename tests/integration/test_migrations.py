@@ -19,7 +19,7 @@ import pytest
 import ikigai_store as ik
 from ikigai_store import migrate
 from ikigai_store._resources import migrations_dir
-from ikigai_store.db import to_yoyo_url
+from ikigai_store.config import to_yoyo_url
 
 pytestmark = pytest.mark.db
 

@@ -43,8 +43,8 @@ from pathlib import Path
 
 import pytest
 
-from ikigai_store.config import to_yoyo_url
-from ikigai_store.db import admin_url, create_database, drop_database
+from ikigai_store.config import admin_url, to_yoyo_url
+from ikigai_store.pool import create_database, drop_database
 from ikigai_store.testing import test_database_name
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,9 @@ import psycopg
 import pytest
 
 import ikigai_store as ik
-from ikigai_store.db import admin_url, create_database, drop_database
+from ikigai_store.config import admin_url
 from ikigai_store.migrate import apply as migrate
+from ikigai_store.pool import create_database, drop_database
 from ikigai_store.testing import test_database_name
 
 pytestmark = pytest.mark.db
