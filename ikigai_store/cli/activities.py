@@ -9,7 +9,6 @@ alone on its first line: ``renew`` and ``release`` take RESOURCE TOKEN. A refuse
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,46 +18,11 @@ import click
 from ..models import ACTIVITY_TYPES, Activity, Lease
 from .app import _show_help_without_command, _store, cli
 from .identities import JSON_OPTION, _age, _echo_rows, _iso
-from .mail import _parse_json, parse_duration, parse_time
+from .params import AGO, DURATION, JSON, SECONDS
 from .render import _one_line, json_text
 
 #: Width a description is cut to in the feed.
 DESCRIPTION_WIDTH = 60
-
-_SECONDS = re.compile(r"\d+(?:\.\d*)?|\.\d+")
-_AGO = re.compile(r"(?:\d+[dhms])+")
-
-
-def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
-    """``--since``: a duration ago (``2h``: the last two hours) or an ISO-8601 time."""
-    if value is None:
-        return None
-    if _AGO.fullmatch(value.strip().lower()):
-        try:
-            return datetime.now(UTC) - parse_duration(value)
-        except (ValueError, OverflowError):
-            raise click.BadParameter(f"{value!r} is too long ago") from None
-    try:
-        return parse_time(value)
-    except ValueError as exc:
-        raise click.BadParameter(f"{exc}, or a duration ago such as 30m, 2h, 7d") from None
-
-
-def _age_option(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-def _ttl(ctx: click.Context, param: click.Parameter, value: str) -> timedelta | float:
-    """``--ttl``: seconds (``90``, ``0.5``) or a duration (``30s``, ``10m``, ``2h``)."""
-    if _SECONDS.fullmatch(value.strip()):
-        return float(value)
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise click.BadParameter(f"{exc}, or a number of seconds") from None
 
 
 def _activity_json(a: Activity) -> dict[str, Any]:
@@ -123,15 +87,14 @@ def activity(ctx: click.Context) -> None:
 @click.argument("identity")
 @click.argument("type", type=click.Choice(ACTIVITY_TYPES))
 @click.argument("description")
-@click.option("--metadata", metavar="JSON", default=None, help="A JSON object.")
+@click.option("--metadata", type=JSON, metavar="JSON", default=None, help="A JSON object.")
 @JSON_OPTION
 def activity_record(
-    identity: str, type: str, description: str, metadata: str | None, as_json: bool
+    identity: str, type: str, description: str, metadata: Any, as_json: bool
 ) -> None:
     """Record that IDENTITY did DESCRIPTION (an activity of TYPE); print its id."""
-    parsed = _parse_json(metadata, "--metadata")
     with _store() as store:
-        made = store.activities.record_activity(identity, type, description, parsed)
+        made = store.activities.record_activity(identity, type, description, metadata)
     if as_json:
         click.echo(json_text(_activity_json(made), indent=2))
     else:
@@ -142,7 +105,7 @@ def activity_record(
 @click.option(
     "--since",
     metavar="WHEN",
-    callback=_since,
+    type=AGO,
     default=None,
     help="Only since then: an ISO-8601 time (local without an offset), or a duration ago (2h).",
 )
@@ -190,7 +153,7 @@ def activity_feed(
 @click.option(
     "--older-than",
     required=True,
-    callback=_age_option,
+    type=DURATION,
     help="Delete what is older than this (30d, 12h...).",
 )
 @JSON_OPTION
@@ -223,7 +186,7 @@ TTL_OPTION = click.option(
     "--ttl",
     default="60",
     show_default=True,
-    callback=_ttl,
+    type=SECONDS,
     help="How long: seconds, or 30s, 10m, 2h (at most a day).",
 )
 

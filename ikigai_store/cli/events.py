@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime
 from typing import Any
@@ -11,6 +10,7 @@ import click
 
 from ..models import VALID_KINDS
 from .app import SESSION_OPTION, _active_or, _store, _TextArgs, cli
+from .params import JSON, TIME
 from .render import _context_json, _echo_context, _echo_hits, _message_json, json_text
 
 # ---------------------------------------------------------------- events
@@ -23,15 +23,6 @@ def _read_stdin() -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise click.ClickException("standard input is not valid UTF-8 text") from None
-
-
-def _parse_data(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise click.ClickException(f"--data is not valid JSON: {exc}") from exc
 
 
 @cli.command(
@@ -48,7 +39,9 @@ def _parse_data(text: str | None) -> Any:
 @SESSION_OPTION
 @click.argument("kind")
 @click.argument("content", required=False)
-@click.option("--data", metavar="JSON", default=None, help="Structured data, as JSON text.")
+@click.option(
+    "--data", type=JSON, metavar="JSON", default=None, help="Structured data, as JSON text."
+)
 @click.option(
     "--agent",
     "agent_uuid",
@@ -60,7 +53,7 @@ def append(
     session_id: int | None,
     kind: str,
     content: str | None,
-    data: str | None,
+    data: Any,
     agent_uuid: str | None,
 ) -> None:
     """Append one event of KIND (with optional CONTENT) and print its id.
@@ -69,7 +62,6 @@ def append(
     included). CONTENT may start with '-' ("- item", "--- a/file"). A mark's label is data.label;
     a rewind names its mark with data.target_message_id.
     """
-    parsed = _parse_data(data)
     if content == "-":
         content = _read_stdin()
     with _store() as store:
@@ -77,7 +69,7 @@ def append(
             sid = store.get_agent(agent_uuid).session_id
         else:
             sid = _active_or(store, session_id)
-        click.echo(store.append(sid, kind, content, parsed, agent_uuid=agent_uuid).id)
+        click.echo(store.append(sid, kind, content, data, agent_uuid=agent_uuid).id)
 
 
 @cli.command(short_help="Print the context a session replays to.")
@@ -97,20 +89,6 @@ def replay(session_id: int | None, as_json: bool) -> None:
         return
     click.echo(f"session {sid}: {len(ctx.messages)} message(s) in context")
     _echo_context(ctx)
-
-
-def _parse_time(text: str | None, what: str) -> datetime | None:
-    """An ISO 8601 date or time; without an offset it is local time."""
-    if text is None:
-        return None
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise click.ClickException(
-            f"{what} {text!r} is not an ISO 8601 date or time (e.g. 2025-06-01 or "
-            "2025-06-01T14:30+02:00)"
-        ) from None
-    return value if value.utcoffset() is not None else value.astimezone()
 
 
 @cli.command(cls=_TextArgs, short_help="Full-text search over every message.")
@@ -135,8 +113,12 @@ def _parse_time(text: str | None, what: str) -> datetime | None:
     type=click.Choice(sorted(VALID_KINDS)),
     help="Only events of this kind (repeat for several).",
 )
-@click.option("--since", metavar="TIME", default=None, help="Only events created at or after TIME.")
-@click.option("--until", metavar="TIME", default=None, help="Only events created before TIME.")
+@click.option(
+    "--since", type=TIME, metavar="TIME", default=None, help="Only events created at or after TIME."
+)
+@click.option(
+    "--until", type=TIME, metavar="TIME", default=None, help="Only events created before TIME."
+)
 @click.option(
     "--order",
     type=click.Choice(["rank", "recent"]),
@@ -151,8 +133,8 @@ def search(
     session_id: int | None,
     agent_uuid: str | None,
     kinds: tuple[str, ...],
-    since: str | None,
-    until: str | None,
+    since: datetime | None,
+    until: datetime | None,
     order: str,
     limit: int,
     as_json: bool,
@@ -168,15 +150,14 @@ def search(
     plain query as an exact phrase come first. TIME is ISO 8601 (2025-06-01, 2025-06-01T14:30,
     2025-06-01T14:30+02:00); without an offset it is local time.
     """
-    since_at, until_at = _parse_time(since, "--since"), _parse_time(until, "--until")
     with _store() as store:
         hits = store.search(
             query,
             session_id=session_id,
             agent_uuid=agent_uuid,
             kinds=list(kinds) or None,
-            since=since_at,
-            until=until_at,
+            since=since,
+            until=until,
             order=order,
             limit=limit,
         )

@@ -8,8 +8,6 @@ transitions. ``send`` and ``reply`` print the new mail's id alone on their first
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -28,59 +26,11 @@ from .app import (
 )
 from .events import _read_stdin
 from .identities import JSON_OPTION, _age, _echo_rows, _iso
+from .params import DURATION, FROM_NOW, JSON, TIME
 from .render import _one_line, _when, json_text
 
 #: Width a subject is cut to in listings.
 SUBJECT_WIDTH = 60
-
-# ---------------------------------------------------------------- option types
-
-_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
-_DURATION_HELP = "a duration such as 30s, 10m, 2h, 1d or 1h30m"
-
-
-def parse_duration(text: str) -> timedelta:
-    """``30s``, ``10m``, ``2h``, ``1d``, ``1h30m`` -> a timedelta; ``ValueError`` otherwise."""
-    match = _DURATION.fullmatch(text.strip().lower())
-    if not text.strip() or match is None:
-        raise ValueError(f"{text!r} is not {_DURATION_HELP}")
-    days, hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
-    try:
-        return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
-    except OverflowError:
-        raise ValueError(f"{text!r} is too long a duration") from None
-
-
-def parse_time(text: str) -> datetime:
-    """An ISO-8601 date or time (``2025-06-01``, ``2025-06-01T09:00:00+02:00``, ``...Z``);
-    without a UTC offset it is local time (the rule of every command's time options)."""
-    try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not an ISO-8601 time such as 2025-06-01T09:00:00+02:00"
-        ) from None
-    return when if when.utcoffset() is not None else when.astimezone()
-
-
-def parse_when(text: str) -> datetime:
-    """A duration from now (``2h``) or an ISO-8601 time with a UTC offset."""
-    if text.strip() and _DURATION.fullmatch(text.strip().lower()):
-        try:
-            return datetime.now(UTC) + parse_duration(text)
-        except OverflowError:
-            raise ValueError(f"{text!r} is too far in the future") from None
-    return parse_time(text)
-
-
-def _parse_json(text: str | None, option: str) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise click.ClickException(f"{option} is not valid JSON: {exc}") from exc
-
 
 # ---------------------------------------------------------------- rendering
 
@@ -253,7 +203,11 @@ PRIORITY_OPTION = click.option(
     help="How urgent the mail is.",
 )
 METADATA_OPTION = click.option(
-    "--metadata", metavar="JSON", default=None, help="Structured metadata, as JSON text."
+    "--metadata",
+    type=JSON,
+    metavar="JSON",
+    default=None,
+    help="Structured metadata, as JSON text.",
 )
 KEY_OPTION = click.option(
     "--idempotency-key",
@@ -317,12 +271,14 @@ def mail(ctx: click.Context) -> None:
 )
 @click.option(
     "--deadline",
-    type=parse_when,
+    type=FROM_NOW,
     default=None,
     metavar="WHEN",
     help="A deadline: an ISO-8601 time (local without an offset), or a duration from now (2h).",
 )
-@click.option("--attachments", metavar="JSON", default=None, help="Attachments, as JSON text.")
+@click.option(
+    "--attachments", type=JSON, metavar="JSON", default=None, help="Attachments, as JSON text."
+)
 @METADATA_OPTION
 @KEY_OPTION
 @JSON_OPTION
@@ -335,8 +291,8 @@ def mail_send(
     thread_id: str | None,
     parent_id: int | None,
     deadline: datetime | None,
-    attachments: str | None,
-    metadata: str | None,
+    attachments: Any,
+    metadata: Any,
     idempotency_key: str | None,
     as_json: bool,
 ) -> None:
@@ -346,8 +302,6 @@ def mail_send(
     BODY `-` reads standard input (stored verbatim). All recipients get the mail, or none does
     (an unknown or retired recipient is an error and nothing is sent).
     """
-    parsed_attachments = _parse_json(attachments, "--attachments")
-    parsed_metadata = _parse_json(metadata, "--metadata")
     if body == "-":
         body = _read_stdin()
     payload = {
@@ -359,8 +313,8 @@ def mail_send(
         "parent_id": parent_id,
         "priority": priority,
         "deadline_at": deadline,
-        "attachments": parsed_attachments,
-        "metadata": parsed_metadata,
+        "attachments": attachments,
+        "metadata": metadata,
     }
     _echo_sent(_deliver_or_queue("send", payload, idempotency_key), as_json)
 
@@ -380,7 +334,7 @@ def mail_reply(
     sender: str,
     subject: str | None,
     priority: str,
-    metadata: str | None,
+    metadata: Any,
     idempotency_key: str | None,
     as_json: bool,
 ) -> None:
@@ -390,7 +344,6 @@ def mail_reply(
     The reply goes to everyone who sent or received mail in the thread, except the replier and
     retired identities. The replier must have sent or received MAIL_ID.
     """
-    parsed_metadata = _parse_json(metadata, "--metadata")
     if body == "-":
         body = _read_stdin()
     payload = {
@@ -399,7 +352,7 @@ def mail_reply(
         "body": body,
         "subject": subject,
         "priority": priority,
-        "metadata": parsed_metadata,
+        "metadata": metadata,
     }
     _echo_sent(_deliver_or_queue("reply", payload, idempotency_key), as_json)
 
@@ -521,14 +474,14 @@ def mail_mark(name: str, mail_id: int, state: str, as_json: bool) -> None:
 @click.option(
     "--for",
     "for_",
-    type=parse_duration,
+    type=DURATION,
     metavar="DURATION",
     default=None,
     help="How long: 30s, 10m, 2h, 1d, 1h30m.",
 )
 @click.option(
     "--until",
-    type=parse_time,
+    type=TIME,
     metavar="TIME",
     default=None,
     help="Until when: an ISO-8601 time (2025-06-01T09:00+02:00, ...Z; local without an offset).",

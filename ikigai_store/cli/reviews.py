@@ -39,7 +39,7 @@ from ..store import Store
 from .app import _show_help_without_command, _store, _TextArgs, cli
 from .events import _read_stdin
 from .identities import JSON_OPTION, _age, _echo_rows, _iso
-from .mail import _parse_json
+from .params import JSON
 from .render import _one_line, json_text
 
 __all__ = ["_issue_json", "_iteration_json", "_plan_json", "_review_json"]
@@ -452,9 +452,11 @@ for _event, _help in (
 @click.option("--reviewer", required=True, metavar="NAME", help="Who reviewed.")
 @click.option("--decision", type=click.Choice(REVIEW_DECISIONS), required=True)
 @click.option(
-    "--issues", "issues_json", default=None, metavar="JSON", help="A JSON list of issues."
+    "--issues", "issues", type=JSON, default=None, metavar="JSON", help="A JSON list of issues."
 )
-@click.option("--suggestions", default=None, metavar="JSON", help="Suggestions, as JSON.")
+@click.option(
+    "--suggestions", type=JSON, default=None, metavar="JSON", help="Suggestions, as JSON."
+)
 @click.option("--files", "files_reviewed", type=int, default=None, metavar="N")
 @click.option("--lines", "lines_analyzed", type=int, default=None, metavar="N")
 @click.option("--duration-ms", type=int, default=None, metavar="MS")
@@ -466,8 +468,8 @@ def review_iterate(
     summary: str,
     reviewer: str,
     decision: str,
-    issues_json: str | None,
-    suggestions: str | None,
+    issues: Any,
+    suggestions: Any,
     files_reviewed: int | None,
     lines_analyzed: int | None,
     duration_ms: int | None,
@@ -480,7 +482,6 @@ def review_iterate(
     with issue_type, severity, title, description and optionally file_path, line_start,
     line_end, code_snippet, suggestion, claude_md_ref."""
     text = _text_arg(summary)
-    issues = _parse_json(issues_json, "--issues")
     if issues is None:
         issues = []
     elif not isinstance(issues, list):
@@ -493,7 +494,7 @@ def review_iterate(
             decision,
             text,
             issues=issues,
-            suggestions=_parse_json(suggestions, "--suggestions"),
+            suggestions=suggestions,
             files_reviewed=files_reviewed,
             lines_analyzed=lines_analyzed,
             duration_ms=duration_ms,

@@ -19,7 +19,7 @@ import click
 from ..models import TASK_STATUSES, Task, TaskList, TaskStats
 from .app import _show_help_without_command, _store, cli
 from .identities import JSON_OPTION, _echo_rows, _iso
-from .mail import _parse_json, parse_duration
+from .params import DURATION, JSON
 from .render import _one_line, json_text
 
 #: Width a subject is cut to in listings.
@@ -84,13 +84,6 @@ def _echo_tasks(tasks: Sequence[Task], empty: str, *, with_list: bool = False) -
 def _echo_task_line(t: Task) -> None:
     """The first line scripts read: EXTERNAL_ID STATUS OWNER (``-`` when unowned)."""
     click.echo(f"{t.external_id} {t.status} {t.owner or '-'}")
-
-
-def _duration(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
 
 
 @cli.group(invoke_without_command=True)
@@ -202,7 +195,9 @@ def task_show(list_id: str, external_id: str, as_json: bool) -> None:
 @click.option("--subject", "-s", default=None, help="Required for a new task.")
 @click.option("--description", "-d", default=None)
 @click.option("--active-form", default=None, help="What is shown while it is in progress.")
-@click.option("--metadata", metavar="JSON", default=None, help="A JSON object, merged in.")
+@click.option(
+    "--metadata", type=JSON, metavar="JSON", default=None, help="A JSON object, merged in."
+)
 @click.option("--status", type=click.Choice(TASK_STATUSES), default=None)
 @click.option("--owner", default=None, help="Who holds it (free text, e.g. an agent's name).")
 @click.option(
@@ -220,7 +215,7 @@ def task_upsert(
     subject: str | None,
     description: str | None,
     active_form: str | None,
-    metadata: str | None,
+    metadata: Any,
     status: str | None,
     owner: str | None,
     blocked_by: tuple[str, ...],
@@ -238,7 +233,7 @@ def task_upsert(
             subject=subject,
             description=description,
             active_form=active_form,
-            metadata=_parse_json(metadata, "--metadata"),
+            metadata=metadata,
             status=status,
             owner=owner,
             blocked_by=blockers,
@@ -329,7 +324,7 @@ def task_sync(list_id: str, active: tuple[str, ...], as_json: bool) -> None:
     "--older-than",
     default="7d",
     show_default=True,
-    callback=_duration,
+    type=DURATION,
     help="Age since the last update (30m, 12h, 7d...).",
 )
 @JSON_OPTION

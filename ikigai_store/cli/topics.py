@@ -26,17 +26,9 @@ from .app import (
 )
 from .events import _read_stdin
 from .identities import JSON_OPTION, _age, _echo_rows, _iso
-from .mail import _item_json, _mail_json, _parse_json, _subject, parse_duration
+from .mail import _item_json, _mail_json, _subject
+from .params import DURATION, JSON
 from .render import json_text
-
-
-def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> timedelta | None:
-    if value is None:
-        return None
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
 
 
 def _claim_json(held: Claim) -> dict[str, Any]:
@@ -98,7 +90,7 @@ def topic(ctx: click.Context) -> None:
     "--retention",
     default="7d",
     show_default=True,
-    callback=_duration,
+    type=DURATION,
     help="How long mail is kept (30m, 12h, 7d...).",
 )
 @click.option("--max-attempts", type=int, default=5, show_default=True, help="Queue claims.")
@@ -177,7 +169,7 @@ def topic_unsubscribe(identity: str, name: str) -> None:
 @click.option(
     "--priority", "-p", type=click.Choice(PRIORITIES), default="normal", show_default=True
 )
-@click.option("--metadata", metavar="JSON", default=None, help="Metadata, as JSON text.")
+@click.option("--metadata", type=JSON, metavar="JSON", default=None, help="Metadata, as JSON text.")
 @click.option("--idempotency-key", default=None, help="Publishing again with it is a no-op.")
 @JSON_OPTION
 def topic_publish(
@@ -186,7 +178,7 @@ def topic_publish(
     sender: str,
     subject: str,
     priority: str,
-    metadata: str | None,
+    metadata: Any,
     idempotency_key: str | None,
     as_json: bool,
 ) -> None:
@@ -198,7 +190,7 @@ def topic_publish(
         "subject": subject,
         "body": text,
         "priority": priority,
-        "metadata": _parse_json(metadata, "--metadata"),
+        "metadata": metadata,
     }
     sent = _deliver_or_queue("publish", payload, idempotency_key)
     if isinstance(sent, Queued):
