@@ -16,8 +16,9 @@ from typing import Any
 import click
 
 from ..models import ACTIVITY_TYPES, Activity, Lease
-from .app import _show_help_without_command, _store, cli
-from .identities import JSON_OPTION, _age, _echo_rows, _iso
+from .app import cli
+from .common import JSON_OPTION, open_store, show_help_without_command
+from .identities import _age, _echo_rows, _iso
 from .params import AGO, DURATION, JSON, SECONDS
 from .render import _one_line, json_text
 
@@ -80,7 +81,7 @@ def activity(ctx: click.Context) -> None:
     Types: commit, message, session_start, session_complete, decision, error, blocker,
     heartbeat, task_complete, review_*, plan_submitted, plan_decided.
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @activity.command("record", short_help="Record an activity; print its id.")
@@ -93,7 +94,7 @@ def activity_record(
     identity: str, type: str, description: str, metadata: Any, as_json: bool
 ) -> None:
     """Record that IDENTITY did DESCRIPTION (an activity of TYPE); print its id."""
-    with _store() as store:
+    with open_store() as store:
         made = store.activities.record_activity(identity, type, description, metadata)
     if as_json:
         click.echo(json_text(_activity_json(made), indent=2))
@@ -123,7 +124,7 @@ def activity_feed(
     as_json: bool,
 ) -> None:
     """List activities, newest first (--before the last id shown for the next page)."""
-    with _store() as store:
+    with open_store() as store:
         found = store.activities.feed(
             since=since, identity=identity, type=type_, limit=limit, before=before
         )
@@ -159,7 +160,7 @@ def activity_feed(
 @JSON_OPTION
 def activity_prune(older_than: timedelta, as_json: bool) -> None:
     """Delete activities older than --older-than; print how many."""
-    with _store() as store:
+    with open_store() as store:
         deleted = store.activities.prune_activities(older_than)
     if as_json:
         click.echo(json_text({"deleted": deleted}))
@@ -179,7 +180,7 @@ def lease(ctx: click.Context) -> None:
     exclusive ones. The database refuses a second holder; an expired lease frees the resource
     by itself. `acquire` prints the TOKEN that `renew` and `release` take.
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 TTL_OPTION = click.option(
@@ -202,7 +203,7 @@ def lease_acquire(
 ) -> None:
     """Lease RESOURCE to HOLDER for --ttl. Prints the TOKEN alone on the first line; refused
     (held by someone else): exit status 1, naming the holder."""
-    with _store() as store:
+    with open_store() as store:
         got = store.leases.acquire(holder, resource, ttl=ttl, exclusive=not shared)
     if as_json:
         click.echo(json_text(_lease_json(got), indent=2))
@@ -219,7 +220,7 @@ def lease_acquire(
 @JSON_OPTION
 def lease_renew(resource: str, token: str, ttl: timedelta | float, as_json: bool) -> None:
     """Make the lease on RESOURCE (TOKEN) end --ttl from now (it must still be live)."""
-    with _store() as store:
+    with open_store() as store:
         got = store.leases.renew((resource, token), ttl)
     if as_json:
         click.echo(json_text(_lease_json(got), indent=2))
@@ -233,7 +234,7 @@ def lease_renew(resource: str, token: str, ttl: timedelta | float, as_json: bool
 @JSON_OPTION
 def lease_release(resource: str, token: str, as_json: bool) -> None:
     """End the lease on RESOURCE (TOKEN); idempotent (says when it had already ended)."""
-    with _store() as store:
+    with open_store() as store:
         was_live = store.leases.release((resource, token))
     if as_json:
         click.echo(json_text({"resource": resource, "released": was_live}))
@@ -248,7 +249,7 @@ def lease_release(resource: str, token: str, as_json: bool) -> None:
 @JSON_OPTION
 def lease_force_release(resource: str, as_json: bool) -> None:
     """End every lease on RESOURCE, whoever holds it; print how many were live."""
-    with _store() as store:
+    with open_store() as store:
         ended = store.leases.force_release(resource)
     if as_json:
         click.echo(json_text({"resource": resource, "ended": ended}))
@@ -262,7 +263,7 @@ def lease_force_release(resource: str, as_json: bool) -> None:
 @JSON_OPTION
 def lease_held(prefix: str, holder: str | None, as_json: bool) -> None:
     """List live leases whose resource starts with PREFIX (literally), by resource."""
-    with _store() as store:
+    with open_store() as store:
         found = store.leases.held(prefix, holder=holder)
     if as_json:
         click.echo(json_text([_lease_json(x) for x in found], indent=2))

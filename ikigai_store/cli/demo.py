@@ -23,7 +23,8 @@ import click
 from ..errors import Conflict, InvalidArgument
 from ..models import Agent, InboxItem, Mail, Message
 from ..store import Store
-from .app import _store, cli
+from .app import cli
+from .common import open_store
 from .mail import _counts_line, _echo_inbox, _echo_thread, _subject
 from .render import (
     _describe,
@@ -49,7 +50,7 @@ def demo() -> None:
     own active session, agents and identities are left untouched. Safe to run any number of
     times.
     """
-    with _store() as store:
+    with open_store() as store:
         title = f"demo {datetime.now().astimezone():%Y-%m-%d %H:%M:%S}"
         sid = store.create_session(title)
         registered: list[str] = []

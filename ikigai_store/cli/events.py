@@ -2,31 +2,22 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime
 from typing import Any
 
 import click
 
 from ..models import VALID_KINDS
-from .app import SESSION_OPTION, _active_or, _store, _TextArgs, cli
+from .app import TextArgs, cli
+from .common import JSON_OPTION, SESSION_OPTION, active_or, open_store, read_stdin
 from .params import JSON, TIME
 from .render import _context_json, _echo_context, _echo_hits, _message_json, json_text
 
 # ---------------------------------------------------------------- events
 
 
-def _read_stdin() -> str:
-    """All of standard input, decoded as UTF-8 (a user error if it is not)."""
-    data = sys.stdin.buffer.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise click.ClickException("standard input is not valid UTF-8 text") from None
-
-
 @cli.command(
-    cls=_TextArgs,
+    cls=TextArgs,
     short_help="Append one event to a session and print its id.",
     epilog="Kinds: " + ", ".join(sorted(VALID_KINDS)) + ". Examples:\n\n"
     "\b\n"
@@ -63,26 +54,26 @@ def append(
     a rewind names its mark with data.target_message_id.
     """
     if content == "-":
-        content = _read_stdin()
-    with _store() as store:
+        content = read_stdin()
+    with open_store() as store:
         if session_id is None and agent_uuid is not None:
             sid = store.get_agent(agent_uuid).session_id
         else:
-            sid = _active_or(store, session_id)
+            sid = active_or(store, session_id)
         click.echo(store.append(sid, kind, content, data, agent_uuid=agent_uuid).id)
 
 
 @cli.command(short_help="Print the context a session replays to.")
 @SESSION_OPTION
-@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@JSON_OPTION
 def replay(session_id: int | None, as_json: bool) -> None:
     """Print the context a session replays to (honouring clear, mark and rewind).
 
     One line per message in context (position, id, kind, content cut to one line), then the mark
     stack and any rewinds that were skipped because their mark was gone.
     """
-    with _store() as store:
-        sid = _active_or(store, session_id)
+    with open_store() as store:
+        sid = active_or(store, session_id)
         ctx = store.replay_session(sid)
     if as_json:
         click.echo(json_text(_context_json(sid, ctx), indent=2))
@@ -91,7 +82,7 @@ def replay(session_id: int | None, as_json: bool) -> None:
     _echo_context(ctx)
 
 
-@cli.command(cls=_TextArgs, short_help="Full-text search over every message.")
+@cli.command(cls=TextArgs, short_help="Full-text search over every message.")
 @click.argument("query")
 @click.option(
     "--session",
@@ -127,7 +118,7 @@ def replay(session_id: int | None, as_json: bool) -> None:
     help="rank: best of the newest 1000 matches first; recent: newest first.",
 )
 @click.option("--limit", "-n", type=int, default=20, show_default=True, help="Most hits to show.")
-@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@JSON_OPTION
 def search(
     query: str,
     session_id: int | None,
@@ -150,7 +141,7 @@ def search(
     plain query as an exact phrase come first. TIME is ISO 8601 (2025-06-01, 2025-06-01T14:30,
     2025-06-01T14:30+02:00); without an offset it is local time.
     """
-    with _store() as store:
+    with open_store() as store:
         hits = store.search(
             query,
             session_id=session_id,

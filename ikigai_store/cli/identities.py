@@ -13,7 +13,8 @@ from typing import Any
 import click
 
 from ..models import Identity, IdentityStatus
-from .app import _show_help_without_command, _store, cli
+from .app import cli
+from .common import JSON_OPTION, open_store, show_help_without_command
 from .render import _one_line, _when, json_text
 
 __all__ = ["_age", "_echo_rows", "_identity_json", "_iso"]
@@ -81,7 +82,6 @@ def _dash(value: str | None, width: int | None = None) -> str:
     return _one_line(value, width) if width is not None else value
 
 
-JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 PROJECT_OPTION = click.option(
     "--project", "project_key", metavar="KEY", default=None, help="Only this project's identities."
 )
@@ -98,7 +98,7 @@ def identity(ctx: click.Context) -> None:
     ikigai agent). Names match [A-Za-z0-9][A-Za-z0-9._-]{0,63} and are unique forever:
     identities are never deleted, only retired.
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @identity.command("register", short_help="Create an identity and print its name.")
@@ -129,7 +129,7 @@ def identity_register(
     """Create an identity called NAME (default: a memorable name such as BraveOtter) and print
     its name alone on the first line. A name already taken, even by a retired identity, is an
     error."""
-    with _store() as store:
+    with open_store() as store:
         ident = store.identities.register(
             name,
             project_key=project_key,
@@ -151,7 +151,7 @@ def identity_register(
 @JSON_OPTION
 def identity_list(project_key: str | None, include_retired: bool, as_json: bool) -> None:
     """List identities, most recently active first (retired ones only with --all)."""
-    with _store() as store:
+    with open_store() as store:
         idents = store.identities.list(project_key=project_key, include_retired=include_retired)
     if as_json:
         click.echo(json_text([_identity_json(i) for i in idents], indent=2))
@@ -186,7 +186,7 @@ def identity_discover(project_key: str | None, as_json: bool) -> None:
 
     Status: active (seen in the last 5 minutes), idle (in the last 30), offline.
     """
-    with _store() as store:
+    with open_store() as store:
         statuses = store.identities.discover(project_key=project_key)
     if as_json:
         click.echo(json_text([_status_json(s) for s in statuses], indent=2))
@@ -219,7 +219,7 @@ def identity_discover(project_key: str | None, as_json: bool) -> None:
 def identity_retire(name: str, as_json: bool) -> None:
     """Retire NAME: it keeps every mail it sent or received (and may still read them) but can
     no longer send or receive. Retiring again changes nothing."""
-    with _store() as store:
+    with open_store() as store:
         ident = store.identities.retire(name)
     if as_json:
         click.echo(json_text(_identity_json(ident), indent=2))

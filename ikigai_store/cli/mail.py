@@ -16,16 +16,16 @@ import click
 
 from ..mail import MAX_SUBJECT_CHARS
 from ..models import MAIL_STATES, PRIORITIES, InboxItem, Mail, MailCounts, MailHit, Queued
-from .app import (
-    _deliver_or_queue,
-    _echo_queued,
-    _show_help_without_command,
-    _store,
-    _TextArgs,
-    cli,
+from .app import TextArgs, cli
+from .common import (
+    JSON_OPTION,
+    deliver_or_queue,
+    echo_queued,
+    open_store,
+    show_help_without_command,
+    text_or_stdin,
 )
-from .events import _read_stdin
-from .identities import JSON_OPTION, _age, _echo_rows, _iso
+from .identities import _age, _echo_rows, _iso
 from .params import DURATION, FROM_NOW, JSON, TIME
 from .render import _one_line, _when, json_text
 
@@ -171,7 +171,7 @@ def _echo_thread(mails: Sequence[Mail], indent: str = "") -> None:
 
 def _echo_sent(m: Mail | Queued, as_json: bool) -> None:
     if isinstance(m, Queued):
-        _echo_queued(m, as_json)
+        echo_queued(m, as_json)
         return
     if as_json:
         click.echo(json_text(_mail_json(m), indent=2))
@@ -234,12 +234,12 @@ def mail(ctx: click.Context) -> None:
       archived -> read, trash
       trash    -> unread
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @mail.command(
     "send",
-    cls=_TextArgs,
+    cls=TextArgs,
     short_help="Send a mail and print its id.",
     epilog="Examples:\n\n"
     "\b\n"
@@ -302,13 +302,11 @@ def mail_send(
     BODY `-` reads standard input (stored verbatim). All recipients get the mail, or none does
     (an unknown or retired recipient is an error and nothing is sent).
     """
-    if body == "-":
-        body = _read_stdin()
     payload = {
         "sender": sender,
         "to": list(to),
         "subject": subject,
-        "body": body,
+        "body": text_or_stdin(body),
         "thread_id": thread_id,
         "parent_id": parent_id,
         "priority": priority,
@@ -316,10 +314,10 @@ def mail_send(
         "attachments": attachments,
         "metadata": metadata,
     }
-    _echo_sent(_deliver_or_queue("send", payload, idempotency_key), as_json)
+    _echo_sent(deliver_or_queue("send", payload, idempotency_key), as_json)
 
 
-@mail.command("reply", cls=_TextArgs, short_help="Reply to a mail's thread and print its id.")
+@mail.command("reply", cls=TextArgs, short_help="Reply to a mail's thread and print its id.")
 @click.argument("mail_id", metavar="MAIL_ID", type=int)
 @click.argument("body")
 @click.option("--from", "sender", metavar="NAME", required=True, help="The replying identity.")
@@ -344,17 +342,15 @@ def mail_reply(
     The reply goes to everyone who sent or received mail in the thread, except the replier and
     retired identities. The replier must have sent or received MAIL_ID.
     """
-    if body == "-":
-        body = _read_stdin()
     payload = {
         "sender": sender,
         "mail_id": mail_id,
-        "body": body,
+        "body": text_or_stdin(body),
         "subject": subject,
         "priority": priority,
         "metadata": metadata,
     }
-    _echo_sent(_deliver_or_queue("reply", payload, idempotency_key), as_json)
+    _echo_sent(deliver_or_queue("reply", payload, idempotency_key), as_json)
 
 
 @mail.command("inbox", short_help="List an identity's mail, newest first.")
@@ -386,7 +382,7 @@ def mail_inbox(
     Default: unread, read and starred mail (archived, trash and sleeping snoozes are hidden).
     When the page is full, the last line tells the --before id of the next page.
     """
-    with _store() as store:
+    with open_store() as store:
         items = store.mail.inbox(
             name, state=state, priority=priority, limit=limit, before_id=before_id
         )
@@ -414,7 +410,7 @@ def mail_read(name: str, mail_id: int, as_json: bool) -> None:
 
     An unread mail becomes read; any other state is kept.
     """
-    with _store() as store:
+    with open_store() as store:
         item = store.mail.read(name, mail_id)
     if as_json:
         click.echo(json_text(_item_json(item), indent=2))
@@ -429,7 +425,7 @@ def mail_read(name: str, mail_id: int, as_json: bool) -> None:
 def mail_ack(name: str, mail_id: int, as_json: bool) -> None:
     """Acknowledge MAIL_ID for NAME: the first ack is recorded (again changes nothing) and an
     unread mail becomes read."""
-    with _store() as store:
+    with open_store() as store:
         item = store.mail.ack(name, mail_id)
     _echo_state(name, item, as_json)
 
@@ -442,7 +438,7 @@ def _state_command(command: str, state: str, doc: str) -> None:
     @click.argument("mail_id", metavar="MAIL_ID", type=int)
     @JSON_OPTION
     def run(name: str, mail_id: int, as_json: bool) -> None:
-        with _store() as store:
+        with open_store() as store:
             item = store.mail.set_state(name, mail_id, state)
         _echo_state(name, item, as_json)
 
@@ -463,7 +459,7 @@ def mail_mark(name: str, mail_id: int, state: str, as_json: bool) -> None:
     """Move NAME's copy of MAIL_ID to STATE, along the allowed moves (see `mail --help`):
     `read` unstars or unarchives, `unread` marks unread again or restores from the trash. To
     snooze, use `mail snooze`."""
-    with _store() as store:
+    with open_store() as store:
         item = store.mail.set_state(name, mail_id, state)
     _echo_state(name, item, as_json)
 
@@ -498,7 +494,7 @@ def mail_snooze(
     unread when the time has passed. Snoozing a snoozed mail again sets the new time."""
     if (for_ is None) == (until is None):
         raise click.ClickException("give either --for DURATION or --until TIME")
-    with _store() as store:
+    with open_store() as store:
         item = store.mail.set_state(
             name, mail_id, "snoozed", snoozed_until=until if for_ is None else for_
         )
@@ -518,7 +514,7 @@ def mail_snooze(
 def mail_thread(thread_id: str, identity: str | None, as_json: bool) -> None:
     """Show every mail of THREAD_ID in the order sent, bodies included. A thread with no mail
     at all is an error; with --as, NAME's part of it may be empty."""
-    with _store() as store:
+    with open_store() as store:
         mails = store.mail.thread(thread_id, identity=identity)
         if not mails and (identity is None or not store.mail.thread(thread_id)):
             raise click.ClickException(f"thread {thread_id!r} has no mail")
@@ -533,7 +529,7 @@ def mail_thread(thread_id: str, identity: str | None, as_json: bool) -> None:
     _echo_thread(mails)
 
 
-@mail.command("search", cls=_TextArgs, short_help="Full-text search of mail.")
+@mail.command("search", cls=TextArgs, short_help="Full-text search of mail.")
 @click.argument("query")
 @click.option(
     "--as", "identity", metavar="NAME", default=None, help="Only mail NAME sent or received."
@@ -555,7 +551,7 @@ def mail_search(query: str, identity: str | None, limit: int, order: str, as_jso
     Matches in the snippet are shown in [brackets]. A query with no searchable word (only stop
     words such as "the") is an error: it could match nothing.
     """
-    with _store() as store:
+    with open_store() as store:
         hits = store.mail.search(query, identity=identity, limit=limit, order=order)
         if not hits and not store.search_terms(query):
             raise click.ClickException(
@@ -595,7 +591,7 @@ def mail_wait(name: str, timeout: float, as_json: bool) -> None:
     "Error: no mail for NAME within N s" on standard error and nothing on standard output (bad
     input also exits 1).
     """
-    with _store() as store:
+    with open_store() as store:
         item = store.mail.wait(name, timeout)
     if item is None:
         raise click.ClickException(f"no mail for {name} within {timeout:g} s")

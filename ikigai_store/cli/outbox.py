@@ -13,8 +13,9 @@ from typing import Any
 import click
 
 from ..models import PendingOperation
-from .app import _outbox, _show_help_without_command, _store, cli
-from .identities import JSON_OPTION, _age, _echo_rows, _iso
+from .app import cli
+from .common import JSON_OPTION, open_outbox, open_store, show_help_without_command
+from .identities import _age, _echo_rows, _iso
 from .render import _one_line, json_text
 
 
@@ -54,7 +55,7 @@ def outbox(ctx: click.Context) -> None:
     An operation is pending until delivered (with its idempotency key, so never twice),
     failed (the store refused it: unknown recipient, ...), or expired (older than 7 days).
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @outbox.command("list", short_help="List queued operations, oldest first.")
@@ -62,7 +63,7 @@ def outbox(ctx: click.Context) -> None:
 @JSON_OPTION
 def outbox_list(show_all: bool, as_json: bool) -> None:
     """List the operations waiting in the outbox, oldest first (--all: finished ones too)."""
-    ops = _outbox().list(include_finished=show_all)
+    ops = open_outbox().list(include_finished=show_all)
     if as_json:
         click.echo(json_text([_operation_json(op) for op in ops], indent=2))
         return
@@ -88,8 +89,8 @@ def outbox_list(show_all: bool, as_json: bool) -> None:
 @JSON_OPTION
 def outbox_drain(as_json: bool) -> None:
     """Deliver the waiting operations to the database, oldest first, and say what happened."""
-    with _store(drain=False) as store:
-        report = _outbox().drain(store)
+    with open_store(drain=False) as store:
+        report = open_outbox().drain(store)
     fields = ("delivered", "failed", "expired", "pending")
     if as_json:
         click.echo(json_text({f: getattr(report, f) for f in fields}, indent=2))
@@ -107,7 +108,7 @@ def outbox_drain(as_json: bool) -> None:
 def outbox_clear(everything: bool) -> None:
     """Delete delivered, failed and expired operations from the outbox; with --all, also the
     ones still waiting, which are then never delivered."""
-    cleared = _outbox().clear(everything=everything)
+    cleared = open_outbox().clear(everything=everything)
     click.echo(f"{cleared} operation{'s' if cleared != 1 else ''} cleared")
 
 
@@ -115,7 +116,7 @@ def outbox_clear(everything: bool) -> None:
 @JSON_OPTION
 def outbox_stats(as_json: bool) -> None:
     """How many operations the outbox holds in each status, and where its file is."""
-    box = _outbox()
+    box = open_outbox()
     stats = box.stats()
     if as_json:
         click.echo(json_text({"path": str(box.path), **stats}, indent=2))

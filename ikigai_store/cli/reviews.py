@@ -36,9 +36,9 @@ from ..models import (
 from ..plans import DECISIONS
 from ..reviews import RESOLUTIONS
 from ..store import Store
-from .app import _show_help_without_command, _store, _TextArgs, cli
-from .events import _read_stdin
-from .identities import JSON_OPTION, _age, _echo_rows, _iso
+from .app import TextArgs, cli
+from .common import JSON_OPTION, open_store, show_help_without_command, text_or_stdin
+from .identities import _age, _echo_rows, _iso
 from .params import JSON
 from .render import _one_line, json_text
 
@@ -290,10 +290,6 @@ def _plan(store: Store, ref: str) -> PlanReview:
         ) from None
 
 
-def _text_arg(value: str) -> str:
-    return _read_stdin() if value == "-" else value
-
-
 # ---------------------------------------------------------------- review
 
 
@@ -311,7 +307,7 @@ def review(ctx: click.Context) -> None:
     Each change mails the review's thread and records an activity. REVIEW is an id or a unique
     prefix of one (4+ hex digits; the 8 shown in listings always suffice).
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @review.command("create", short_help="Create a review; print its id.")
@@ -350,7 +346,7 @@ def review_create(
     as_json: bool,
 ) -> None:
     """Create a review REQUESTER asks of the reviewers; print its id, then its state."""
-    with _store() as store:
+    with open_store() as store:
         made = store.reviews.create(
             requester,
             reviewers=list(reviewers),
@@ -382,7 +378,7 @@ def review_list(
     state: str | None, requester: str | None, active: bool, limit: int, as_json: bool
 ) -> None:
     """List reviews (newest first), or with --active every unfinished one (oldest first)."""
-    with _store() as store:
+    with open_store() as store:
         if active:
             if state is not None or requester is not None:
                 raise click.ClickException("--active lists every unfinished review: no filters")
@@ -400,7 +396,7 @@ def review_list(
 @JSON_OPTION
 def review_show(ref: str, as_json: bool) -> None:
     """Show REVIEW with its iterations and its open issues."""
-    with _store() as store:
+    with open_store() as store:
         found = _review(store, ref)
         iterations = store.reviews.iterations(found)
         issues = store.reviews.open_issues(found)
@@ -421,7 +417,7 @@ def _event_command(event: str, help_text: str) -> None:
     @click.option("--by", default=None, metavar="NAME", help="Who acts (see `review --help`).")
     @JSON_OPTION
     def command(ref: str, by: str | None, as_json: bool) -> None:
-        with _store() as store:
+        with open_store() as store:
             changed = store.reviews.fire(_review(store, ref), event, by=by)
         if as_json:
             click.echo(json_text(_review_json(changed), indent=2))
@@ -446,7 +442,7 @@ for _event, _help in (
     _event_command(_event, _help)
 
 
-@review.command("iterate", cls=_TextArgs, short_help="Record a review iteration.")
+@review.command("iterate", cls=TextArgs, short_help="Record a review iteration.")
 @click.argument("ref", metavar="REVIEW")
 @click.argument("summary")
 @click.option("--reviewer", required=True, metavar="NAME", help="Who reviewed.")
@@ -481,12 +477,12 @@ def review_iterate(
     request_changes or reject applies that event; comment changes no state. Issues are dicts
     with issue_type, severity, title, description and optionally file_path, line_start,
     line_end, code_snippet, suggestion, claude_md_ref."""
-    text = _text_arg(summary)
+    text = text_or_stdin(summary)
     if issues is None:
         issues = []
     elif not isinstance(issues, list):
         raise click.ClickException("--issues must be a JSON list of issue objects")
-    with _store() as store:
+    with open_store() as store:
         found = _review(store, ref)
         it = store.reviews.record_iteration(
             found,
@@ -517,7 +513,7 @@ def review_iterate(
 @JSON_OPTION
 def review_issues(ref: str, show_all: bool, as_json: bool) -> None:
     """REVIEW's open issues (critical, high, medium, low), or with --all every issue."""
-    with _store() as store:
+    with open_store() as store:
         found = _review(store, ref)
         issues = store.reviews.issues(found) if show_all else store.reviews.open_issues(found)
     if as_json:
@@ -533,7 +529,7 @@ def review_issues(ref: str, show_all: bool, as_json: bool) -> None:
 @JSON_OPTION
 def review_resolve(issue_id: int, status: str, iteration: int | None, as_json: bool) -> None:
     """Mark open issue ISSUE_ID fixed, wont_fix or duplicate (issues are never reopened)."""
-    with _store() as store:
+    with open_store() as store:
         resolved = store.reviews.resolve_issue(issue_id, status, iteration)
     if as_json:
         click.echo(json_text(_issue_json(resolved), indent=2))
@@ -558,10 +554,10 @@ def plan(ctx: click.Context) -> None:
     The default reviewer is the human, "User" (registered on first use). PLAN is a plan review
     id, its thread id (plan-1a2b3c4d) or those 8 hex digits.
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
-@plan.command("submit", cls=_TextArgs, short_help="Submit a plan; print its id.")
+@plan.command("submit", cls=TextArgs, short_help="Submit a plan; print its id.")
 @click.argument("requester")
 @click.argument("plan_path")
 @click.option("--title", "-t", required=True, help="What the plan is about.")
@@ -579,8 +575,8 @@ def plan_submit(
     as_json: bool,
 ) -> None:
     """Submit the plan at PLAN_PATH of REQUESTER for review; print its id, then its thread."""
-    text = _text_arg(summary)
-    with _store() as store:
+    text = text_or_stdin(summary)
+    with open_store() as store:
         made = store.plans.submit_plan(
             requester, plan_path, title, text, reviewer=reviewer, session_key=session_key
         )
@@ -601,8 +597,8 @@ def plan_decide(
     ref: str, state: str, comment: str | None, reviewed_by: str | None, as_json: bool
 ) -> None:
     """Decide pending plan PLAN: approved, rejected or changes_requested."""
-    text = None if comment is None else _text_arg(comment)
-    with _store() as store:
+    text = None if comment is None else text_or_stdin(comment)
+    with open_store() as store:
         decided = store.plans.decide(_plan(store, ref), state, text, reviewed_by)
     if as_json:
         click.echo(json_text(_plan_json(decided), indent=2))
@@ -617,8 +613,8 @@ def plan_decide(
 @JSON_OPTION
 def plan_resubmit(ref: str, summary: str | None, plan_path: str | None, as_json: bool) -> None:
     """Resubmit PLAN (changes_requested -> pending, revision + 1); mails the reviewer."""
-    text = None if summary is None else _text_arg(summary)
-    with _store() as store:
+    text = None if summary is None else text_or_stdin(summary)
+    with open_store() as store:
         again = store.plans.resubmit_plan(_plan(store, ref), summary=text, plan_path=plan_path)
     if as_json:
         click.echo(json_text(_plan_json(again), indent=2))
@@ -631,7 +627,7 @@ def plan_resubmit(ref: str, summary: str | None, plan_path: str | None, as_json:
 @JSON_OPTION
 def plan_show(ref: str, as_json: bool) -> None:
     """Show PLAN: state, revision, people, decision and summary."""
-    with _store() as store:
+    with open_store() as store:
         found = _plan(store, ref)
     if as_json:
         click.echo(json_text(_plan_json(found), indent=2))
@@ -644,7 +640,7 @@ def plan_show(ref: str, as_json: bool) -> None:
 @JSON_OPTION
 def plan_pending(session_key: str, as_json: bool) -> None:
     """The plan reviews of session KEY that wait for a decision, oldest first."""
-    with _store() as store:
+    with open_store() as store:
         found = store.plans.pending_for_session(session_key)
     if as_json:
         click.echo(json_text([_plan_json(p) for p in found], indent=2))
@@ -659,7 +655,7 @@ def plan_pending(session_key: str, as_json: bool) -> None:
 @JSON_OPTION
 def plan_list(state: str | None, requester: str | None, limit: int, as_json: bool) -> None:
     """List plan reviews, newest first."""
-    with _store() as store:
+    with open_store() as store:
         found = store.plans.list(state=state, requester=requester, limit=limit)
     if as_json:
         click.echo(json_text([_plan_json(p) for p in found], indent=2))

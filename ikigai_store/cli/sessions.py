@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .app import _active_or, _show_help_without_command, _store, cli
+from .app import cli
+from .common import active_or, open_store, show_help_without_command
 from .render import _session_title, _when
 
 # ---------------------------------------------------------------- session
@@ -14,14 +15,14 @@ from .render import _session_title, _when
 @click.pass_context
 def session(ctx: click.Context) -> None:
     """Create, list, inspect, end and title sessions."""
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @session.command("new")
 @click.option("--title", "-t", default=None, help="A title for the session.")
 def session_new(title: str | None) -> None:
     """Start a session (it becomes the active one) and print its id."""
-    with _store() as store:
+    with open_store() as store:
         click.echo(store.create_session(title))
 
 
@@ -29,7 +30,7 @@ def session_new(title: str | None) -> None:
 @click.option("--limit", "-n", type=int, default=20, show_default=True, help="How many to list.")
 def session_list(limit: int) -> None:
     """List sessions, newest first; `*` marks the active one."""
-    with _store() as store:
+    with open_store() as store:
         sessions = store.list_sessions(limit)
         active = store.get_active_session()
     if not sessions:
@@ -48,7 +49,7 @@ def session_list(limit: int) -> None:
 @click.argument("session_id", metavar="ID", type=int)
 def session_show(session_id: int) -> None:
     """Show one session: its fields, message count and context size."""
-    with _store() as store:
+    with open_store() as store:
         s = store.get_session(session_id)
         total = store.count_messages(session_id)
         ctx = store.replay_session(session_id)
@@ -67,8 +68,8 @@ def session_show(session_id: int) -> None:
 @click.argument("session_id", metavar="[ID]", type=int, required=False)
 def session_end(session_id: int | None) -> None:
     """End a session (default: the active one). Ending it again is harmless."""
-    with _store() as store:
-        sid = _active_or(store, session_id)
+    with open_store() as store:
+        sid = active_or(store, session_id)
         store.end_session(sid)
     click.echo(f"ended session {sid}")
 
@@ -81,6 +82,6 @@ def session_title(session_id: int, title: str | None, clear: bool) -> None:
     """Set a session's TITLE, or remove it with --clear."""
     if clear == (title is not None):
         raise click.ClickException("give either a TITLE or --clear")
-    with _store() as store:
+    with open_store() as store:
         store.set_session_title(session_id, None if clear else title)
     click.echo(f"session {session_id}: " + ("title cleared" if clear else f"title set to {title}"))

@@ -17,8 +17,9 @@ from typing import Any
 import click
 
 from ..models import TASK_STATUSES, Task, TaskList, TaskStats
-from .app import _show_help_without_command, _store, cli
-from .identities import JSON_OPTION, _echo_rows, _iso
+from .app import cli
+from .common import JSON_OPTION, open_store, show_help_without_command
+from .identities import _echo_rows, _iso
 from .params import DURATION, JSON
 from .render import _one_line, json_text
 
@@ -96,7 +97,7 @@ def task(ctx: click.Context) -> None:
     `release` gives it back.
     `upsert` never erases: options left out (or given as "") keep the stored values.
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @task.command("create-list", short_help="Create a task list owned by an identity.")
@@ -106,7 +107,7 @@ def task(ctx: click.Context) -> None:
 @JSON_OPTION
 def task_create_list(list_id: str, owner: str, watch_path: str | None, as_json: bool) -> None:
     """Create list LIST_ID (the same request again is a no-op)."""
-    with _store() as store:
+    with open_store() as store:
         made = store.tasks.create_list(list_id, owner, watch_path=watch_path)
     if as_json:
         click.echo(json_text(_list_json(made), indent=2))
@@ -118,7 +119,7 @@ def task_create_list(list_id: str, owner: str, watch_path: str | None, as_json: 
 @JSON_OPTION
 def task_lists(as_json: bool) -> None:
     """Every task list, oldest first, with its counts."""
-    with _store() as store:
+    with open_store() as store:
         found = [(x, store.tasks.task_stats(x)) for x in store.tasks.lists()]
     if as_json:
         click.echo(
@@ -151,7 +152,7 @@ def task_lists(as_json: bool) -> None:
 @JSON_OPTION
 def task_list(list_id: str, status: str | None, as_json: bool) -> None:
     """The tasks of LIST_ID in creation order."""
-    with _store() as store:
+    with open_store() as store:
         found = store.tasks.tasks(list_id, status)
     if as_json:
         click.echo(json_text([_task_json(t) for t in found], indent=2))
@@ -165,7 +166,7 @@ def task_list(list_id: str, status: str | None, as_json: bool) -> None:
 @JSON_OPTION
 def task_show(list_id: str, external_id: str, as_json: bool) -> None:
     """Show task EXTERNAL_ID of LIST_ID."""
-    with _store() as store:
+    with open_store() as store:
         t = store.tasks.get_task(list_id, external_id)
     if as_json:
         click.echo(json_text(_task_json(t), indent=2))
@@ -226,7 +227,7 @@ def task_upsert(
     if blocked_by and no_blockers:
         raise click.ClickException("--blocked-by and --no-blockers exclude each other")
     blockers: list[str] | None = [] if no_blockers else list(blocked_by) or None
-    with _store() as store:
+    with open_store() as store:
         t = store.tasks.upsert_task(
             list_id,
             external_id,
@@ -250,7 +251,7 @@ def task_upsert(
 def task_available(list_id: str | None, as_json: bool) -> None:
     """Pending, unowned tasks whose blockers are all completed or deleted (of LIST_ID, or of
     every list)."""
-    with _store() as store:
+    with open_store() as store:
         found = store.tasks.available_tasks(list_id)
     if as_json:
         click.echo(json_text([_task_json(t) for t in found], indent=2))
@@ -266,7 +267,7 @@ def task_available(list_id: str | None, as_json: bool) -> None:
 def task_claim(list_id: str, external_id: str, owner: str, as_json: bool) -> None:
     """Make task EXTERNAL_ID of LIST_ID in_progress with OWNER (exit 1 when someone else holds
     it, or it is blocked or finished)."""
-    with _store() as store:
+    with open_store() as store:
         t = store.tasks.claim_task(list_id, external_id, owner)
     if as_json:
         click.echo(json_text(_task_json(t), indent=2))
@@ -283,7 +284,7 @@ def task_release(list_id: str, external_id: str, owner: str, as_json: bool) -> N
     """Make task EXTERNAL_ID of LIST_ID, in progress and held by OWNER, pending and unowned
     again, e.g. when the agent working on it died (exit 1 when someone else holds it or it is
     not in progress)."""
-    with _store() as store:
+    with open_store() as store:
         t = store.tasks.release_task(list_id, external_id, owner)
     if as_json:
         click.echo(json_text(_task_json(t), indent=2))
@@ -296,7 +297,7 @@ def task_release(list_id: str, external_id: str, owner: str, as_json: bool) -> N
 @JSON_OPTION
 def task_stats(list_id: str | None, as_json: bool) -> None:
     """Counts of LIST_ID's tasks (or of every list's)."""
-    with _store() as store:
+    with open_store() as store:
         counts = store.tasks.task_stats(list_id)
     if as_json:
         click.echo(json_text(_stats_json(counts), indent=2))
@@ -311,7 +312,7 @@ def task_stats(list_id: str | None, as_json: bool) -> None:
 @JSON_OPTION
 def task_sync(list_id: str, active: tuple[str, ...], as_json: bool) -> None:
     """Mirror LIST_ID's source: every task whose id is not among ACTIVE becomes deleted."""
-    with _store() as store:
+    with open_store() as store:
         deleted = store.tasks.sync_list(list_id, list(active))
     if as_json:
         click.echo(json_text({"list_id": list_id, "deleted": deleted}, indent=2))
@@ -331,7 +332,7 @@ def task_sync(list_id: str, active: tuple[str, ...], as_json: bool) -> None:
 def task_prune(older_than: timedelta, as_json: bool) -> None:
     """Delete completed and deleted tasks not updated for --older-than, with their
     dependencies."""
-    with _store() as store:
+    with open_store() as store:
         deleted = store.tasks.prune(older_than)
     if as_json:
         click.echo(json_text({"deleted": deleted}, indent=2))

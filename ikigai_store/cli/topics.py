@@ -16,16 +16,16 @@ from typing import Any
 import click
 
 from ..models import PRIORITIES, Claim, Mail, Poll, Queued, TopicInfo
-from .app import (
-    _deliver_or_queue,
-    _echo_queued,
-    _show_help_without_command,
-    _store,
-    _TextArgs,
-    cli,
+from .app import TextArgs, cli
+from .common import (
+    JSON_OPTION,
+    deliver_or_queue,
+    echo_queued,
+    open_store,
+    show_help_without_command,
+    text_or_stdin,
 )
-from .events import _read_stdin
-from .identities import JSON_OPTION, _age, _echo_rows, _iso
+from .identities import _age, _echo_rows, _iso
 from .mail import _item_json, _mail_json, _subject
 from .params import DURATION, JSON
 from .render import json_text
@@ -80,7 +80,7 @@ def topic(ctx: click.Context) -> None:
     (`poll`, then `commit`). A queue message is held by one claimer at a time; `claim` prints
     MAIL_ID TOKEN for `complete`, `release` and `extend`.
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @topic.command("create", short_help="Create a broadcast or queue topic.")
@@ -99,7 +99,7 @@ def topic_create(
     name: str, queue: bool, retention: timedelta, max_attempts: int, as_json: bool
 ) -> None:
     """Create topic NAME."""
-    with _store() as store:
+    with open_store() as store:
         made = store.topics.create(
             name, "queue" if queue else "broadcast", retention=retention, max_attempts=max_attempts
         )
@@ -114,7 +114,7 @@ def topic_create(
 @JSON_OPTION
 def topic_list(as_json: bool) -> None:
     """List every topic."""
-    with _store() as store:
+    with open_store() as store:
         infos = store.topics.list()
     if as_json:
         click.echo(json_text([_info_json(i) for i in infos], indent=2))
@@ -136,7 +136,7 @@ def topic_list(as_json: bool) -> None:
 @click.argument("name")
 def topic_delete(name: str) -> None:
     """Delete topic NAME and its whole log (refused while a queue has open work)."""
-    with _store() as store:
+    with open_store() as store:
         store.topics.delete(name)
     click.echo(f"deleted {name}")
 
@@ -146,7 +146,7 @@ def topic_delete(name: str) -> None:
 @click.argument("name")
 def topic_subscribe(identity: str, name: str) -> None:
     """Subscribe IDENTITY to topic NAME (a missing topic is created as broadcast)."""
-    with _store() as store:
+    with open_store() as store:
         store.topics.subscribe(identity, name)
     click.echo(f"{identity} subscribed to {name}")
 
@@ -156,12 +156,12 @@ def topic_subscribe(identity: str, name: str) -> None:
 @click.argument("name")
 def topic_unsubscribe(identity: str, name: str) -> None:
     """Unsubscribe IDENTITY from topic NAME (its stored offset is kept)."""
-    with _store() as store:
+    with open_store() as store:
         store.topics.unsubscribe(identity, name)
     click.echo(f"{identity} unsubscribed from {name}")
 
 
-@topic.command("publish", cls=_TextArgs, short_help="Publish a mail and print its id.")
+@topic.command("publish", cls=TextArgs, short_help="Publish a mail and print its id.")
 @click.argument("name")
 @click.argument("body")
 @click.option("--from", "sender", metavar="NAME", required=True, help="The sending identity.")
@@ -183,18 +183,17 @@ def topic_publish(
     as_json: bool,
 ) -> None:
     """Publish BODY (`-`: standard input) to topic NAME; print the mail id, then its offset."""
-    text = _read_stdin() if body == "-" else body
     payload = {
         "sender": sender,
         "topic": name,
         "subject": subject,
-        "body": text,
+        "body": text_or_stdin(body),
         "priority": priority,
         "metadata": metadata,
     }
-    sent = _deliver_or_queue("publish", payload, idempotency_key)
+    sent = deliver_or_queue("publish", payload, idempotency_key)
     if isinstance(sent, Queued):
-        _echo_queued(sent, as_json)
+        echo_queued(sent, as_json)
         return
     if as_json:
         click.echo(json_text(_mail_json(sent), indent=2))
@@ -211,7 +210,7 @@ def topic_publish(
 def topic_poll(identity: str, limit: int, commit: bool, as_json: bool) -> None:
     """Show IDENTITY's unread inbox and, per subscribed broadcast topic, the mail after its
     stored offset (--commit moves the offsets past what was shown)."""
-    with _store() as store:
+    with open_store() as store:
         polled = store.topics.poll(identity, limit=limit)
         if commit:
             for name, mails in polled.topics.items():
@@ -234,7 +233,7 @@ def topic_poll(identity: str, limit: int, commit: bool, as_json: bool) -> None:
 @JSON_OPTION
 def topic_read(name: str, after: int, limit: int, as_json: bool) -> None:
     """Print topic NAME's log after --after, in offset order."""
-    with _store() as store:
+    with open_store() as store:
         mails = store.topics.read(name, after=after, limit=limit)
     if as_json:
         click.echo(json_text([_mail_json(m) for m in mails], indent=2))
@@ -250,7 +249,7 @@ def topic_read(name: str, after: int, limit: int, as_json: bool) -> None:
 @click.argument("offset", type=int)
 def topic_commit(identity: str, name: str, offset: int) -> None:
     """Store that IDENTITY processed topic NAME up to OFFSET; print the stored offset."""
-    with _store() as store:
+    with open_store() as store:
         click.echo(str(store.topics.commit(identity, name, offset)))
 
 
@@ -263,7 +262,7 @@ def topic_commit(identity: str, name: str, offset: int) -> None:
 def topic_claim(identity: str, name: str, lease: float, wait: float, as_json: bool) -> None:
     """Claim the oldest available message of queue NAME for IDENTITY. Prints MAIL_ID TOKEN on
     the first line, then the message. Exit status 1 when there is none (after --wait)."""
-    with _store() as store:
+    with open_store() as store:
         held = store.topics.claim(identity, name, lease=lease, wait=wait)
     if held is None:
         raise click.ClickException(f"nothing to claim in {name}")
@@ -282,7 +281,7 @@ def topic_claim(identity: str, name: str, lease: float, wait: float, as_json: bo
 @click.argument("token")
 def topic_complete(mail_id: int, token: str) -> None:
     """Finish the message MAIL_ID claimed with TOKEN."""
-    with _store() as store:
+    with open_store() as store:
         store.topics.complete((mail_id, token))
     click.echo(f"completed {mail_id}")
 
@@ -293,7 +292,7 @@ def topic_complete(mail_id: int, token: str) -> None:
 @click.option("--error", default=None, help="Why it failed.")
 def topic_release(mail_id: int, token: str, error: str | None) -> None:
     """Release MAIL_ID (claimed with TOKEN): claimable again, or a dead letter."""
-    with _store() as store:
+    with open_store() as store:
         state = store.topics.release((mail_id, token), error)
     click.echo(f"released {mail_id}: {state}")
 
@@ -304,7 +303,7 @@ def topic_release(mail_id: int, token: str, error: str | None) -> None:
 @click.option("--lease", type=float, default=30.0, show_default=True, help="Seconds from now.")
 def topic_extend(mail_id: int, token: str, lease: float) -> None:
     """Renew the lease of MAIL_ID (claimed with TOKEN)."""
-    with _store() as store:
+    with open_store() as store:
         held = store.topics.extend((mail_id, token), lease)
     click.echo(f"lease of {mail_id} until {_iso(held.lease_until)}")
 
@@ -314,7 +313,7 @@ def topic_extend(mail_id: int, token: str, lease: float) -> None:
 @JSON_OPTION
 def topic_dead(name: str, as_json: bool) -> None:
     """List queue NAME's dead letters (they used all their attempts)."""
-    with _store() as store:
+    with open_store() as store:
         dead = store.topics.dead_letters(name)
     if as_json:
         click.echo(
@@ -340,7 +339,7 @@ def topic_dead(name: str, as_json: bool) -> None:
 @click.argument("mail_id", type=int)
 def topic_requeue(mail_id: int) -> None:
     """Make dead letter MAIL_ID claimable again."""
-    with _store() as store:
+    with open_store() as store:
         store.topics.requeue(mail_id)
     click.echo(f"requeued {mail_id}")
 
@@ -349,7 +348,7 @@ def topic_requeue(mail_id: int) -> None:
 @JSON_OPTION
 def topic_retention(as_json: bool) -> None:
     """Delete topic mail older than its topic's retention (see the README for what is kept)."""
-    with _store() as store:
+    with open_store() as store:
         deleted = store.topics.apply_retention()
     if as_json:
         click.echo(json_text(deleted, indent=2))
