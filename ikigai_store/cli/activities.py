@@ -18,9 +18,8 @@ import click
 from ..models import ACTIVITY_TYPES, Activity, Lease
 from .app import cli
 from .common import JSON_OPTION, open_store, show_help_without_command
-from .identities import _age, _echo_rows, _iso
 from .params import AGO, DURATION, JSON, SECONDS
-from .render import _one_line, json_text
+from .render import age, echo_table, iso, json_text, one_line
 
 #: Width a description is cut to in the feed.
 DESCRIPTION_WIDTH = 60
@@ -33,7 +32,7 @@ def _activity_json(a: Activity) -> dict[str, Any]:
         "type": a.type,
         "description": a.description,
         "metadata": a.metadata,
-        "created_at": _iso(a.created_at),
+        "created_at": iso(a.created_at),
     }
 
 
@@ -44,18 +43,18 @@ def _lease_json(lease: Lease) -> dict[str, Any]:
         "holder": lease.holder,
         "exclusive": lease.exclusive,
         "token": lease.token,
-        "acquired_at": _iso(lease.acquired_at),
-        "expires_at": _iso(lease.expires_at),
+        "acquired_at": iso(lease.acquired_at),
+        "expires_at": iso(lease.expires_at),
     }
 
 
 def _until(when: datetime) -> str:
     seconds = (when - datetime.now(UTC)).total_seconds()
-    return f"{_iso(when)} (in {max(0.0, seconds):.0f}s)"
+    return f"{iso(when)} (in {max(0.0, seconds):.0f}s)"
 
 
 def _echo_leases(leases: Sequence[Lease]) -> None:
-    _echo_rows(
+    echo_table(
         ("resource", "holder", "mode", "expires", "token"),
         [
             (
@@ -134,15 +133,15 @@ def activity_feed(
     if not found:
         click.echo("no activity")
         return
-    _echo_rows(
+    echo_table(
         ("id", "age", "identity", "type", "description"),
         [
             (
                 str(a.id),
-                _age(a.created_at),
+                age(a.created_at),
                 a.identity,
                 a.type,
-                _one_line(a.description, DESCRIPTION_WIDTH),
+                one_line(a.description, DESCRIPTION_WIDTH),
             )
             for a in found
         ],

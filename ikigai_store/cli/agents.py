@@ -10,7 +10,7 @@ import click
 from ..models import Agent
 from .app import cli
 from .common import JSON_OPTION, SESSION_OPTION, active_or, open_store, show_help_without_command
-from .render import _context_json, _echo_agents, _echo_context, _echo_ranges, _short, json_text
+from .render import _context_json, echo_agents, echo_context, echo_ranges, json_text, short
 
 # ---------------------------------------------------------------- agents
 
@@ -73,7 +73,7 @@ def agent_list(session_id: int | None, all_sessions: bool) -> None:
         if n:
             click.echo()
         click.echo(f"session {sid}")
-        _echo_agents(group, indent="  ")
+        echo_agents(group, indent="  ")
 
 
 @agent.command("new", short_help="Create a root agent and print its uuid.")
@@ -170,10 +170,10 @@ def agent_replay(uuid: str, as_json: bool) -> None:
         return
     inherited = sum(1 for m in ctx.messages if m.agent_uuid != me.uuid)
     click.echo(
-        f"agent {me.uuid} ({_short(me.uuid)}, session {me.session_id}): "
+        f"agent {me.uuid} ({short(me.uuid)}, session {me.session_id}): "
         f"{len(ctx.messages)} message(s) in context, {inherited} inherited"
     )
-    _echo_context(ctx, agents=True)
+    echo_context(ctx, agents=True)
 
 
 @agent.command("ranges", short_help="Print the id ranges an agent's replay reads.")
@@ -181,4 +181,4 @@ def agent_replay(uuid: str, as_json: bool) -> None:
 def agent_ranges(uuid: str) -> None:
     """Print the id ranges an agent's replay reads, root first: start < id <= end per agent."""
     with open_store() as store:
-        _echo_ranges(store, uuid)
+        echo_ranges(store, uuid)

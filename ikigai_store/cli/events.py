@@ -11,7 +11,7 @@ from ..models import VALID_KINDS
 from .app import TextArgs, cli
 from .common import JSON_OPTION, SESSION_OPTION, active_or, open_store, read_stdin
 from .params import JSON, TIME
-from .render import _context_json, _echo_context, _echo_hits, _message_json, json_text
+from .render import _context_json, _message_json, echo_context, echo_hits, json_text
 
 # ---------------------------------------------------------------- events
 
@@ -79,7 +79,7 @@ def replay(session_id: int | None, as_json: bool) -> None:
         click.echo(json_text(_context_json(sid, ctx), indent=2))
         return
     click.echo(f"session {sid}: {len(ctx.messages)} message(s) in context")
-    _echo_context(ctx)
+    echo_context(ctx)
 
 
 @cli.command(cls=TextArgs, short_help="Full-text search over every message.")
@@ -168,4 +168,4 @@ def search(
             )
         )
         return
-    _echo_hits(hits)
+    echo_hits(hits)

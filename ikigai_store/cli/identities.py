@@ -6,7 +6,6 @@ deleted; ``retire`` keeps their mail but stops them sending and receiving.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,41 +14,10 @@ import click
 from ..models import Identity, IdentityStatus
 from .app import cli
 from .common import JSON_OPTION, open_store, show_help_without_command
-from .render import _one_line, _when, json_text
-
-__all__ = ["_age", "_echo_rows", "_identity_json", "_iso"]
+from .render import age, echo_table, iso, json_text, one_line, when
 
 #: Width a purpose is cut to in listings.
 PURPOSE_WIDTH = 40
-
-
-def _iso(ts: datetime | None) -> str | None:
-    return None if ts is None else ts.isoformat()
-
-
-def _age(ts: datetime, now: datetime | None = None) -> str:
-    """How long ago ``ts`` was, in one unit: ``12s``, ``5m``, ``3h``, ``4d``."""
-    seconds = max(0, int(((now or datetime.now(UTC)) - ts).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
-
-def _echo_rows(
-    header: Sequence[str],
-    rows: Sequence[Sequence[str]],
-    right: frozenset[str] = frozenset(),
-    indent: str = "",
-) -> None:
-    """Print columns under ``header``; the columns named in ``right`` are right-aligned."""
-    widths = [max(len(c) for c in col) for col in zip(header, *rows, strict=True)]
-    for line in (header, *rows):
-        cells = [
-            c.rjust(w) if h in right else c.ljust(w)
-            for c, w, h in zip(line, widths, header, strict=True)
-        ]
-        click.echo(f"{indent}{'  '.join(cells)}".rstrip())
 
 
 def _identity_json(ident: Identity) -> dict[str, Any]:
@@ -62,9 +30,9 @@ def _identity_json(ident: Identity) -> dict[str, Any]:
         "working_dir": ident.working_dir,
         "hostname": ident.hostname,
         "agent_uuid": ident.agent_uuid,
-        "created_at": _iso(ident.created_at),
-        "last_active_at": _iso(ident.last_active_at),
-        "retired_at": _iso(ident.retired_at),
+        "created_at": iso(ident.created_at),
+        "last_active_at": iso(ident.last_active_at),
+        "retired_at": iso(ident.retired_at),
     }
 
 
@@ -79,7 +47,7 @@ def _status_json(status: IdentityStatus) -> dict[str, Any]:
 def _dash(value: str | None, width: int | None = None) -> str:
     if value is None or value == "":
         return "-"
-    return _one_line(value, width) if width is not None else value
+    return one_line(value, width) if width is not None else value
 
 
 PROJECT_OPTION = click.option(
@@ -169,13 +137,13 @@ def identity_list(project_key: str | None, include_retired: bool, as_json: bool)
             i.name,
             _dash(i.project_key),
             _dash(i.git_branch),
-            _age(i.last_active_at, now),
+            age(i.last_active_at, now),
             _dash(i.purpose, PURPOSE_WIDTH),
         ]
         if include_retired:
-            row.insert(3, "-" if i.retired_at is None else _age(i.retired_at, now))
+            row.insert(3, "-" if i.retired_at is None else age(i.retired_at, now))
         rows.append(row)
-    _echo_rows(header, rows, frozenset({"active", "retired"}))
+    echo_table(header, rows, frozenset({"active", "retired"}))
 
 
 @identity.command("discover", short_help="Who is around: status and unread mail.")
@@ -195,14 +163,14 @@ def identity_discover(project_key: str | None, as_json: bool) -> None:
         click.echo("no identities")
         return
     now = datetime.now(UTC)
-    _echo_rows(
+    echo_table(
         ("name", "status", "unread", "active", "project", "branch", "purpose"),
         [
             (
                 s.identity.name,
                 s.status,
                 str(s.unread),
-                _age(s.identity.last_active_at, now),
+                age(s.identity.last_active_at, now),
                 _dash(s.identity.project_key),
                 _dash(s.identity.git_branch),
                 _dash(s.identity.purpose, PURPOSE_WIDTH),
@@ -224,4 +192,4 @@ def identity_retire(name: str, as_json: bool) -> None:
     if as_json:
         click.echo(json_text(_identity_json(ident), indent=2))
         return
-    click.echo(f"retired {ident.name} (since {_when(ident.retired_at)})")
+    click.echo(f"retired {ident.name} (since {when(ident.retired_at)})")

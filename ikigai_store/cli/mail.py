@@ -8,8 +8,7 @@ transitions. ``send`` and ``reply`` print the new mail's id alone on their first
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import click
@@ -25,12 +24,20 @@ from .common import (
     show_help_without_command,
     text_or_stdin,
 )
-from .identities import _age, _echo_rows, _iso
 from .params import DURATION, FROM_NOW, JSON, TIME
-from .render import _one_line, _when, json_text
-
-#: Width a subject is cut to in listings.
-SUBJECT_WIDTH = 60
+from .render import (
+    age,
+    counts_line,
+    echo_body,
+    echo_inbox,
+    echo_table,
+    echo_thread,
+    iso,
+    json_text,
+    one_line,
+    subject_line,
+    when,
+)
 
 # ---------------------------------------------------------------- rendering
 
@@ -45,12 +52,12 @@ def _mail_json(m: Mail) -> dict[str, Any]:
         "subject": m.subject,
         "body": m.body,
         "priority": m.priority,
-        "deadline_at": _iso(m.deadline_at),
+        "deadline_at": iso(m.deadline_at),
         "attachments": m.attachments,
         "metadata": m.metadata,
         "idempotency_key": m.idempotency_key,
         "deleted_by_sender": m.deleted_by_sender,
-        "created_at": _iso(m.created_at),
+        "created_at": iso(m.created_at),
         "topic": m.topic,
         "log_offset": m.log_offset,
     }
@@ -60,9 +67,9 @@ def _item_json(item: InboxItem) -> dict[str, Any]:
     return {
         "mail": _mail_json(item.mail),
         "state": item.state,
-        "read_at": _iso(item.read_at),
-        "acked_at": _iso(item.acked_at),
-        "snoozed_until": _iso(item.snoozed_until),
+        "read_at": iso(item.read_at),
+        "acked_at": iso(item.acked_at),
+        "snoozed_until": iso(item.snoozed_until),
     }
 
 
@@ -81,68 +88,24 @@ def _hit_json(hit: MailHit) -> dict[str, Any]:
     return {"mail": _mail_json(hit.mail), "rank": hit.rank, "snippet": hit.snippet}
 
 
-def _subject(m: Mail, width: int = SUBJECT_WIDTH) -> str:
-    return _one_line(m.subject, width) if m.subject.strip() else "(no subject)"
-
-
-def _counts_line(name: str, c: MailCounts) -> str:
-    return (
-        f"{name}: {c.unread} unread ({c.urgent_unread} urgent), {c.starred} starred, "
-        f"{c.snoozed} snoozed, {c.archived} archived, {c.trash} trash"
-    )
-
-
-def _echo_inbox(items: Sequence[InboxItem], indent: str = "") -> None:
-    """One line per mail: `*` for unread, id, state, priority, sender, age, subject."""
-    if not items:
-        click.echo(f"{indent}no mail")
-        return
-    now = datetime.now(UTC)
-    rows = []
-    for item in items:
-        m = item.mail
-        subject = _subject(m)
-        if item.snoozed_until is not None:
-            subject += f"  (until {_when(item.snoozed_until)})"
-        rows.append(
-            (
-                "*" if item.state == "unread" else " ",
-                str(m.id),
-                item.state,
-                m.priority,
-                m.sender,
-                _age(m.created_at, now),
-                subject,
-            )
-        )
-    header = (" ", "id", "state", "priority", "from", "age", "subject")
-    _echo_rows(header, rows, frozenset({"id", "age"}), indent)
-
-
-def _echo_body(body: str, indent: str = "") -> None:
-    if indent:
-        body = "\n".join(indent + line if line else line for line in body.split("\n"))
-    click.echo(body, nl=not body.endswith("\n"))
-
-
 def _echo_item(item: InboxItem) -> None:
     """A mail as its recipient sees it: the headers, a blank line, the body verbatim."""
     m = item.mail
     state = item.state
     if item.snoozed_until is not None:
-        state += f" until {_when(item.snoozed_until)}"
+        state += f" until {when(item.snoozed_until)}"
     if item.acked_at is not None:
-        state += f", acked {_when(item.acked_at)}"
+        state += f", acked {when(item.acked_at)}"
     fields = [
         ("mail", str(m.id)),
         ("thread", m.thread_id),
         ("reply to", None if m.parent_id is None else f"#{m.parent_id}"),
         ("from", m.sender),
         ("to", ", ".join(m.to)),
-        ("subject", _subject(m, MAX_SUBJECT_CHARS)),
+        ("subject", subject_line(m, MAX_SUBJECT_CHARS)),
         ("priority", m.priority),
-        ("date", f"{_when(m.created_at)} ({_age(m.created_at)} ago)"),
-        ("deadline", None if m.deadline_at is None else _when(m.deadline_at)),
+        ("date", f"{when(m.created_at)} ({age(m.created_at)} ago)"),
+        ("deadline", None if m.deadline_at is None else when(m.deadline_at)),
         ("state", state),
         ("attachments", None if m.attachments is None else json_text(m.attachments)),
         ("metadata", None if m.metadata is None else json_text(m.metadata)),
@@ -151,22 +114,7 @@ def _echo_item(item: InboxItem) -> None:
         if value is not None:
             click.echo(f"{label + ':':<13}{value}")
     click.echo()
-    _echo_body(m.body)
-
-
-def _echo_thread(mails: Sequence[Mail], indent: str = "") -> None:
-    """Every mail of a thread in order: a header line, the subject, the body indented."""
-    now = datetime.now(UTC)
-    for n, m in enumerate(mails):
-        if n:
-            click.echo()
-        extra = [] if m.parent_id is None else [f"reply to #{m.parent_id}"]
-        extra.append(f"{_age(m.created_at, now)} ago")
-        if m.priority != "normal":
-            extra.append(m.priority)
-        click.echo(f"{indent}#{m.id}  {m.sender} -> {', '.join(m.to)}  ({', '.join(extra)})")
-        click.echo(f"{indent}Subject: {_subject(m, 200)}")
-        _echo_body(m.body, indent + "    ")
+    echo_body(m.body)
 
 
 def _echo_sent(m: Mail | Queued, as_json: bool) -> None:
@@ -186,9 +134,9 @@ def _echo_state(name: str, item: InboxItem, as_json: bool) -> None:
         return
     state = item.state
     if item.snoozed_until is not None:
-        state += f" until {_when(item.snoozed_until)}"
+        state += f" until {when(item.snoozed_until)}"
     if item.acked_at is not None:
-        state += f" (acked {_when(item.acked_at)})"
+        state += f" (acked {when(item.acked_at)})"
     click.echo(f"mail {item.mail.id} for {name}: {state}")
 
 
@@ -395,8 +343,8 @@ def mail_inbox(
         }
         click.echo(json_text(doc, indent=2))
         return
-    click.echo(_counts_line(name, counts))
-    _echo_inbox(items)
+    click.echo(counts_line(name, counts))
+    echo_inbox(items)
     if len(items) == limit:
         click.echo(f"more: --before {items[-1].mail.id}")
 
@@ -526,7 +474,7 @@ def mail_thread(thread_id: str, identity: str | None, as_json: bool) -> None:
         return
     click.echo(f"thread {thread_id}: {len(mails)} mail(s)")
     click.echo()
-    _echo_thread(mails)
+    echo_thread(mails)
 
 
 @mail.command("search", cls=TextArgs, short_help="Full-text search of mail.")
@@ -564,9 +512,9 @@ def mail_search(query: str, identity: str | None, limit: int, order: str, as_jso
     if not hits:
         click.echo("no matches")
         return
-    _echo_rows(
+    echo_table(
         ("rank", "id", "from", "snippet"),
-        [(f"{h.rank:.3f}", str(h.mail.id), h.mail.sender, _one_line(h.snippet)) for h in hits],
+        [(f"{h.rank:.3f}", str(h.mail.id), h.mail.sender, one_line(h.snippet)) for h in hits],
         frozenset({"rank", "id"}),
     )
 

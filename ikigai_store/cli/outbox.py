@@ -15,8 +15,7 @@ import click
 from ..models import PendingOperation
 from .app import cli
 from .common import JSON_OPTION, open_outbox, open_store, show_help_without_command
-from .identities import _age, _echo_rows, _iso
-from .render import _one_line, json_text
+from .render import age, echo_table, iso, json_text, one_line
 
 
 def _operation_json(op: PendingOperation) -> dict[str, Any]:
@@ -27,8 +26,8 @@ def _operation_json(op: PendingOperation) -> dict[str, Any]:
         "status": op.status,
         "attempts": op.attempts,
         "last_error": op.last_error,
-        "created_at": _iso(op.created_at),
-        "expires_at": _iso(op.expires_at),
+        "created_at": iso(op.created_at),
+        "expires_at": iso(op.expires_at),
         "mail_id": op.mail_id,
         "payload": op.payload,
     }
@@ -75,14 +74,14 @@ def outbox_list(show_all: bool, as_json: bool) -> None:
             op.idempotency_key,
             op.status,
             op.sender,
-            _one_line(_what(op), 50),
-            _age(op.created_at),
+            one_line(_what(op), 50),
+            age(op.created_at),
             str(op.attempts),
-            _one_line(op.last_error or "", 40),
+            one_line(op.last_error or "", 40),
         )
         for op in ops
     ]
-    _echo_rows(("KEY", "STATUS", "FROM", "WHAT", "AGE", "TRIES", "LAST ERROR"), rows)
+    echo_table(("KEY", "STATUS", "FROM", "WHAT", "AGE", "TRIES", "LAST ERROR"), rows)
 
 
 @outbox.command("drain", short_help="Deliver the queued operations now.")

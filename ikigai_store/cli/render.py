@@ -1,6 +1,10 @@
-"""How the CLI shows sessions, replayed contexts, search hits, agents and ranges.
+"""How the CLI shows things: tables, times, shortened text, JSON, and the views several command
+modules share (replayed contexts, search hits, agents, ranges, mail).
 
-Owns text and JSON rendering (no I/O but ``click.echo``, no store calls but ``_echo_ranges``).
+Owns every piece of output used by more than one command module (one used by a single module
+stays there). Invariants:
+- no I/O but ``click.echo``, no store calls but ``echo_ranges``;
+- one table printer (``echo_table``).
 """
 
 from __future__ import annotations
@@ -8,40 +12,95 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import click
 
-from ..models import Agent, DeepJSON, Message, ReplayContext, SearchHit, Session
+from ..models import Agent, DeepJSON, InboxItem, Mail, MailCounts, Message, ReplayContext, SearchHit
 from ..store import Store
+
+__all__ = [
+    "CONTENT_WIDTH",
+    "SHORT_UUID",
+    "SUBJECT_WIDTH",
+    "age",
+    "counts_line",
+    "describe",
+    "echo_agents",
+    "echo_body",
+    "echo_context",
+    "echo_hits",
+    "echo_inbox",
+    "echo_ranges",
+    "echo_table",
+    "echo_thread",
+    "iso",
+    "json_text",
+    "model_of",
+    "one_line",
+    "short",
+    "subject_line",
+    "when",
+]
 
 #: Width a message's content is cut to in one-line listings.
 CONTENT_WIDTH = 100
 #: How many leading characters of an agent uuid identify it in listings.
 SHORT_UUID = 8
+#: Width a mail subject is cut to in listings.
+SUBJECT_WIDTH = 60
+
+# ---------------------------------------------------------------- text, times, tables
 
 
-def _one_line(text: str, width: int = CONTENT_WIDTH) -> str:
+def one_line(text: str, width: int = CONTENT_WIDTH) -> str:
     """Collapse whitespace to single spaces and cut to ``width`` characters."""
     flat = re.sub(r"\s+", " ", text).strip()
     return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
-def _when(ts: datetime | None) -> str:
+def short(uuid: str | None) -> str:
+    """The first ``SHORT_UUID`` characters of an agent uuid ("-" for an event without agent)."""
+    return "-" if uuid is None else uuid[:SHORT_UUID]
+
+
+def when(ts: datetime | None) -> str:
+    """``ts`` in local time to the second ("-" for None)."""
     return "-" if ts is None else ts.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _describe(msg: Message) -> str:
-    """One line for a message: its content, or its data when it has no content."""
-    if msg.kind == "rewind" and isinstance(msg.data, dict) and "target_message_id" in msg.data:
-        target = f"-> mark #{msg.data['target_message_id']}"
-        return _one_line(f"{target} {msg.content}" if msg.content else target)
-    if msg.content is not None:
-        return _one_line(msg.content)
-    if msg.data is not None:
-        return _one_line(json_text(msg.data))
-    return ""
+def iso(ts: datetime | None) -> str | None:
+    """``ts`` as ISO-8601 text, as stored (None for None)."""
+    return None if ts is None else ts.isoformat()
+
+
+def age(ts: datetime, now: datetime | None = None) -> str:
+    """How long ago ``ts`` was, in one unit: ``12s``, ``5m``, ``3h``, ``4d``."""
+    seconds = max(0, int(((now or datetime.now(UTC)) - ts).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def echo_table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    right: frozenset[str] = frozenset(),
+    indent: str = "",
+) -> None:
+    """Print columns under ``header``; the columns named in ``right`` are right-aligned."""
+    widths = [max(len(c) for c in col) for col in zip(header, *rows, strict=True)]
+    for line in (header, *rows):
+        cells = [
+            c.rjust(w) if h in right else c.ljust(w)
+            for c, w, h in zip(line, widths, header, strict=True)
+        ]
+        click.echo(f"{indent}{'  '.join(cells)}".rstrip())
+
+
+# ---------------------------------------------------------------- JSON
 
 
 def json_text(value: Any, indent: int | None = None) -> str:
@@ -57,12 +116,22 @@ def json_text(value: Any, indent: int | None = None) -> str:
         return json.dumps(value, ensure_ascii=False, default=default)
 
 
-def _short(uuid: str | None) -> str:
-    """The first ``SHORT_UUID`` characters of an agent uuid ("-" for an event without agent)."""
-    return "-" if uuid is None else uuid[:SHORT_UUID]
+# ---------------------------------------------------------------- events and agents
 
 
-def _echo_context(ctx: ReplayContext, indent: str = "", *, agents: bool = False) -> None:
+def describe(msg: Message) -> str:
+    """One line for a message: its content, or its data when it has no content."""
+    if msg.kind == "rewind" and isinstance(msg.data, dict) and "target_message_id" in msg.data:
+        target = f"-> mark #{msg.data['target_message_id']}"
+        return one_line(f"{target} {msg.content}" if msg.content else target)
+    if msg.content is not None:
+        return one_line(msg.content)
+    if msg.data is not None:
+        return one_line(json_text(msg.data))
+    return ""
+
+
+def echo_context(ctx: ReplayContext, indent: str = "", *, agents: bool = False) -> None:
     """Print a replayed context: the messages, the mark stack, the skipped rewinds.
 
     ``agents=True`` adds a column with each message's agent (short uuid prefix).
@@ -73,8 +142,8 @@ def _echo_context(ctx: ReplayContext, indent: str = "", *, agents: bool = False)
         who = f"{'agent':<{SHORT_UUID}}  " if agents else ""
         click.echo(f"{indent}{'pos':>4} {'id':>8}  {who}{'kind':<12} content")
         for pos, msg in enumerate(ctx.messages, start=1):
-            who = f"{_short(msg.agent_uuid):<{SHORT_UUID}}  " if agents else ""
-            click.echo(f"{indent}{pos:>4} {msg.id:>8}  {who}{msg.kind:<12} {_describe(msg)}")
+            who = f"{short(msg.agent_uuid):<{SHORT_UUID}}  " if agents else ""
+            click.echo(f"{indent}{pos:>4} {msg.id:>8}  {who}{msg.kind:<12} {describe(msg)}")
     if ctx.marks:
         marks = ", ".join(
             f"{m.label or '(unlabelled)'} (message #{m.message_id}, position {m.context_idx + 1})"
@@ -112,7 +181,8 @@ def _context_json(session_id: int, ctx: ReplayContext) -> dict[str, Any]:
     }
 
 
-def _echo_hits(hits: Sequence[SearchHit], indent: str = "") -> None:
+def echo_hits(hits: Sequence[SearchHit], indent: str = "") -> None:
+    """Print search hits: rank, id, session, kind and the snippet on one line each."""
     if not hits:
         click.echo(f"{indent}no matches")
         return
@@ -121,26 +191,8 @@ def _echo_hits(hits: Sequence[SearchHit], indent: str = "") -> None:
         m = hit.message
         click.echo(
             f"{indent}{hit.rank:>6.3f} {m.id:>8} {m.session_id:>8}  {m.kind:<12} "
-            f"{_one_line(hit.snippet)}"
+            f"{one_line(hit.snippet)}"
         )
-
-
-def _session_title(session: Session) -> str:
-    return session.title if session.title is not None else "-"
-
-
-def _echo_table(header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "") -> None:
-    """Print left-aligned columns (a column named in ``_RIGHT`` is right-aligned)."""
-    widths = [max(len(c) for c in col) for col in zip(header, *rows, strict=True)]
-    for line in (header, *rows):
-        cells = [
-            c.rjust(w) if h in _RIGHT else c.ljust(w)
-            for c, w, h in zip(line, widths, header, strict=True)
-        ]
-        click.echo(f"{indent}{'  '.join(cells).rstrip()}")
-
-
-_RIGHT = frozenset({"fork point", "start (excl.)", "end (incl.)", "events"})
 
 
 def _agent_tree(agents: Sequence[Agent]) -> list[tuple[str, Agent]]:
@@ -166,7 +218,8 @@ def _agent_tree(agents: Sequence[Agent]) -> list[tuple[str, Agent]]:
     return out
 
 
-def _model_of(agent: Agent) -> str:
+def model_of(agent: Agent) -> str:
+    """``provider/model (thinking level)``, with ``-`` for what is unknown."""
     if agent.provider is None and agent.model is None:
         text = "-"
     else:
@@ -174,7 +227,7 @@ def _model_of(agent: Agent) -> str:
     return text if agent.thinking_level is None else f"{text} ({agent.thinking_level})"
 
 
-def _echo_agents(agents: Sequence[Agent], indent: str = "") -> None:
+def echo_agents(agents: Sequence[Agent], indent: str = "") -> None:
     """Print agents as a tree (children indented under their parent)."""
     header = ("uuid", "name", "status", "fork point", "provider/model", "idle")
     rows = [
@@ -183,15 +236,15 @@ def _echo_agents(agents: Sequence[Agent], indent: str = "") -> None:
             a.name or "-",
             a.status,
             "-" if a.parent_uuid is None else str(a.fork_message_id),
-            _model_of(a),
+            model_of(a),
             "yes" if a.idle else "no",
         )
         for branch, a in _agent_tree(agents)
     ]
-    _echo_table(header, rows, indent)
+    echo_table(header, rows, frozenset({"fork point"}), indent)
 
 
-def _echo_ranges(store: Store, uuid: str, indent: str = "") -> None:
+def echo_ranges(store: Store, uuid: str, indent: str = "") -> None:
     """Print an agent's replay ranges, root first, with the number of events in each."""
     ranges = store.replay_ranges(uuid)
     rows = []
@@ -208,5 +261,71 @@ def _echo_ranges(store: Store, uuid: str, indent: str = "") -> None:
                 str(count),
             )
         )
-    _echo_table(("agent", "name", "start (excl.)", "end (incl.)", "events"), rows, indent)
+    header = ("agent", "name", "start (excl.)", "end (incl.)", "events")
+    echo_table(header, rows, frozenset({"start (excl.)", "end (incl.)", "events"}), indent)
     click.echo(f"{indent}{total} event(s) in {len(ranges)} range(s); replay reads them in order.")
+
+
+# ---------------------------------------------------------------- mail
+
+
+def subject_line(m: Mail, width: int = SUBJECT_WIDTH) -> str:
+    """A mail's subject on one line, cut to ``width`` ("(no subject)" when blank)."""
+    return one_line(m.subject, width) if m.subject.strip() else "(no subject)"
+
+
+def counts_line(name: str, c: MailCounts) -> str:
+    """One line of ``name``'s mail counts."""
+    return (
+        f"{name}: {c.unread} unread ({c.urgent_unread} urgent), {c.starred} starred, "
+        f"{c.snoozed} snoozed, {c.archived} archived, {c.trash} trash"
+    )
+
+
+def echo_inbox(items: Sequence[InboxItem], indent: str = "") -> None:
+    """One line per mail: `*` for unread, id, state, priority, sender, age, subject."""
+    if not items:
+        click.echo(f"{indent}no mail")
+        return
+    now = datetime.now(UTC)
+    rows = []
+    for item in items:
+        m = item.mail
+        line = subject_line(m)
+        if item.snoozed_until is not None:
+            line += f"  (until {when(item.snoozed_until)})"
+        rows.append(
+            (
+                "*" if item.state == "unread" else " ",
+                str(m.id),
+                item.state,
+                m.priority,
+                m.sender,
+                age(m.created_at, now),
+                line,
+            )
+        )
+    header = (" ", "id", "state", "priority", "from", "age", "subject")
+    echo_table(header, rows, frozenset({"id", "age"}), indent)
+
+
+def echo_body(body: str, indent: str = "") -> None:
+    """A mail body verbatim (each non-empty line indented), ending with one newline."""
+    if indent:
+        body = "\n".join(indent + line if line else line for line in body.split("\n"))
+    click.echo(body, nl=not body.endswith("\n"))
+
+
+def echo_thread(mails: Sequence[Mail], indent: str = "") -> None:
+    """Every mail of a thread in order: a header line, the subject, the body indented."""
+    now = datetime.now(UTC)
+    for n, m in enumerate(mails):
+        if n:
+            click.echo()
+        extra = [] if m.parent_id is None else [f"reply to #{m.parent_id}"]
+        extra.append(f"{age(m.created_at, now)} ago")
+        if m.priority != "normal":
+            extra.append(m.priority)
+        click.echo(f"{indent}#{m.id}  {m.sender} -> {', '.join(m.to)}  ({', '.join(extra)})")
+        click.echo(f"{indent}Subject: {subject_line(m, 200)}")
+        echo_body(m.body, indent + "    ")

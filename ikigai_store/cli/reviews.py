@@ -38,9 +38,8 @@ from ..reviews import RESOLUTIONS
 from ..store import Store
 from .app import TextArgs, cli
 from .common import JSON_OPTION, open_store, show_help_without_command, text_or_stdin
-from .identities import _age, _echo_rows, _iso
 from .params import JSON
-from .render import _one_line, json_text
+from .render import age, echo_table, iso, json_text, one_line
 
 __all__ = ["_issue_json", "_iteration_json", "_plan_json", "_review_json"]
 
@@ -68,9 +67,9 @@ def _review_json(r: Review) -> dict[str, Any]:
         "priority": r.priority,
         "state": r.state,
         "iterations": r.iterations,
-        "created_at": _iso(r.created_at),
-        "updated_at": _iso(r.updated_at),
-        "completed_at": _iso(r.completed_at),
+        "created_at": iso(r.created_at),
+        "updated_at": iso(r.updated_at),
+        "completed_at": iso(r.completed_at),
     }
 
 
@@ -90,9 +89,9 @@ def _issue_json(i: ReviewIssue) -> dict[str, Any]:
         "suggestion": i.suggestion,
         "claude_md_ref": i.claude_md_ref,
         "status": i.status,
-        "resolved_at": _iso(i.resolved_at),
+        "resolved_at": iso(i.resolved_at),
         "resolved_in_iteration": i.resolved_in_iteration,
-        "created_at": _iso(i.created_at),
+        "created_at": iso(i.created_at),
     }
 
 
@@ -110,7 +109,7 @@ def _iteration_json(it: ReviewIteration) -> dict[str, Any]:
         "lines_analyzed": it.lines_analyzed,
         "duration_ms": it.duration_ms,
         "cost_usd": it.cost_usd,
-        "created_at": _iso(it.created_at),
+        "created_at": iso(it.created_at),
         "issues": [_issue_json(i) for i in it.issues],
     }
 
@@ -132,9 +131,9 @@ def _plan_json(p: PlanReview) -> dict[str, Any]:
         "reviewed_by": p.reviewed_by,
         "session_key": p.session_key,
         "revision": p.revision,
-        "created_at": _iso(p.created_at),
-        "updated_at": _iso(p.updated_at),
-        "reviewed_at": _iso(p.reviewed_at),
+        "created_at": iso(p.created_at),
+        "updated_at": iso(p.updated_at),
+        "reviewed_at": iso(p.reviewed_at),
     }
 
 
@@ -146,7 +145,7 @@ def _echo_reviews(found: Sequence[Review]) -> None:
     if not found:
         click.echo("no reviews")
         return
-    _echo_rows(
+    echo_table(
         ("id", "state", "requester", "reviewers", "branch", "iter", "age"),
         [
             (
@@ -154,9 +153,9 @@ def _echo_reviews(found: Sequence[Review]) -> None:
                 r.state,
                 r.requester,
                 ",".join(r.reviewers),
-                _one_line(_what(r), TITLE_WIDTH),
+                one_line(_what(r), TITLE_WIDTH),
                 str(r.iterations),
-                _age(r.created_at),
+                age(r.created_at),
             )
             for r in found
         ],
@@ -168,7 +167,7 @@ def _echo_issues(found: Sequence[ReviewIssue], indent: str = "") -> None:
     if not found:
         click.echo(f"{indent}no issues")
         return
-    _echo_rows(
+    echo_table(
         ("id", "severity", "type", "status", "where", "title"),
         [
             (
@@ -177,7 +176,7 @@ def _echo_issues(found: Sequence[ReviewIssue], indent: str = "") -> None:
                 i.issue_type,
                 i.status,
                 _where(i),
-                _one_line(i.title, TITLE_WIDTH),
+                one_line(i.title, TITLE_WIDTH),
             )
             for i in found
         ],
@@ -208,8 +207,8 @@ def _echo_review(r: Review, iterations: Sequence[ReviewIteration]) -> None:
         ("pull request", "-" if r.pr_number is None else f"#{r.pr_number}"),
         ("repository", r.repo_path or "-"),
         ("remote", r.remote_url or "-"),
-        ("created", _iso(r.created_at) or "-"),
-        ("completed", _iso(r.completed_at) or "-"),
+        ("created", iso(r.created_at) or "-"),
+        ("completed", iso(r.completed_at) or "-"),
     ]
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
@@ -217,7 +216,7 @@ def _echo_review(r: Review, iterations: Sequence[ReviewIteration]) -> None:
     for it in iterations:
         click.echo(
             f"  iteration {it.iteration_num} by {it.reviewer}: {it.decision} "
-            f"({len(it.issues)} issue(s)): {_one_line(it.summary, 80)}"
+            f"({len(it.issues)} issue(s)): {one_line(it.summary, 80)}"
         )
 
 
@@ -225,7 +224,7 @@ def _echo_plans(found: Sequence[PlanReview]) -> None:
     if not found:
         click.echo("no plan reviews")
         return
-    _echo_rows(
+    echo_table(
         ("id", "state", "rev", "requester", "reviewer", "title", "age"),
         [
             (
@@ -234,8 +233,8 @@ def _echo_plans(found: Sequence[PlanReview]) -> None:
                 str(p.revision),
                 p.requester,
                 p.reviewer,
-                _one_line(p.title, TITLE_WIDTH),
-                _age(p.created_at),
+                one_line(p.title, TITLE_WIDTH),
+                age(p.created_at),
             )
             for p in found
         ],

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import click
 
+from ..models import Session
 from .app import cli
 from .common import active_or, open_store, show_help_without_command
-from .render import _session_title, _when
+from .render import when
 
 # ---------------------------------------------------------------- session
+
+
+def _title(session: Session) -> str:
+    return session.title if session.title is not None else "-"
 
 
 @cli.group(invoke_without_command=True)
@@ -40,8 +45,7 @@ def session_list(limit: int) -> None:
     for s in sessions:
         flag = "*" if s.id == active else " "
         click.echo(
-            f"{flag} {s.id:>8}  {_when(s.started_at):<19}  {_when(s.ended_at):<19}  "
-            f"{_session_title(s)}"
+            f"{flag} {s.id:>8}  {when(s.started_at):<19}  {when(s.ended_at):<19}  {_title(s)}"
         )
 
 
@@ -56,9 +60,9 @@ def session_show(session_id: int) -> None:
         active = store.get_active_session()
     state = "active" if s.id == active else ("ended" if s.ended_at else "open")
     click.echo(f"{'id:':<18}{s.id} ({state})")
-    click.echo(f"{'title:':<18}{_session_title(s)}")
-    click.echo(f"{'started:':<18}{_when(s.started_at)}")
-    click.echo(f"{'ended:':<18}{_when(s.ended_at)}")
+    click.echo(f"{'title:':<18}{_title(s)}")
+    click.echo(f"{'started:':<18}{when(s.started_at)}")
+    click.echo(f"{'ended:':<18}{when(s.ended_at)}")
     click.echo(f"{'messages:':<18}{total}")
     click.echo(f"{'in context:':<18}{len(ctx.messages)}")
     click.echo(f"{'marks:':<18}{', '.join(m.label or '-' for m in ctx.marks) or 'none'}")

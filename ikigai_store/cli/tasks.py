@@ -19,9 +19,8 @@ import click
 from ..models import TASK_STATUSES, Task, TaskList, TaskStats
 from .app import cli
 from .common import JSON_OPTION, open_store, show_help_without_command
-from .identities import _echo_rows, _iso
 from .params import DURATION, JSON
-from .render import _one_line, json_text
+from .render import echo_table, iso, json_text, one_line
 
 #: Width a subject is cut to in listings.
 SUBJECT_WIDTH = 50
@@ -32,8 +31,8 @@ def _list_json(x: TaskList) -> dict[str, Any]:
         "list_id": x.list_id,
         "owner": x.owner,
         "watch_path": x.watch_path,
-        "created_at": _iso(x.created_at),
-        "last_synced_at": _iso(x.last_synced_at),
+        "created_at": iso(x.created_at),
+        "last_synced_at": iso(x.last_synced_at),
     }
 
 
@@ -50,10 +49,10 @@ def _task_json(t: Task) -> dict[str, Any]:
         "owner": t.owner,
         "blocked_by": list(t.blocked_by),
         "blocks": list(t.blocks),
-        "created_at": _iso(t.created_at),
-        "updated_at": _iso(t.updated_at),
-        "started_at": _iso(t.started_at),
-        "completed_at": _iso(t.completed_at),
+        "created_at": iso(t.created_at),
+        "updated_at": iso(t.updated_at),
+        "started_at": iso(t.started_at),
+        "completed_at": iso(t.completed_at),
     }
 
 
@@ -66,7 +65,7 @@ def _echo_tasks(tasks: Sequence[Task], empty: str, *, with_list: bool = False) -
     if not tasks:
         click.echo(empty)
         return
-    _echo_rows(
+    echo_table(
         (*(("list",) if with_list else ()), "id", "status", "owner", "blocked by", "subject"),
         [
             (
@@ -75,7 +74,7 @@ def _echo_tasks(tasks: Sequence[Task], empty: str, *, with_list: bool = False) -
                 t.status,
                 t.owner or "",
                 ",".join(t.blocked_by),
-                _one_line(t.subject, SUBJECT_WIDTH),
+                one_line(t.subject, SUBJECT_WIDTH),
             )
             for t in tasks
         ],
@@ -129,7 +128,7 @@ def task_lists(as_json: bool) -> None:
     if not found:
         click.echo("no task lists")
         return
-    _echo_rows(
+    echo_table(
         ("list", "owner", "tasks", "available", "in progress", "completed"),
         [
             (
@@ -177,10 +176,10 @@ def task_show(list_id: str, external_id: str, as_json: bool) -> None:
         ("Active form", t.active_form),
         ("Blocked by", ", ".join(t.blocked_by)),
         ("Blocks", ", ".join(t.blocks)),
-        ("Created", _iso(t.created_at)),
-        ("Updated", _iso(t.updated_at)),
-        ("Started", _iso(t.started_at)),
-        ("Completed", _iso(t.completed_at)),
+        ("Created", iso(t.created_at)),
+        ("Updated", iso(t.updated_at)),
+        ("Started", iso(t.started_at)),
+        ("Completed", iso(t.completed_at)),
         ("Metadata", json_text(t.metadata) if t.metadata else None),
     ):
         if value:

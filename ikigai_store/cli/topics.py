@@ -25,17 +25,16 @@ from .common import (
     show_help_without_command,
     text_or_stdin,
 )
-from .identities import _age, _echo_rows, _iso
-from .mail import _item_json, _mail_json, _subject
+from .mail import _item_json, _mail_json
 from .params import DURATION, JSON
-from .render import json_text
+from .render import age, echo_table, iso, json_text, subject_line
 
 
 def _claim_json(held: Claim) -> dict[str, Any]:
     return {
         "mail": _mail_json(held.mail),
         "attempt": held.attempt,
-        "lease_until": _iso(held.lease_until),
+        "lease_until": iso(held.lease_until),
         "token": held.token,
     }
 
@@ -55,7 +54,7 @@ def _info_json(info: TopicInfo) -> dict[str, Any]:
         "kind": t.kind,
         "retention_seconds": t.retention.total_seconds(),
         "max_attempts": t.max_attempts,
-        "created_at": _iso(t.created_at),
+        "created_at": iso(t.created_at),
         "subscribers": info.subscribers,
         "messages": info.messages,
         "last_offset": info.last_offset,
@@ -63,9 +62,12 @@ def _info_json(info: TopicInfo) -> dict[str, Any]:
 
 
 def _echo_log(mails: Sequence[Mail], indent: str = "") -> None:
-    _echo_rows(
+    echo_table(
         ("offset", "id", "from", "age", "subject"),
-        [(str(m.log_offset), str(m.id), m.sender, _age(m.created_at), _subject(m)) for m in mails],
+        [
+            (str(m.log_offset), str(m.id), m.sender, age(m.created_at), subject_line(m))
+            for m in mails
+        ],
         frozenset({"offset", "id", "age"}),
         indent,
     )
@@ -122,7 +124,7 @@ def topic_list(as_json: bool) -> None:
     if not infos:
         click.echo("no topics")
         return
-    _echo_rows(
+    echo_table(
         ("name", "kind", "subscribers", "messages", "last offset"),
         [
             (i.topic.name, i.topic.kind, str(i.subscribers), str(i.messages), str(i.last_offset))
@@ -270,7 +272,7 @@ def topic_claim(identity: str, name: str, lease: float, wait: float, as_json: bo
         click.echo(json_text(_claim_json(held), indent=2))
         return
     click.echo(f"{held.mail.id} {held.token}")
-    click.echo(f"attempt {held.attempt}, lease until {_iso(held.lease_until)}")
+    click.echo(f"attempt {held.attempt}, lease until {iso(held.lease_until)}")
     click.echo(f"Subject: {held.mail.subject}")
     click.echo()
     click.echo(held.mail.body)
@@ -305,7 +307,7 @@ def topic_extend(mail_id: int, token: str, lease: float) -> None:
     """Renew the lease of MAIL_ID (claimed with TOKEN)."""
     with open_store() as store:
         held = store.topics.extend((mail_id, token), lease)
-    click.echo(f"lease of {mail_id} until {_iso(held.lease_until)}")
+    click.echo(f"lease of {mail_id} until {iso(held.lease_until)}")
 
 
 @topic.command("dead", short_help="A queue's dead letters.")
@@ -326,9 +328,12 @@ def topic_dead(name: str, as_json: bool) -> None:
             )
         )
     elif dead:
-        _echo_rows(
+        echo_table(
             ("id", "attempts", "subject", "last error"),
-            [(str(d.mail.id), str(d.attempts), _subject(d.mail), d.last_error or "") for d in dead],
+            [
+                (str(d.mail.id), str(d.attempts), subject_line(d.mail), d.last_error or "")
+                for d in dead
+            ],
             frozenset({"id", "attempts"}),
         )
     else:
