@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from ..models import ACTIVITY_TYPES, Activity, Lease
+from ..models import ACTIVITY_TYPES, Lease
 from .app import cli
 from .common import JSON_OPTION, open_store, show_help_without_command
 from .params import AGO, DURATION, JSON, SECONDS
@@ -23,29 +23,6 @@ from .render import age, echo_table, iso, json_text, one_line
 
 #: Width a description is cut to in the feed.
 DESCRIPTION_WIDTH = 60
-
-
-def _activity_json(a: Activity) -> dict[str, Any]:
-    return {
-        "id": a.id,
-        "identity": a.identity,
-        "type": a.type,
-        "description": a.description,
-        "metadata": a.metadata,
-        "created_at": iso(a.created_at),
-    }
-
-
-def _lease_json(lease: Lease) -> dict[str, Any]:
-    return {
-        "id": lease.id,
-        "resource": lease.resource,
-        "holder": lease.holder,
-        "exclusive": lease.exclusive,
-        "token": lease.token,
-        "acquired_at": iso(lease.acquired_at),
-        "expires_at": iso(lease.expires_at),
-    }
 
 
 def _until(when: datetime) -> str:
@@ -96,7 +73,7 @@ def activity_record(
     with open_store() as store:
         made = store.activities.record_activity(identity, type, description, metadata)
     if as_json:
-        click.echo(json_text(_activity_json(made), indent=2))
+        click.echo(json_text(made, indent=2))
     else:
         click.echo(str(made.id))
 
@@ -128,7 +105,7 @@ def activity_feed(
             since=since, identity=identity, type=type_, limit=limit, before=before
         )
     if as_json:
-        click.echo(json_text([_activity_json(a) for a in found], indent=2))
+        click.echo(json_text(found, indent=2))
         return
     if not found:
         click.echo("no activity")
@@ -205,7 +182,7 @@ def lease_acquire(
     with open_store() as store:
         got = store.leases.acquire(holder, resource, ttl=ttl, exclusive=not shared)
     if as_json:
-        click.echo(json_text(_lease_json(got), indent=2))
+        click.echo(json_text(got, indent=2))
         return
     click.echo(got.token)
     mode = "exclusive" if got.exclusive else "shared"
@@ -222,7 +199,7 @@ def lease_renew(resource: str, token: str, ttl: timedelta | float, as_json: bool
     with open_store() as store:
         got = store.leases.renew((resource, token), ttl)
     if as_json:
-        click.echo(json_text(_lease_json(got), indent=2))
+        click.echo(json_text(got, indent=2))
     else:
         click.echo(f"{got.resource}: lease of {got.holder} until {_until(got.expires_at)}")
 
@@ -265,7 +242,7 @@ def lease_held(prefix: str, holder: str | None, as_json: bool) -> None:
     with open_store() as store:
         found = store.leases.held(prefix, holder=holder)
     if as_json:
-        click.echo(json_text([_lease_json(x) for x in found], indent=2))
+        click.echo(json_text(found, indent=2))
     elif found:
         _echo_leases(found)
     else:

@@ -10,7 +10,7 @@ import click
 from ..models import Agent
 from .app import cli
 from .common import JSON_OPTION, SESSION_OPTION, active_or, open_store, show_help_without_command
-from .render import _context_json, echo_agents, echo_context, echo_ranges, json_text, short
+from .render import as_dict, echo_agents, echo_context, echo_ranges, json_text, short
 
 # ---------------------------------------------------------------- agents
 
@@ -165,7 +165,7 @@ def agent_replay(uuid: str, as_json: bool) -> None:
         me = store.get_agent(uuid)
         ctx = store.replay_agent(uuid)
     if as_json:
-        doc = {"agent_uuid": me.uuid, **_context_json(me.session_id, ctx)}
+        doc = {"agent_uuid": me.uuid, "session_id": me.session_id, **as_dict(ctx)}
         click.echo(json_text(doc, indent=2))
         return
     inherited = sum(1 for m in ctx.messages if m.agent_uuid != me.uuid)

@@ -11,7 +11,6 @@ command module uses. Invariants:
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from ..models import Queued
 from ..outbox import Outbox, default_path
 from ..store import Store
 from ..store import open as open_url
+from .render import as_dict, json_text
 
 __all__ = [
     "JSON_OPTION",
@@ -105,17 +105,7 @@ def deliver_or_queue(operation: str, payload: dict[str, Any], key: str | None) -
 def echo_queued(queued: Queued, as_json: bool) -> None:
     """What a command prints for an operation queued while offline."""
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "queued": True,
-                    "operation": queued.operation,
-                    "idempotency_key": queued.idempotency_key,
-                    "expires_at": queued.expires_at.isoformat(),
-                },
-                indent=2,
-            )
-        )
+        click.echo(json_text({"queued": True, **as_dict(queued)}, indent=2))
         return
     click.echo(f"queued (offline): {queued.idempotency_key}")
     click.echo(

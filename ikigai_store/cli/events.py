@@ -11,7 +11,7 @@ from ..models import VALID_KINDS
 from .app import TextArgs, cli
 from .common import JSON_OPTION, SESSION_OPTION, active_or, open_store, read_stdin
 from .params import JSON, TIME
-from .render import _context_json, _message_json, echo_context, echo_hits, json_text
+from .render import as_dict, echo_context, echo_hits, json_text
 
 # ---------------------------------------------------------------- events
 
@@ -76,7 +76,7 @@ def replay(session_id: int | None, as_json: bool) -> None:
         sid = active_or(store, session_id)
         ctx = store.replay_session(sid)
     if as_json:
-        click.echo(json_text(_context_json(sid, ctx), indent=2))
+        click.echo(json_text({"session_id": sid, **as_dict(ctx)}, indent=2))
         return
     click.echo(f"session {sid}: {len(ctx.messages)} message(s) in context")
     echo_context(ctx)
@@ -158,14 +158,6 @@ def search(
                 "or punctuation): nothing to search"
             )
     if as_json:
-        click.echo(
-            json_text(
-                [
-                    {"message": _message_json(h.message), "rank": h.rank, "snippet": h.snippet}
-                    for h in hits
-                ],
-                indent=2,
-            )
-        )
+        click.echo(json_text(hits, indent=2))
         return
     echo_hits(hits)

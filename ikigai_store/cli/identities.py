@@ -7,41 +7,15 @@ deleted; ``retire`` keeps their mail but stops them sending and receiving.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import click
 
-from ..models import Identity, IdentityStatus
 from .app import cli
 from .common import JSON_OPTION, open_store, show_help_without_command
-from .render import age, echo_table, iso, json_text, one_line, when
+from .render import age, echo_table, json_text, one_line, when
 
 #: Width a purpose is cut to in listings.
 PURPOSE_WIDTH = 40
-
-
-def _identity_json(ident: Identity) -> dict[str, Any]:
-    return {
-        "id": ident.id,
-        "name": ident.name,
-        "project_key": ident.project_key,
-        "git_branch": ident.git_branch,
-        "purpose": ident.purpose,
-        "working_dir": ident.working_dir,
-        "hostname": ident.hostname,
-        "agent_uuid": ident.agent_uuid,
-        "created_at": iso(ident.created_at),
-        "last_active_at": iso(ident.last_active_at),
-        "retired_at": iso(ident.retired_at),
-    }
-
-
-def _status_json(status: IdentityStatus) -> dict[str, Any]:
-    return {
-        "identity": _identity_json(status.identity),
-        "unread": status.unread,
-        "status": status.status,
-    }
 
 
 def _dash(value: str | None, width: int | None = None) -> str:
@@ -108,7 +82,7 @@ def identity_register(
             agent_uuid=agent_uuid,
         )
     if as_json:
-        click.echo(json_text(_identity_json(ident), indent=2))
+        click.echo(json_text(ident, indent=2))
         return
     click.echo(ident.name)
 
@@ -122,7 +96,7 @@ def identity_list(project_key: str | None, include_retired: bool, as_json: bool)
     with open_store() as store:
         idents = store.identities.list(project_key=project_key, include_retired=include_retired)
     if as_json:
-        click.echo(json_text([_identity_json(i) for i in idents], indent=2))
+        click.echo(json_text(idents, indent=2))
         return
     if not idents:
         click.echo("no identities")
@@ -157,7 +131,7 @@ def identity_discover(project_key: str | None, as_json: bool) -> None:
     with open_store() as store:
         statuses = store.identities.discover(project_key=project_key)
     if as_json:
-        click.echo(json_text([_status_json(s) for s in statuses], indent=2))
+        click.echo(json_text(statuses, indent=2))
         return
     if not statuses:
         click.echo("no identities")
@@ -190,6 +164,6 @@ def identity_retire(name: str, as_json: bool) -> None:
     with open_store() as store:
         ident = store.identities.retire(name)
     if as_json:
-        click.echo(json_text(_identity_json(ident), indent=2))
+        click.echo(json_text(ident, indent=2))
         return
     click.echo(f"retired {ident.name} (since {when(ident.retired_at)})")

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..mail import MAX_SUBJECT_CHARS
-from ..models import MAIL_STATES, PRIORITIES, InboxItem, Mail, MailCounts, MailHit, Queued
+from ..models import MAIL_STATES, PRIORITIES, InboxItem, Mail, Queued
 from .app import TextArgs, cli
 from .common import (
     JSON_OPTION,
@@ -32,7 +32,6 @@ from .render import (
     echo_inbox,
     echo_table,
     echo_thread,
-    iso,
     json_text,
     one_line,
     subject_line,
@@ -40,52 +39,6 @@ from .render import (
 )
 
 # ---------------------------------------------------------------- rendering
-
-
-def _mail_json(m: Mail) -> dict[str, Any]:
-    return {
-        "id": m.id,
-        "thread_id": m.thread_id,
-        "parent_id": m.parent_id,
-        "sender": m.sender,
-        "to": list(m.to),
-        "subject": m.subject,
-        "body": m.body,
-        "priority": m.priority,
-        "deadline_at": iso(m.deadline_at),
-        "attachments": m.attachments,
-        "metadata": m.metadata,
-        "idempotency_key": m.idempotency_key,
-        "deleted_by_sender": m.deleted_by_sender,
-        "created_at": iso(m.created_at),
-        "topic": m.topic,
-        "log_offset": m.log_offset,
-    }
-
-
-def _item_json(item: InboxItem) -> dict[str, Any]:
-    return {
-        "mail": _mail_json(item.mail),
-        "state": item.state,
-        "read_at": iso(item.read_at),
-        "acked_at": iso(item.acked_at),
-        "snoozed_until": iso(item.snoozed_until),
-    }
-
-
-def _counts_json(c: MailCounts) -> dict[str, int]:
-    return {
-        "unread": c.unread,
-        "urgent_unread": c.urgent_unread,
-        "starred": c.starred,
-        "snoozed": c.snoozed,
-        "archived": c.archived,
-        "trash": c.trash,
-    }
-
-
-def _hit_json(hit: MailHit) -> dict[str, Any]:
-    return {"mail": _mail_json(hit.mail), "rank": hit.rank, "snippet": hit.snippet}
 
 
 def _echo_item(item: InboxItem) -> None:
@@ -122,7 +75,7 @@ def _echo_sent(m: Mail | Queued, as_json: bool) -> None:
         echo_queued(m, as_json)
         return
     if as_json:
-        click.echo(json_text(_mail_json(m), indent=2))
+        click.echo(json_text(m, indent=2))
         return
     click.echo(m.id)
     click.echo(f"thread {m.thread_id}, to {', '.join(m.to)}")
@@ -130,7 +83,7 @@ def _echo_sent(m: Mail | Queued, as_json: bool) -> None:
 
 def _echo_state(name: str, item: InboxItem, as_json: bool) -> None:
     if as_json:
-        click.echo(json_text(_item_json(item), indent=2))
+        click.echo(json_text(item, indent=2))
         return
     state = item.state
     if item.snoozed_until is not None:
@@ -336,11 +289,7 @@ def mail_inbox(
         )
         counts = store.mail.counts(name)
     if as_json:
-        doc = {
-            "identity": name,
-            "counts": _counts_json(counts),
-            "items": [_item_json(i) for i in items],
-        }
+        doc = {"identity": name, "counts": counts, "items": items}
         click.echo(json_text(doc, indent=2))
         return
     click.echo(counts_line(name, counts))
@@ -361,7 +310,7 @@ def mail_read(name: str, mail_id: int, as_json: bool) -> None:
     with open_store() as store:
         item = store.mail.read(name, mail_id)
     if as_json:
-        click.echo(json_text(_item_json(item), indent=2))
+        click.echo(json_text(item, indent=2))
         return
     _echo_item(item)
 
@@ -467,7 +416,7 @@ def mail_thread(thread_id: str, identity: str | None, as_json: bool) -> None:
         if not mails and (identity is None or not store.mail.thread(thread_id)):
             raise click.ClickException(f"thread {thread_id!r} has no mail")
     if as_json:
-        click.echo(json_text([_mail_json(m) for m in mails], indent=2))
+        click.echo(json_text(mails, indent=2))
         return
     if not mails:
         click.echo(f"{identity} sent or received no mail of thread {thread_id}")
@@ -507,7 +456,7 @@ def mail_search(query: str, identity: str | None, limit: int, order: str, as_jso
                 "or punctuation): nothing to search"
             )
     if as_json:
-        click.echo(json_text([_hit_json(h) for h in hits], indent=2))
+        click.echo(json_text(hits, indent=2))
         return
     if not hits:
         click.echo("no matches")
@@ -544,6 +493,6 @@ def mail_wait(name: str, timeout: float, as_json: bool) -> None:
     if item is None:
         raise click.ClickException(f"no mail for {name} within {timeout:g} s")
     if as_json:
-        click.echo(json_text(_item_json(item), indent=2))
+        click.echo(json_text(item, indent=2))
         return
     _echo_item(item)

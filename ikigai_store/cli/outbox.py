@@ -8,29 +8,12 @@ connects.
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from ..models import PendingOperation
 from .app import cli
 from .common import JSON_OPTION, open_outbox, open_store, show_help_without_command
-from .render import age, echo_table, iso, json_text, one_line
-
-
-def _operation_json(op: PendingOperation) -> dict[str, Any]:
-    return {
-        "idempotency_key": op.idempotency_key,
-        "operation": op.operation,
-        "sender": op.sender,
-        "status": op.status,
-        "attempts": op.attempts,
-        "last_error": op.last_error,
-        "created_at": iso(op.created_at),
-        "expires_at": iso(op.expires_at),
-        "mail_id": op.mail_id,
-        "payload": op.payload,
-    }
+from .render import age, echo_table, json_text, one_line
 
 
 def _what(op: PendingOperation) -> str:
@@ -64,7 +47,7 @@ def outbox_list(show_all: bool, as_json: bool) -> None:
     """List the operations waiting in the outbox, oldest first (--all: finished ones too)."""
     ops = open_outbox().list(include_finished=show_all)
     if as_json:
-        click.echo(json_text([_operation_json(op) for op in ops], indent=2))
+        click.echo(json_text(ops, indent=2))
         return
     if not ops:
         click.echo("the outbox is empty" if show_all else "nothing queued")
@@ -90,9 +73,8 @@ def outbox_drain(as_json: bool) -> None:
     """Deliver the waiting operations to the database, oldest first, and say what happened."""
     with open_store(drain=False) as store:
         report = open_outbox().drain(store)
-    fields = ("delivered", "failed", "expired", "pending")
     if as_json:
-        click.echo(json_text({f: getattr(report, f) for f in fields}, indent=2))
+        click.echo(json_text(report, indent=2))
         return
     click.echo(
         f"{report.delivered} delivered, {report.failed} failed, {report.expired} expired, "

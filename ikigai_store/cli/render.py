@@ -4,27 +4,54 @@ modules share (replayed contexts, search hits, agents, ranges, mail).
 Owns every piece of output used by more than one command module (one used by a single module
 stays there). Invariants:
 - no I/O but ``click.echo``, no store calls but ``echo_ranges``;
-- one table printer (``echo_table``).
+- one table printer (``echo_table``);
+- one JSON converter: ``json_text`` writes any model as the dataclass's fields in declaration
+  order (``as_dict``), nested models, lists, tuples and dicts included; a datetime becomes its
+  ISO-8601 text, a timedelta its seconds, a UUID its text, a ``DeepJSON`` its text. Where a
+  command's JSON differs from the fields (a field left out, renamed, moved, a property added),
+  ``SHAPES`` says so; there is no converter written by hand.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 import click
 
-from ..models import Agent, DeepJSON, InboxItem, Mail, MailCounts, Message, ReplayContext, SearchHit
+from ..models import (
+    Agent,
+    DeepJSON,
+    InboxItem,
+    Mail,
+    MailCounts,
+    MailHit,
+    Message,
+    PendingOperation,
+    PlanReview,
+    Queued,
+    ReplayContext,
+    Review,
+    SearchHit,
+    TaskList,
+    Topic,
+    TopicInfo,
+)
 from ..store import Store
 
 __all__ = [
     "CONTENT_WIDTH",
+    "SHAPES",
     "SHORT_UUID",
     "SUBJECT_WIDTH",
+    "Shape",
     "age",
+    "as_dict",
     "counts_line",
     "describe",
     "echo_agents",
@@ -103,17 +130,75 @@ def echo_table(
 # ---------------------------------------------------------------- JSON
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Shape:
+    """How a model's JSON object differs from its dataclass fields (declaration order)."""
+
+    #: Fields left out.
+    omit: frozenset[str] = frozenset()
+    #: Field -> the key it is written under.
+    rename: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: Fields holding a model whose keys are written in their place.
+    inline: frozenset[str] = frozenset()
+    #: Field or property -> the field it is written right after.
+    after: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
+#: The models whose JSON is not simply their fields (every other model's is).
+SHAPES: dict[type[Any], Shape] = {
+    SearchHit: Shape(omit=frozenset({"horizon"})),
+    MailHit: Shape(omit=frozenset({"horizon"})),
+    Review: Shape(after={"short_id": "review_id"}),
+    PlanReview: Shape(after={"short_id": "plan_review_id"}),
+    TaskList: Shape(omit=frozenset({"id"})),
+    Topic: Shape(omit=frozenset({"id"}), rename={"retention": "retention_seconds"}),
+    TopicInfo: Shape(inline=frozenset({"topic"})),
+    PendingOperation: Shape(omit=frozenset({"changed_at"}), after={"payload": "mail_id"}),
+    Queued: Shape(after={"idempotency_key": "operation"}),
+}
+
+
+def as_dict(model: object) -> dict[str, Any]:
+    """The JSON object of a dataclass instance, one level deep (``json_text`` converts the
+    values): its fields in order, as ``SHAPES`` adjusts them."""
+    if not dataclasses.is_dataclass(model) or isinstance(model, type):
+        raise TypeError(f"not a dataclass instance: {model!r}")
+    shape = SHAPES.get(type(model), Shape())
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(model):
+        if f.name in shape.inline:
+            out.update(as_dict(getattr(model, f.name)))
+        elif f.name not in shape.omit and f.name not in shape.after:
+            out[shape.rename.get(f.name, f.name)] = getattr(model, f.name)
+        for moved, anchor in shape.after.items():
+            if anchor == f.name:
+                out[moved] = getattr(model, moved)
+    return out
+
+
+def _to_json(obj: object) -> Any:
+    """What ``json`` cannot write itself, as something it can (one step; it recurses)."""
+    if isinstance(obj, DeepJSON):
+        return obj.text
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return as_dict(obj)
+    if isinstance(obj, date):
+        return obj.isoformat()
+    if isinstance(obj, timedelta):
+        return obj.total_seconds()
+    if isinstance(obj, UUID):
+        return str(obj)
+    return str(obj)
+
+
 def json_text(value: Any, indent: int | None = None) -> str:
-    """JSON for output. Never fails on stored data: a ``DeepJSON`` is shown as its text (a
-    string), and a value too deep for the indenting encoder is written compactly."""
-
-    def default(obj: object) -> str:
-        return obj.text if isinstance(obj, DeepJSON) else str(obj)
-
+    """JSON for output: models as ``as_dict`` shapes them, lists, dicts and JSON values. Never
+    fails on stored data: a ``DeepJSON`` is shown as its text (a string), and a value too deep
+    for the indenting encoder is written compactly."""
     try:
-        return json.dumps(value, ensure_ascii=False, indent=indent, default=default)
+        return json.dumps(value, ensure_ascii=False, indent=indent, default=_to_json)
     except RecursionError:  # the indenting encoder recurses in Python, twice per level
-        return json.dumps(value, ensure_ascii=False, default=default)
+        return json.dumps(value, ensure_ascii=False, default=_to_json)
 
 
 # ---------------------------------------------------------------- events and agents
@@ -155,30 +240,6 @@ def echo_context(ctx: ReplayContext, indent: str = "", *, agents: bool = False) 
     if ctx.skipped:
         ids = ", ".join(f"#{i}" for i in ctx.skipped)
         click.echo(f"{indent}Skipped rewinds (target mark no longer on the stack): {ids}")
-
-
-def _message_json(msg: Message) -> dict[str, Any]:
-    return {
-        "id": msg.id,
-        "session_id": msg.session_id,
-        "agent_uuid": msg.agent_uuid,
-        "kind": msg.kind,
-        "content": msg.content,
-        "data": msg.data,
-        "created_at": msg.created_at.isoformat(),
-    }
-
-
-def _context_json(session_id: int, ctx: ReplayContext) -> dict[str, Any]:
-    return {
-        "session_id": session_id,
-        "messages": [_message_json(m) for m in ctx.messages],
-        "marks": [
-            {"message_id": m.message_id, "label": m.label, "context_idx": m.context_idx}
-            for m in ctx.marks
-        ],
-        "skipped": list(ctx.skipped),
-    }
 
 
 def echo_hits(hits: Sequence[SearchHit], indent: str = "") -> None:

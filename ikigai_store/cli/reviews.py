@@ -39,102 +39,12 @@ from ..store import Store
 from .app import TextArgs, cli
 from .common import JSON_OPTION, open_store, show_help_without_command, text_or_stdin
 from .params import JSON
-from .render import age, echo_table, iso, json_text, one_line
-
-__all__ = ["_issue_json", "_iteration_json", "_plan_json", "_review_json"]
+from .render import age, as_dict, echo_table, iso, json_text, one_line
 
 #: Width a title or summary is cut to in listings.
 TITLE_WIDTH = 50
 
 # ---------------------------------------------------------------- rendering
-
-
-def _review_json(r: Review) -> dict[str, Any]:
-    return {
-        "id": r.id,
-        "review_id": r.review_id,
-        "short_id": r.short_id,
-        "thread_id": r.thread_id,
-        "requester": r.requester,
-        "reviewers": list(r.reviewers),
-        "pr_number": r.pr_number,
-        "branch": r.branch,
-        "base_branch": r.base_branch,
-        "commit_sha": r.commit_sha,
-        "repo_path": r.repo_path,
-        "remote_url": r.remote_url,
-        "review_type": r.review_type,
-        "priority": r.priority,
-        "state": r.state,
-        "iterations": r.iterations,
-        "created_at": iso(r.created_at),
-        "updated_at": iso(r.updated_at),
-        "completed_at": iso(r.completed_at),
-    }
-
-
-def _issue_json(i: ReviewIssue) -> dict[str, Any]:
-    return {
-        "id": i.id,
-        "review_id": i.review_id,
-        "iteration_num": i.iteration_num,
-        "issue_type": i.issue_type,
-        "severity": i.severity,
-        "title": i.title,
-        "description": i.description,
-        "file_path": i.file_path,
-        "line_start": i.line_start,
-        "line_end": i.line_end,
-        "code_snippet": i.code_snippet,
-        "suggestion": i.suggestion,
-        "claude_md_ref": i.claude_md_ref,
-        "status": i.status,
-        "resolved_at": iso(i.resolved_at),
-        "resolved_in_iteration": i.resolved_in_iteration,
-        "created_at": iso(i.created_at),
-    }
-
-
-def _iteration_json(it: ReviewIteration) -> dict[str, Any]:
-    return {
-        "id": it.id,
-        "review_id": it.review_id,
-        "iteration_num": it.iteration_num,
-        "reviewer": it.reviewer,
-        "reviewer_session_id": it.reviewer_session_id,
-        "decision": it.decision,
-        "summary": it.summary,
-        "suggestions": it.suggestions,
-        "files_reviewed": it.files_reviewed,
-        "lines_analyzed": it.lines_analyzed,
-        "duration_ms": it.duration_ms,
-        "cost_usd": it.cost_usd,
-        "created_at": iso(it.created_at),
-        "issues": [_issue_json(i) for i in it.issues],
-    }
-
-
-def _plan_json(p: PlanReview) -> dict[str, Any]:
-    return {
-        "id": p.id,
-        "plan_review_id": p.plan_review_id,
-        "short_id": p.short_id,
-        "thread_id": p.thread_id,
-        "mail_id": p.mail_id,
-        "requester": p.requester,
-        "reviewer": p.reviewer,
-        "plan_path": p.plan_path,
-        "title": p.title,
-        "summary": p.summary,
-        "state": p.state,
-        "reviewer_comment": p.reviewer_comment,
-        "reviewed_by": p.reviewed_by,
-        "session_key": p.session_key,
-        "revision": p.revision,
-        "created_at": iso(p.created_at),
-        "updated_at": iso(p.updated_at),
-        "reviewed_at": iso(p.reviewed_at),
-    }
 
 
 def _what(r: Review) -> str:
@@ -361,7 +271,7 @@ def review_create(
         if submit:
             made = store.reviews.submit(made)
     if as_json:
-        click.echo(json_text(_review_json(made), indent=2))
+        click.echo(json_text(made, indent=2))
         return
     click.echo(made.review_id)
     click.echo(f"{made.short_id}: {made.state}, thread {made.thread_id}")
@@ -385,7 +295,7 @@ def review_list(
         else:
             found = store.reviews.list(state=state, requester=requester, limit=limit)
     if as_json:
-        click.echo(json_text([_review_json(r) for r in found], indent=2))
+        click.echo(json_text(found, indent=2))
     else:
         _echo_reviews(found)
 
@@ -400,9 +310,7 @@ def review_show(ref: str, as_json: bool) -> None:
         iterations = store.reviews.iterations(found)
         issues = store.reviews.open_issues(found)
     if as_json:
-        doc = _review_json(found)
-        doc["iteration_list"] = [_iteration_json(it) for it in iterations]
-        doc["open_issues"] = [_issue_json(i) for i in issues]
+        doc = {**as_dict(found), "iteration_list": iterations, "open_issues": issues}
         click.echo(json_text(doc, indent=2))
         return
     _echo_review(found, iterations)
@@ -419,7 +327,7 @@ def _event_command(event: str, help_text: str) -> None:
         with open_store() as store:
             changed = store.reviews.fire(_review(store, ref), event, by=by)
         if as_json:
-            click.echo(json_text(_review_json(changed), indent=2))
+            click.echo(json_text(changed, indent=2))
         else:
             click.echo(f"{changed.short_id} {changed.state}")
 
@@ -498,7 +406,7 @@ def review_iterate(
         )
         state = store.reviews.get(found).state
     if as_json:
-        click.echo(json_text(_iteration_json(it), indent=2))
+        click.echo(json_text(it, indent=2))
         return
     click.echo(
         f"{found.short_id} iteration {it.iteration_num}: {it.decision}, "
@@ -516,7 +424,7 @@ def review_issues(ref: str, show_all: bool, as_json: bool) -> None:
         found = _review(store, ref)
         issues = store.reviews.issues(found) if show_all else store.reviews.open_issues(found)
     if as_json:
-        click.echo(json_text([_issue_json(i) for i in issues], indent=2))
+        click.echo(json_text(issues, indent=2))
     else:
         _echo_issues(issues)
 
@@ -531,7 +439,7 @@ def review_resolve(issue_id: int, status: str, iteration: int | None, as_json: b
     with open_store() as store:
         resolved = store.reviews.resolve_issue(issue_id, status, iteration)
     if as_json:
-        click.echo(json_text(_issue_json(resolved), indent=2))
+        click.echo(json_text(resolved, indent=2))
     else:
         click.echo(
             f"issue {resolved.id} {resolved.status} in iteration {resolved.resolved_in_iteration}"
@@ -580,7 +488,7 @@ def plan_submit(
             requester, plan_path, title, text, reviewer=reviewer, session_key=session_key
         )
     if as_json:
-        click.echo(json_text(_plan_json(made), indent=2))
+        click.echo(json_text(made, indent=2))
         return
     click.echo(made.plan_review_id)
     click.echo(f"{made.short_id}: pending, asked of {made.reviewer}, thread {made.thread_id}")
@@ -600,7 +508,7 @@ def plan_decide(
     with open_store() as store:
         decided = store.plans.decide(_plan(store, ref), state, text, reviewed_by)
     if as_json:
-        click.echo(json_text(_plan_json(decided), indent=2))
+        click.echo(json_text(decided, indent=2))
     else:
         click.echo(f"{decided.short_id} {decided.state}")
 
@@ -616,7 +524,7 @@ def plan_resubmit(ref: str, summary: str | None, plan_path: str | None, as_json:
     with open_store() as store:
         again = store.plans.resubmit_plan(_plan(store, ref), summary=text, plan_path=plan_path)
     if as_json:
-        click.echo(json_text(_plan_json(again), indent=2))
+        click.echo(json_text(again, indent=2))
     else:
         click.echo(f"{again.short_id} {again.state} (revision {again.revision})")
 
@@ -629,7 +537,7 @@ def plan_show(ref: str, as_json: bool) -> None:
     with open_store() as store:
         found = _plan(store, ref)
     if as_json:
-        click.echo(json_text(_plan_json(found), indent=2))
+        click.echo(json_text(found, indent=2))
     else:
         _echo_plan(found)
 
@@ -642,7 +550,7 @@ def plan_pending(session_key: str, as_json: bool) -> None:
     with open_store() as store:
         found = store.plans.pending_for_session(session_key)
     if as_json:
-        click.echo(json_text([_plan_json(p) for p in found], indent=2))
+        click.echo(json_text(found, indent=2))
     else:
         _echo_plans(found)
 
@@ -657,6 +565,6 @@ def plan_list(state: str | None, requester: str | None, limit: int, as_json: boo
     with open_store() as store:
         found = store.plans.list(state=state, requester=requester, limit=limit)
     if as_json:
-        click.echo(json_text([_plan_json(p) for p in found], indent=2))
+        click.echo(json_text(found, indent=2))
     else:
         _echo_plans(found)

@@ -16,48 +16,14 @@ from typing import Any
 
 import click
 
-from ..models import TASK_STATUSES, Task, TaskList, TaskStats
+from ..models import TASK_STATUSES, Task
 from .app import cli
 from .common import JSON_OPTION, open_store, show_help_without_command
 from .params import DURATION, JSON
-from .render import echo_table, iso, json_text, one_line
+from .render import as_dict, echo_table, iso, json_text, one_line
 
 #: Width a subject is cut to in listings.
 SUBJECT_WIDTH = 50
-
-
-def _list_json(x: TaskList) -> dict[str, Any]:
-    return {
-        "list_id": x.list_id,
-        "owner": x.owner,
-        "watch_path": x.watch_path,
-        "created_at": iso(x.created_at),
-        "last_synced_at": iso(x.last_synced_at),
-    }
-
-
-def _task_json(t: Task) -> dict[str, Any]:
-    return {
-        "id": t.id,
-        "list_id": t.list_id,
-        "external_id": t.external_id,
-        "subject": t.subject,
-        "description": t.description,
-        "active_form": t.active_form,
-        "metadata": t.metadata,
-        "status": t.status,
-        "owner": t.owner,
-        "blocked_by": list(t.blocked_by),
-        "blocks": list(t.blocks),
-        "created_at": iso(t.created_at),
-        "updated_at": iso(t.updated_at),
-        "started_at": iso(t.started_at),
-        "completed_at": iso(t.completed_at),
-    }
-
-
-def _stats_json(s: TaskStats) -> dict[str, int]:
-    return {name: getattr(s, name) for name in TaskStats.__dataclass_fields__}
 
 
 def _echo_tasks(tasks: Sequence[Task], empty: str, *, with_list: bool = False) -> None:
@@ -109,7 +75,7 @@ def task_create_list(list_id: str, owner: str, watch_path: str | None, as_json: 
     with open_store() as store:
         made = store.tasks.create_list(list_id, owner, watch_path=watch_path)
     if as_json:
-        click.echo(json_text(_list_json(made), indent=2))
+        click.echo(json_text(made, indent=2))
     else:
         click.echo(made.list_id)
 
@@ -121,9 +87,7 @@ def task_lists(as_json: bool) -> None:
     with open_store() as store:
         found = [(x, store.tasks.task_stats(x)) for x in store.tasks.lists()]
     if as_json:
-        click.echo(
-            json_text([{**_list_json(x), "stats": _stats_json(s)} for x, s in found], indent=2)
-        )
+        click.echo(json_text([{**as_dict(x), "stats": s} for x, s in found], indent=2))
         return
     if not found:
         click.echo("no task lists")
@@ -154,7 +118,7 @@ def task_list(list_id: str, status: str | None, as_json: bool) -> None:
     with open_store() as store:
         found = store.tasks.tasks(list_id, status)
     if as_json:
-        click.echo(json_text([_task_json(t) for t in found], indent=2))
+        click.echo(json_text(found, indent=2))
     else:
         _echo_tasks(found, f"no tasks in {list_id}")
 
@@ -168,7 +132,7 @@ def task_show(list_id: str, external_id: str, as_json: bool) -> None:
     with open_store() as store:
         t = store.tasks.get_task(list_id, external_id)
     if as_json:
-        click.echo(json_text(_task_json(t), indent=2))
+        click.echo(json_text(t, indent=2))
         return
     _echo_task_line(t)
     click.echo(f"Subject: {t.subject}")
@@ -239,7 +203,7 @@ def task_upsert(
             blocked_by=blockers,
         )
     if as_json:
-        click.echo(json_text(_task_json(t), indent=2))
+        click.echo(json_text(t, indent=2))
     else:
         _echo_task_line(t)
 
@@ -253,7 +217,7 @@ def task_available(list_id: str | None, as_json: bool) -> None:
     with open_store() as store:
         found = store.tasks.available_tasks(list_id)
     if as_json:
-        click.echo(json_text([_task_json(t) for t in found], indent=2))
+        click.echo(json_text(found, indent=2))
     else:
         _echo_tasks(found, "nothing available", with_list=list_id is None)
 
@@ -269,7 +233,7 @@ def task_claim(list_id: str, external_id: str, owner: str, as_json: bool) -> Non
     with open_store() as store:
         t = store.tasks.claim_task(list_id, external_id, owner)
     if as_json:
-        click.echo(json_text(_task_json(t), indent=2))
+        click.echo(json_text(t, indent=2))
     else:
         _echo_task_line(t)
 
@@ -286,7 +250,7 @@ def task_release(list_id: str, external_id: str, owner: str, as_json: bool) -> N
     with open_store() as store:
         t = store.tasks.release_task(list_id, external_id, owner)
     if as_json:
-        click.echo(json_text(_task_json(t), indent=2))
+        click.echo(json_text(t, indent=2))
     else:
         _echo_task_line(t)
 
@@ -299,9 +263,9 @@ def task_stats(list_id: str | None, as_json: bool) -> None:
     with open_store() as store:
         counts = store.tasks.task_stats(list_id)
     if as_json:
-        click.echo(json_text(_stats_json(counts), indent=2))
+        click.echo(json_text(counts, indent=2))
         return
-    for name, value in _stats_json(counts).items():
+    for name, value in as_dict(counts).items():
         click.echo(f"{name}: {value}")
 
 

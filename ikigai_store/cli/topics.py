@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from ..models import PRIORITIES, Claim, Mail, Poll, Queued, TopicInfo
+from ..models import PRIORITIES, Mail, Queued
 from .app import TextArgs, cli
 from .common import (
     JSON_OPTION,
@@ -25,40 +25,8 @@ from .common import (
     show_help_without_command,
     text_or_stdin,
 )
-from .mail import _item_json, _mail_json
 from .params import DURATION, JSON
 from .render import age, echo_table, iso, json_text, subject_line
-
-
-def _claim_json(held: Claim) -> dict[str, Any]:
-    return {
-        "mail": _mail_json(held.mail),
-        "attempt": held.attempt,
-        "lease_until": iso(held.lease_until),
-        "token": held.token,
-    }
-
-
-def _poll_json(polled: Poll) -> dict[str, Any]:
-    return {
-        "inbox": [_item_json(i) for i in polled.inbox],
-        "topics": {t: [_mail_json(m) for m in ms] for t, ms in polled.topics.items()},
-        "offsets": polled.offsets,
-    }
-
-
-def _info_json(info: TopicInfo) -> dict[str, Any]:
-    t = info.topic
-    return {
-        "name": t.name,
-        "kind": t.kind,
-        "retention_seconds": t.retention.total_seconds(),
-        "max_attempts": t.max_attempts,
-        "created_at": iso(t.created_at),
-        "subscribers": info.subscribers,
-        "messages": info.messages,
-        "last_offset": info.last_offset,
-    }
 
 
 def _echo_log(mails: Sequence[Mail], indent: str = "") -> None:
@@ -107,7 +75,7 @@ def topic_create(
         )
         info = next(i for i in store.topics.list() if i.topic.id == made.id)
     if as_json:
-        click.echo(json_text(_info_json(info), indent=2))
+        click.echo(json_text(info, indent=2))
     else:
         click.echo(f"{made.name} ({made.kind})")
 
@@ -119,7 +87,7 @@ def topic_list(as_json: bool) -> None:
     with open_store() as store:
         infos = store.topics.list()
     if as_json:
-        click.echo(json_text([_info_json(i) for i in infos], indent=2))
+        click.echo(json_text(infos, indent=2))
         return
     if not infos:
         click.echo("no topics")
@@ -198,7 +166,7 @@ def topic_publish(
         echo_queued(sent, as_json)
         return
     if as_json:
-        click.echo(json_text(_mail_json(sent), indent=2))
+        click.echo(json_text(sent, indent=2))
         return
     click.echo(str(sent.id))
     click.echo(f"offset {sent.log_offset} of {name}, to {', '.join(sent.to) or 'the queue'}")
@@ -219,7 +187,7 @@ def topic_poll(identity: str, limit: int, commit: bool, as_json: bool) -> None:
                 if mails and mails[-1].log_offset is not None:
                     store.topics.commit(identity, name, mails[-1].log_offset)
     if as_json:
-        click.echo(json_text(_poll_json(polled), indent=2))
+        click.echo(json_text(polled, indent=2))
         return
     click.echo(f"{identity}: {len(polled.inbox)} unread in the inbox")
     for name, mails in polled.topics.items():
@@ -238,7 +206,7 @@ def topic_read(name: str, after: int, limit: int, as_json: bool) -> None:
     with open_store() as store:
         mails = store.topics.read(name, after=after, limit=limit)
     if as_json:
-        click.echo(json_text([_mail_json(m) for m in mails], indent=2))
+        click.echo(json_text(mails, indent=2))
     elif mails:
         _echo_log(mails)
     else:
@@ -269,7 +237,7 @@ def topic_claim(identity: str, name: str, lease: float, wait: float, as_json: bo
     if held is None:
         raise click.ClickException(f"nothing to claim in {name}")
     if as_json:
-        click.echo(json_text(_claim_json(held), indent=2))
+        click.echo(json_text(held, indent=2))
         return
     click.echo(f"{held.mail.id} {held.token}")
     click.echo(f"attempt {held.attempt}, lease until {iso(held.lease_until)}")
@@ -318,15 +286,7 @@ def topic_dead(name: str, as_json: bool) -> None:
     with open_store() as store:
         dead = store.topics.dead_letters(name)
     if as_json:
-        click.echo(
-            json_text(
-                [
-                    {"mail": _mail_json(d.mail), "attempts": d.attempts, "last_error": d.last_error}
-                    for d in dead
-                ],
-                indent=2,
-            )
-        )
+        click.echo(json_text(dead, indent=2))
     elif dead:
         echo_table(
             ("id", "attempts", "subject", "last error"),
