@@ -16,10 +16,14 @@ Owns argument parsing, the rendering of sessions, replayed contexts and search h
   and after; the identities it registers (``demo-<hex>-main``, ``demo-<hex>-explorer``) are
   retired before it returns.
 
-Layout: ``app`` (the root group, shared options), ``render`` (output), one module of commands
+Layout: ``app`` (the root group, error handling, free-text arguments), ``common`` (opening the
+store, the outbox, standard input, the common options), ``params`` (durations, times, JSON),
+``render`` (tables, times, text, JSON, the views several modules show), one module of commands
 per area (``admin``, ``sessions``, ``events``, ``agents``, ``identities``, ``mail``,
 ``topics``, ``outbox``, ``activities`` (also ``lease``), ``tasks``, ``reviews`` (also
-``plan``)) and ``demo``.
+``plan``)) and ``demo``. A helper used by more than one module lives in ``common``, ``params``
+or ``render`` under a public name; no module imports another's ``_private`` names
+(tests/unit/test_cli_imports.py).
 """
 
 from __future__ import annotations

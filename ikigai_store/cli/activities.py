@@ -9,88 +9,29 @@ alone on its first line: ``renew`` and ``release`` take RESOURCE TOKEN. A refuse
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
 
-from ..models import ACTIVITY_TYPES, Activity, Lease
-from .app import _show_help_without_command, _store, cli
-from .identities import JSON_OPTION, _age, _echo_rows, _iso
-from .mail import _parse_json, parse_duration, parse_time
-from .render import _one_line, json_text
+from ..models import ACTIVITY_TYPES, Lease
+from .app import cli
+from .common import JSON_OPTION, open_store, show_help_without_command
+from .params import AGO, DURATION, JSON, SECONDS
+from .render import age, echo_table, iso, json_text, one_line
 
 #: Width a description is cut to in the feed.
 DESCRIPTION_WIDTH = 60
 
-_SECONDS = re.compile(r"\d+(?:\.\d*)?|\.\d+")
-_AGO = re.compile(r"(?:\d+[dhms])+")
-
-
-def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
-    """``--since``: a duration ago (``2h``: the last two hours) or an ISO-8601 time."""
-    if value is None:
-        return None
-    if _AGO.fullmatch(value.strip().lower()):
-        try:
-            return datetime.now(UTC) - parse_duration(value)
-        except (ValueError, OverflowError):
-            raise click.BadParameter(f"{value!r} is too long ago") from None
-    try:
-        return parse_time(value)
-    except ValueError as exc:
-        raise click.BadParameter(f"{exc}, or a duration ago such as 30m, 2h, 7d") from None
-
-
-def _age_option(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-def _ttl(ctx: click.Context, param: click.Parameter, value: str) -> timedelta | float:
-    """``--ttl``: seconds (``90``, ``0.5``) or a duration (``30s``, ``10m``, ``2h``)."""
-    if _SECONDS.fullmatch(value.strip()):
-        return float(value)
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise click.BadParameter(f"{exc}, or a number of seconds") from None
-
-
-def _activity_json(a: Activity) -> dict[str, Any]:
-    return {
-        "id": a.id,
-        "identity": a.identity,
-        "type": a.type,
-        "description": a.description,
-        "metadata": a.metadata,
-        "created_at": _iso(a.created_at),
-    }
-
-
-def _lease_json(lease: Lease) -> dict[str, Any]:
-    return {
-        "id": lease.id,
-        "resource": lease.resource,
-        "holder": lease.holder,
-        "exclusive": lease.exclusive,
-        "token": lease.token,
-        "acquired_at": _iso(lease.acquired_at),
-        "expires_at": _iso(lease.expires_at),
-    }
-
 
 def _until(when: datetime) -> str:
     seconds = (when - datetime.now(UTC)).total_seconds()
-    return f"{_iso(when)} (in {max(0.0, seconds):.0f}s)"
+    return f"{iso(when)} (in {max(0.0, seconds):.0f}s)"
 
 
 def _echo_leases(leases: Sequence[Lease]) -> None:
-    _echo_rows(
+    echo_table(
         ("resource", "holder", "mode", "expires", "token"),
         [
             (
@@ -116,24 +57,23 @@ def activity(ctx: click.Context) -> None:
     Types: commit, message, session_start, session_complete, decision, error, blocker,
     heartbeat, task_complete, review_*, plan_submitted, plan_decided.
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @activity.command("record", short_help="Record an activity; print its id.")
 @click.argument("identity")
 @click.argument("type", type=click.Choice(ACTIVITY_TYPES))
 @click.argument("description")
-@click.option("--metadata", metavar="JSON", default=None, help="A JSON object.")
+@click.option("--metadata", type=JSON, metavar="JSON", default=None, help="A JSON object.")
 @JSON_OPTION
 def activity_record(
-    identity: str, type: str, description: str, metadata: str | None, as_json: bool
+    identity: str, type: str, description: str, metadata: Any, as_json: bool
 ) -> None:
     """Record that IDENTITY did DESCRIPTION (an activity of TYPE); print its id."""
-    parsed = _parse_json(metadata, "--metadata")
-    with _store() as store:
-        made = store.activities.record(identity, type, description, metadata=parsed)
+    with open_store() as store:
+        made = store.activities.record(identity, type, description, metadata=metadata)
     if as_json:
-        click.echo(json_text(_activity_json(made), indent=2))
+        click.echo(json_text(made, indent=2))
     else:
         click.echo(str(made.id))
 
@@ -142,7 +82,7 @@ def activity_record(
 @click.option(
     "--since",
     metavar="WHEN",
-    callback=_since,
+    type=AGO,
     default=None,
     help="Only since then: an ISO-8601 time (local without an offset), or a duration ago (2h).",
 )
@@ -160,25 +100,25 @@ def activity_feed(
     as_json: bool,
 ) -> None:
     """List activities, newest first (--before the last id shown for the next page)."""
-    with _store() as store:
+    with open_store() as store:
         found = store.activities.feed(
             since=since, identity=identity, activity_type=type_, limit=limit, before=before
         )
     if as_json:
-        click.echo(json_text([_activity_json(a) for a in found], indent=2))
+        click.echo(json_text(found, indent=2))
         return
     if not found:
         click.echo("no activity")
         return
-    _echo_rows(
+    echo_table(
         ("id", "age", "identity", "type", "description"),
         [
             (
                 str(a.id),
-                _age(a.created_at),
+                age(a.created_at),
                 a.identity,
                 a.type,
-                _one_line(a.description, DESCRIPTION_WIDTH),
+                one_line(a.description, DESCRIPTION_WIDTH),
             )
             for a in found
         ],
@@ -190,13 +130,13 @@ def activity_feed(
 @click.option(
     "--older-than",
     required=True,
-    callback=_age_option,
+    type=DURATION,
     help="Delete what is older than this (30d, 12h...).",
 )
 @JSON_OPTION
 def activity_prune(older_than: timedelta, as_json: bool) -> None:
     """Delete activities older than --older-than; print how many."""
-    with _store() as store:
+    with open_store() as store:
         deleted = store.activities.prune(older_than=older_than)
     if as_json:
         click.echo(json_text({"deleted": deleted}))
@@ -216,14 +156,14 @@ def lease(ctx: click.Context) -> None:
     exclusive ones. The database refuses a second holder; an expired lease frees the resource
     by itself. `acquire` prints the TOKEN that `renew` and `release` take.
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 TTL_OPTION = click.option(
     "--ttl",
     default="60",
     show_default=True,
-    callback=_ttl,
+    type=SECONDS,
     help="How long: seconds, or 30s, 10m, 2h (at most a day).",
 )
 
@@ -239,10 +179,10 @@ def lease_acquire(
 ) -> None:
     """Lease RESOURCE to HOLDER for --ttl. Prints the TOKEN alone on the first line; refused
     (held by someone else): exit status 1, naming the holder."""
-    with _store() as store:
+    with open_store() as store:
         got = store.leases.acquire(holder, resource, ttl=ttl, exclusive=not shared)
     if as_json:
-        click.echo(json_text(_lease_json(got), indent=2))
+        click.echo(json_text(got, indent=2))
         return
     click.echo(got.token)
     mode = "exclusive" if got.exclusive else "shared"
@@ -256,10 +196,10 @@ def lease_acquire(
 @JSON_OPTION
 def lease_renew(resource: str, token: str, ttl: timedelta | float, as_json: bool) -> None:
     """Make the lease on RESOURCE (TOKEN) end --ttl from now (it must still be live)."""
-    with _store() as store:
+    with open_store() as store:
         got = store.leases.renew((resource, token), ttl)
     if as_json:
-        click.echo(json_text(_lease_json(got), indent=2))
+        click.echo(json_text(got, indent=2))
     else:
         click.echo(f"{got.resource}: lease of {got.holder} until {_until(got.expires_at)}")
 
@@ -270,7 +210,7 @@ def lease_renew(resource: str, token: str, ttl: timedelta | float, as_json: bool
 @JSON_OPTION
 def lease_release(resource: str, token: str, as_json: bool) -> None:
     """End the lease on RESOURCE (TOKEN); idempotent (says when it had already ended)."""
-    with _store() as store:
+    with open_store() as store:
         was_live = store.leases.release((resource, token))
     if as_json:
         click.echo(json_text({"resource": resource, "released": was_live}))
@@ -285,7 +225,7 @@ def lease_release(resource: str, token: str, as_json: bool) -> None:
 @JSON_OPTION
 def lease_force_release(resource: str, as_json: bool) -> None:
     """End every lease on RESOURCE, whoever holds it; print how many were live."""
-    with _store() as store:
+    with open_store() as store:
         ended = store.leases.force_release(resource)
     if as_json:
         click.echo(json_text({"resource": resource, "ended": ended}))
@@ -299,10 +239,10 @@ def lease_force_release(resource: str, as_json: bool) -> None:
 @JSON_OPTION
 def lease_held(prefix: str, holder: str | None, as_json: bool) -> None:
     """List live leases whose resource starts with PREFIX (literally), by resource."""
-    with _store() as store:
+    with open_store() as store:
         found = store.leases.held(prefix, holder=holder)
     if as_json:
-        click.echo(json_text([_lease_json(x) for x in found], indent=2))
+        click.echo(json_text(found, indent=2))
     elif found:
         _echo_leases(found)
     else:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import click
 
 from .._resources import migrations_dir
-from .app import _store, cli
+from .app import cli
+from .common import open_store
 
 
 @cli.command()
 def migrate() -> None:
     """Apply pending schema migrations and print each one applied."""
-    with _store(migrate=False) as store:
+    with open_store(migrate=False) as store:
         pending = store.pending_migrations()
         if not pending:
             click.echo("up to date")
@@ -36,7 +37,7 @@ def migrations_path() -> None:
 @cli.command(short_help="Show database, schema version and active session.")
 def status() -> None:
     """Show the database, schema version, pending migrations and the active session."""
-    with _store(migrate=False) as store:
+    with open_store(migrate=False) as store:
         where = store.url
         if store.embedded_data_dir is not None:
             where += f"\n{'':17}(embedded PostgreSQL, data dir {store.embedded_data_dir})"

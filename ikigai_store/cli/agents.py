@@ -8,8 +8,9 @@ from typing import Any, TypeVar
 import click
 
 from ..models import Agent
-from .app import SESSION_OPTION, _active_or, _show_help_without_command, _store, cli
-from .render import _context_json, _echo_agents, _echo_context, _echo_ranges, _short, json_text
+from .app import cli
+from .common import JSON_OPTION, SESSION_OPTION, active_or, open_store, show_help_without_command
+from .render import as_dict, echo_agents, echo_context, echo_ranges, json_text, short
 
 # ---------------------------------------------------------------- agents
 
@@ -22,7 +23,7 @@ def agent(ctx: click.Context) -> None:
     A fork inherits its parent's history up to the fork point without copying any event; replay
     reads the inherited ranges, then the agent's own events.
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -55,11 +56,11 @@ def agent_list(session_id: int | None, all_sessions: bool) -> None:
     """List running agents as a tree: children indented under their parent."""
     if all_sessions and session_id is not None:
         raise click.ClickException("give --session or --all, not both")
-    with _store() as store:
+    with open_store() as store:
         if all_sessions:
             agents = store.running_agents()
         else:
-            sid = _active_or(store, session_id)
+            sid = active_or(store, session_id)
             store.get_session(sid)  # NotFound for a session that does not exist
             agents = store.running_agents(sid)
     if not agents:
@@ -72,7 +73,7 @@ def agent_list(session_id: int | None, all_sessions: bool) -> None:
         if n:
             click.echo()
         click.echo(f"session {sid}")
-        _echo_agents(group, indent="  ")
+        echo_agents(group, indent="  ")
 
 
 @agent.command("new", short_help="Create a root agent and print its uuid.")
@@ -86,8 +87,8 @@ def agent_new(
     thinking_level: str | None,
 ) -> None:
     """Register a root agent (no parent) in a session and print its uuid."""
-    with _store() as store:
-        sid = _active_or(store, session_id)
+    with open_store() as store:
+        sid = active_or(store, session_id)
         fields = _agent_fields(name, provider, model, thinking_level)
         click.echo(store.create_agent(sid, **fields).uuid)
 
@@ -107,8 +108,8 @@ def agent_zero(
     Events of the session that belong to no agent are given to it. The options apply only when it
     is created.
     """
-    with _store() as store:
-        sid = _active_or(store, session_id)
+    with open_store() as store:
+        sid = active_or(store, session_id)
         fields = _agent_fields(name, provider, model, thinking_level)
         click.echo(store.ensure_root_agent(sid, **fields).uuid)
 
@@ -128,7 +129,7 @@ def agent_fork(
     The child inherits the parent's history up to the parent's newest event (the fork point) and,
     unless given, its provider, model and thinking level. No event is copied.
     """
-    with _store() as store:
+    with open_store() as store:
         child = store.fork_agent(
             parent_uuid, **_agent_fields(name, provider, model, thinking_level)
         )
@@ -143,7 +144,7 @@ def agent_fork(
 @click.argument("uuid", metavar="UUID")
 def agent_kill(uuid: str) -> None:
     """Mark an agent and its running descendants dead; print their uuids, parents first."""
-    with _store() as store:
+    with open_store() as store:
         killed = store.kill_agent(uuid)
     for killed_uuid in killed:
         click.echo(killed_uuid)
@@ -153,31 +154,31 @@ def agent_kill(uuid: str) -> None:
 
 @agent.command("replay", short_help="Print the context an agent replays to.")
 @click.argument("uuid", metavar="UUID")
-@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@JSON_OPTION
 def agent_replay(uuid: str, as_json: bool) -> None:
     """Print the context an agent replays to: inherited events, then its own.
 
     Like `replay`, with an extra column: the agent each event belongs to (a short uuid prefix),
     so events inherited from ancestors are visible.
     """
-    with _store() as store:
+    with open_store() as store:
         me = store.get_agent(uuid)
         ctx = store.replay_agent(uuid)
     if as_json:
-        doc = {"agent_uuid": me.uuid, **_context_json(me.session_id, ctx)}
+        doc = {"agent_uuid": me.uuid, "session_id": me.session_id, **as_dict(ctx)}
         click.echo(json_text(doc, indent=2))
         return
     inherited = sum(1 for m in ctx.messages if m.agent_uuid != me.uuid)
     click.echo(
-        f"agent {me.uuid} ({_short(me.uuid)}, session {me.session_id}): "
+        f"agent {me.uuid} ({short(me.uuid)}, session {me.session_id}): "
         f"{len(ctx.messages)} message(s) in context, {inherited} inherited"
     )
-    _echo_context(ctx, agents=True)
+    echo_context(ctx, agents=True)
 
 
 @agent.command("ranges", short_help="Print the id ranges an agent's replay reads.")
 @click.argument("uuid", metavar="UUID")
 def agent_ranges(uuid: str) -> None:
     """Print the id ranges an agent's replay reads, root first: start < id <= end per agent."""
-    with _store() as store:
-        _echo_ranges(store, uuid)
+    with open_store() as store:
+        echo_ranges(store, uuid)

@@ -1,34 +1,29 @@
-"""The root ``ikigai-store`` group: global options, error handling, opening the store.
+"""The root ``ikigai-store`` group: global options, error handling, free-text arguments.
 
-Owns what every command shares. Invariants:
+Owns how a command line is parsed and how its errors are reported. Invariants:
 - user errors (every ``IkigaiStoreError``, bad JSON, no active session) and usage errors (unknown
   option or command, missing argument, bad value) print one ``Error: ...`` line on stderr and
   exit with status 1, never a traceback or click's usage block; a command group given no command
   prints its help and exits 0;
-- the free-text arguments of ``_TextArgs`` commands (``search`` QUERY, ``append`` CONTENT) may
+- the free-text arguments of ``TextArgs`` commands (``search`` QUERY, ``append`` CONTENT) may
   start with ``-``: an argument is an option only when it is one of the command's options or
   looks like a long option (``--word``).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import click
 
 from .. import __version__
-from ..errors import DatabaseUnavailable, IkigaiStoreError
-from ..models import Queued
-from ..outbox import Outbox, default_path
-from ..store import Store
-from ..store import open as open_store
+from ..errors import IkigaiStoreError
+from .common import show_help_without_command
 
-__all__ = ["SESSION_OPTION", "cli"]
+__all__ = ["TextArgs", "cli"]
 
 
 @contextmanager
@@ -68,7 +63,7 @@ class _Cli(click.Group):
 _LONG_OPTION = re.compile(r"--[A-Za-z][\w-]*(=.*)?", re.DOTALL)
 
 
-class _TextArgs(click.Command):
+class TextArgs(click.Command):
     """A command whose positional arguments are free text that may start with ``-``.
 
     click reads every argument starting with ``-`` as an option, so ``search "-foo bar"`` or
@@ -126,91 +121,6 @@ def _short_with_value(ctx: click.Context, options: dict[str, click.Option], arg:
     return True
 
 
-def _show_help_without_command(ctx: click.Context) -> None:
-    """A group run without a command prints its help (exit 0) rather than a usage error."""
-    if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
-
-
-def _outbox_path() -> Path:
-    """The offline outbox's file: the global ``--outbox`` option, else ``default_path()``."""
-    path: str | None = click.get_current_context().find_root().params.get("outbox")
-    return Path(path) if path else default_path()
-
-
-def _outbox() -> Outbox:
-    """The offline outbox (its file is created on first use)."""
-    return Outbox(_outbox_path())
-
-
-@contextmanager
-def _store(*, migrate: bool = True, drain: bool = True) -> Iterator[Store]:
-    """Open the store named by the global ``--database`` option (or the configured default).
-
-    With ``drain`` (and ``migrate``: the schema is known to be there), operations waiting in an
-    existing outbox file are delivered first (a line on stderr says what happened), so they
-    reach the database before this command's own."""
-    ctx = click.get_current_context()
-    url: str | None = ctx.find_root().params.get("database")
-    with open_store(url, migrate=migrate) as store:
-        if drain and migrate and _outbox_path().exists():
-            report = _outbox().drain(store)
-            if report.delivered or report.failed or report.expired:
-                click.echo(
-                    f"outbox: {report.delivered} delivered, {report.failed} failed, "
-                    f"{report.expired} expired, {report.pending} still queued",
-                    err=True,
-                )
-        yield store
-
-
-def _deliver_or_queue(operation: str, payload: dict[str, Any], key: str | None) -> Any:
-    """Run a mail operation now, or, when the database cannot be reached, queue it in the
-    outbox and return ``Queued`` (``Outbox.submit``)."""
-    try:
-        with _store(drain=False) as store:
-            return _outbox().submit(store, operation, payload, idempotency_key=key)
-    except DatabaseUnavailable:
-        outbox = _outbox()
-        queued = outbox.get(outbox.enqueue(operation, payload, idempotency_key=key))
-        return Queued(queued.idempotency_key, queued.operation, queued.expires_at)
-
-
-def _echo_queued(queued: Queued, as_json: bool) -> None:
-    """What a command prints for an operation queued while offline."""
-    if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "queued": True,
-                    "operation": queued.operation,
-                    "idempotency_key": queued.idempotency_key,
-                    "expires_at": queued.expires_at.isoformat(),
-                },
-                indent=2,
-            )
-        )
-        return
-    click.echo(f"queued (offline): {queued.idempotency_key}")
-    click.echo(
-        "the database cannot be reached; run `ikigai-store outbox drain` (or any command) "
-        "once it can",
-        err=True,
-    )
-
-
-def _active_or(store: Store, session_id: int | None) -> int:
-    """``session_id`` if given, else the active session; a clear error when there is none."""
-    if session_id is not None:
-        return session_id
-    active = store.get_active_session()
-    if active is None:
-        raise click.ClickException(
-            "no active session; start one with `ikigai-store session new` or pass --session ID"
-        )
-    return active
-
-
 # ------------------------------------------------------------------------------------ commands
 
 
@@ -248,15 +158,4 @@ def cli(ctx: click.Context, database: str | None, outbox: str | None) -> None:
 
     For a guided tour of mark, rewind, clear, search and agent forks, run: ikigai-store demo
     """
-    _show_help_without_command(ctx)
-
-
-SESSION_OPTION = click.option(
-    "--session",
-    "-s",
-    "session_id",
-    type=int,
-    default=None,
-    metavar="ID",
-    help="Session id (default: the active session).",
-)
+    show_help_without_command(ctx)

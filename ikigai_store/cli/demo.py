@@ -23,16 +23,20 @@ import click
 from ..errors import Conflict, InvalidArgument
 from ..models import Agent, InboxItem, Mail, Message
 from ..store import Store
-from .app import _store, cli
-from .mail import _counts_line, _echo_inbox, _echo_thread, _subject
+from .app import cli
+from .common import open_store
 from .render import (
-    _describe,
-    _echo_agents,
-    _echo_context,
-    _echo_hits,
-    _echo_ranges,
-    _model_of,
-    _short,
+    counts_line,
+    describe,
+    echo_agents,
+    echo_context,
+    echo_hits,
+    echo_inbox,
+    echo_ranges,
+    echo_thread,
+    model_of,
+    short,
+    subject_line,
 )
 
 # ---------------------------------------------------------------- demo
@@ -49,7 +53,7 @@ def demo() -> None:
     own active session, agents and identities are left untouched. Safe to run any number of
     times.
     """
-    with _store() as store:
+    with open_store() as store:
         title = f"demo {datetime.now().astimezone():%Y-%m-%d %H:%M:%S}"
         sid = store.create_session(title)
         registered: list[str] = []
@@ -108,18 +112,18 @@ def _run_demo(store: Store, sid: int, title: str, registered: list[str]) -> tupl
     _heading("2. Replay: the context the model sees now")
     click.echo("   8 events were stored; the 2 turns about approach B were rewound away, so 6")
     click.echo("   remain, and the mark stays on the stack for later rewinds.")
-    _echo_context(store.replay_session(sid), indent="   ")
+    echo_context(store.replay_session(sid), indent="   ")
 
     _heading("3. /clear, then a fresh start")
     click.echo("   A clear empties the context and the mark stack; later events start anew.")
     add("clear")
     add("user", "New topic: Feature Y")
     add("assistant", "Plan for Y...")
-    _echo_context(store.replay_session(sid), indent="   ")
+    echo_context(store.replay_session(sid), indent="   ")
 
     _heading('4. Search for "approach" in this session')
     click.echo("   Search covers the whole history: rewound and cleared messages are found too.")
-    _echo_hits(store.search("approach", session_id=sid, limit=10), indent="   ")
+    echo_hits(store.search("approach", session_id=sid, limit=10), indent="   ")
     main, child = _run_agent_demo(store, sid)
     thread_id = _run_mail_demo(store, main, child, registered)
     _run_coordination_demo(store, registered[0], registered[1])
@@ -132,7 +136,7 @@ def _run_agent_demo(store: Store, sid: int) -> tuple[Agent, Agent]:
 
     def show(msg: Message) -> Message:
         who = names.get(msg.agent_uuid or "", "-")
-        click.echo(f"   + #{msg.id:<6} {who:<9} {msg.kind:<10} {_describe(msg)}".rstrip())
+        click.echo(f"   + #{msg.id:<6} {who:<9} {msg.kind:<10} {describe(msg)}".rstrip())
         return msg
 
     def say(agent: Agent, kind: str, content: str) -> Message:
@@ -155,7 +159,7 @@ def _run_agent_demo(store: Store, sid: int) -> tuple[Agent, Agent]:
     names[child.uuid] = "explorer"
     click.echo(f"   forked explorer = {child.uuid} at fork point #{child.fork_message_id}:")
     click.echo(
-        f"   one new agents row, {copied} messages copied; model inherited: {_model_of(child)}"
+        f"   one new agents row, {copied} messages copied; model inherited: {model_of(child)}"
     )
     click.echo("   main carries on (explorer will not see this):")
     say(main, "assistant", "Lexer done: 14 token kinds")
@@ -169,13 +173,13 @@ def _run_agent_demo(store: Store, sid: int) -> tuple[Agent, Agent]:
     _heading("7. Replay each agent (the agent column shows whose event it is)")
     main_ctx, child_ctx = store.replay_agent(main.uuid), store.replay_agent(child.uuid)
     inherited = sum(1 for m in child_ctx.messages if m.agent_uuid == main.uuid)
-    click.echo(f"   main ({_short(main.uuid)}): {len(main_ctx.messages)} messages")
-    _echo_context(main_ctx, indent="     ", agents=True)
+    click.echo(f"   main ({short(main.uuid)}): {len(main_ctx.messages)} messages")
+    echo_context(main_ctx, indent="     ", agents=True)
     click.echo(
-        f"   explorer ({_short(child.uuid)}): {len(child_ctx.messages)} messages, "
+        f"   explorer ({short(child.uuid)}): {len(child_ctx.messages)} messages, "
         f"{inherited} inherited from main"
     )
-    _echo_context(child_ctx, indent="     ", agents=True)
+    echo_context(child_ctx, indent="     ", agents=True)
     click.echo('   The rewind cut "Start with the lexer" from explorer\'s context only: main still')
     click.echo('   has it, and main\'s later "Lexer done" never reached explorer.')
 
@@ -184,13 +188,13 @@ def _run_agent_demo(store: Store, sid: int) -> tuple[Agent, Agent]:
         "   Replay reads one id range per agent of the lineage, root first, in one statement;"
     )
     click.echo("   main's rows are read in place, never copied.")
-    _echo_ranges(store, child.uuid, indent="   ")
+    echo_ranges(store, child.uuid, indent="   ")
     click.echo(
         f"   They fold to explorer's {len(child_ctx.messages)}-message context "
         f"(its rewind drops #{dropped.id})."
     )
     click.echo()
-    _echo_agents(store.running_agents(sid), indent="   ")
+    echo_agents(store.running_agents(sid), indent="   ")
     return main, child
 
 
@@ -218,13 +222,13 @@ def _run_mail_demo(store: Store, main: Agent, child: Agent, registered: list[str
         )
         registered.append(ident.name)
         names[who] = store.identities.for_agent(agent.uuid).name  # the bound identity
-        click.echo(f"   {who:<9} -> identity {names[who]} (bound to agent {_short(agent.uuid)})")
+        click.echo(f"   {who:<9} -> identity {names[who]} (bound to agent {short(agent.uuid)})")
     me, other = names["main"], names["explorer"]
 
     def show(sent_mail: Mail) -> None:
         click.echo(
             f"   + mail #{sent_mail.id:<6} {sent_mail.sender} -> {', '.join(sent_mail.to)}: "
-            f"{_subject(sent_mail)}"
+            f"{subject_line(sent_mail)}"
         )
 
     first = store.mail.send(
@@ -235,8 +239,8 @@ def _run_mail_demo(store: Store, main: Agent, child: Agent, registered: list[str
     )
     show(first)
     click.echo(f"   {other}'s inbox (`*` = unread):")
-    click.echo(f"     {_counts_line(other, store.mail.counts(other))}")
-    _echo_inbox(store.mail.inbox(other), indent="     ")
+    click.echo(f"     {counts_line(other, store.mail.counts(other))}")
+    echo_inbox(store.mail.inbox(other), indent="     ")
     store.mail.read(other, first.id)
     answer = store.mail.reply(other, first.id, "Yes, wrapped in a `Token` class; spans stay.")
     show(answer)
@@ -244,7 +248,7 @@ def _run_mail_demo(store: Store, main: Agent, child: Agent, registered: list[str
     store.mail.set_state(other, first.id, "archived")
     click.echo(f"   {me} stars the answer; {other} archives the question.")
     click.echo(f"   The thread, as `ikigai-store mail thread {first.thread_id}` shows it:")
-    _echo_thread(store.mail.thread(first.thread_id), indent="     ")
+    echo_thread(store.mail.thread(first.thread_id), indent="     ")
 
     _heading("10. A waiting agent wakes as the mail is sent")
     click.echo(f"   {me} waits for mail (timeout 10 s); {other} sends {WAKE_DELAY} s later. The")
@@ -286,12 +290,12 @@ def _run_mail_demo(store: Store, main: Agent, child: Agent, registered: list[str
             f"   {me} woke {1000 * (woke[0] - started):.1f} ms after the send began "
             f"(the send itself took {1000 * sent_in:.1f} ms)"
         )
-        click.echo(f'   with mail #{item.mail.id} "{_subject(item.mail)}", now {item.state}.')
+        click.echo(f'   with mail #{item.mail.id} "{subject_line(item.mail)}", now {item.state}.')
     click.echo("   Who is around (`ikigai-store identity discover`):")
     for status in store.identities.discover(project_key=project):
         click.echo(f"     {status.identity.name:<24} {status.status:<8} {status.unread} unread")
     for name in (me, other):
-        click.echo(f"     {_counts_line(name, store.mail.counts(name))}")
+        click.echo(f"     {counts_line(name, store.mail.counts(name))}")
     return first.thread_id
 
 

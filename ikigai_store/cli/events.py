@@ -2,40 +2,22 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from datetime import datetime
 from typing import Any
 
 import click
 
 from ..models import VALID_KINDS
-from .app import SESSION_OPTION, _active_or, _store, _TextArgs, cli
-from .render import _context_json, _echo_context, _echo_hits, _message_json, json_text
+from .app import TextArgs, cli
+from .common import JSON_OPTION, SESSION_OPTION, active_or, open_store, read_stdin
+from .params import JSON, TIME
+from .render import as_dict, echo_context, echo_hits, json_text
 
 # ---------------------------------------------------------------- events
 
 
-def _read_stdin() -> str:
-    """All of standard input, decoded as UTF-8 (a user error if it is not)."""
-    data = sys.stdin.buffer.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise click.ClickException("standard input is not valid UTF-8 text") from None
-
-
-def _parse_data(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise click.ClickException(f"--data is not valid JSON: {exc}") from exc
-
-
 @cli.command(
-    cls=_TextArgs,
+    cls=TextArgs,
     short_help="Append one event to a session and print its id.",
     epilog="Kinds: " + ", ".join(sorted(VALID_KINDS)) + ". Examples:\n\n"
     "\b\n"
@@ -48,7 +30,9 @@ def _parse_data(text: str | None) -> Any:
 @SESSION_OPTION
 @click.argument("kind")
 @click.argument("content", required=False)
-@click.option("--data", metavar="JSON", default=None, help="Structured data, as JSON text.")
+@click.option(
+    "--data", type=JSON, metavar="JSON", default=None, help="Structured data, as JSON text."
+)
 @click.option(
     "--agent",
     "agent_uuid",
@@ -60,7 +44,7 @@ def append(
     session_id: int | None,
     kind: str,
     content: str | None,
-    data: str | None,
+    data: Any,
     agent_uuid: str | None,
 ) -> None:
     """Append one event of KIND (with optional CONTENT) and print its id.
@@ -69,51 +53,36 @@ def append(
     included). CONTENT may start with '-' ("- item", "--- a/file"). A mark's label is data.label;
     a rewind names its mark with data.target_message_id.
     """
-    parsed = _parse_data(data)
     if content == "-":
-        content = _read_stdin()
-    with _store() as store:
+        content = read_stdin()
+    with open_store() as store:
         if session_id is None and agent_uuid is not None:
             sid = store.get_agent(agent_uuid).session_id
         else:
-            sid = _active_or(store, session_id)
-        click.echo(store.append(sid, kind, content, parsed, agent_uuid=agent_uuid).id)
+            sid = active_or(store, session_id)
+        click.echo(store.append(sid, kind, content, data, agent_uuid=agent_uuid).id)
 
 
 @cli.command(short_help="Print the context a session replays to.")
 @SESSION_OPTION
-@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@JSON_OPTION
 def replay(session_id: int | None, as_json: bool) -> None:
     """Print the context a session replays to (honouring clear, mark and rewind).
 
     One line per message in context (position, id, kind, content cut to one line), then the mark
     stack and any rewinds that were skipped because their mark was gone.
     """
-    with _store() as store:
-        sid = _active_or(store, session_id)
+    with open_store() as store:
+        sid = active_or(store, session_id)
         ctx = store.replay_session(sid)
     if as_json:
-        click.echo(json_text(_context_json(sid, ctx), indent=2))
+        click.echo(json_text({"session_id": sid, **as_dict(ctx)}, indent=2))
         return
     click.echo(f"session {sid}: {len(ctx.messages)} message(s) in context")
-    _echo_context(ctx)
+    echo_context(ctx)
 
 
-def _parse_time(text: str | None, what: str) -> datetime | None:
-    """An ISO 8601 date or time; without an offset it is local time."""
-    if text is None:
-        return None
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise click.ClickException(
-            f"{what} {text!r} is not an ISO 8601 date or time (e.g. 2025-06-01 or "
-            "2025-06-01T14:30+02:00)"
-        ) from None
-    return value if value.utcoffset() is not None else value.astimezone()
-
-
-@cli.command(cls=_TextArgs, short_help="Full-text search over every message.")
+@cli.command(cls=TextArgs, short_help="Full-text search over every message.")
 @click.argument("query")
 @click.option(
     "--session",
@@ -135,8 +104,12 @@ def _parse_time(text: str | None, what: str) -> datetime | None:
     type=click.Choice(sorted(VALID_KINDS)),
     help="Only events of this kind (repeat for several).",
 )
-@click.option("--since", metavar="TIME", default=None, help="Only events created at or after TIME.")
-@click.option("--until", metavar="TIME", default=None, help="Only events created before TIME.")
+@click.option(
+    "--since", type=TIME, metavar="TIME", default=None, help="Only events created at or after TIME."
+)
+@click.option(
+    "--until", type=TIME, metavar="TIME", default=None, help="Only events created before TIME."
+)
 @click.option(
     "--order",
     type=click.Choice(["rank", "recent"]),
@@ -145,14 +118,14 @@ def _parse_time(text: str | None, what: str) -> datetime | None:
     help="rank: best of the newest 1000 matches first; recent: newest first.",
 )
 @click.option("--limit", "-n", type=int, default=20, show_default=True, help="Most hits to show.")
-@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@JSON_OPTION
 def search(
     query: str,
     session_id: int | None,
     agent_uuid: str | None,
     kinds: tuple[str, ...],
-    since: str | None,
-    until: str | None,
+    since: datetime | None,
+    until: datetime | None,
     order: str,
     limit: int,
     as_json: bool,
@@ -168,15 +141,14 @@ def search(
     plain query as an exact phrase come first. TIME is ISO 8601 (2025-06-01, 2025-06-01T14:30,
     2025-06-01T14:30+02:00); without an offset it is local time.
     """
-    since_at, until_at = _parse_time(since, "--since"), _parse_time(until, "--until")
-    with _store() as store:
+    with open_store() as store:
         hits = store.search(
             query,
             session_id=session_id,
             agent_uuid=agent_uuid,
             kinds=list(kinds) or None,
-            since=since_at,
-            until=until_at,
+            since=since,
+            until=until,
             order=order,
             limit=limit,
         )
@@ -186,14 +158,6 @@ def search(
                 "or punctuation): nothing to search"
             )
     if as_json:
-        click.echo(
-            json_text(
-                [
-                    {"message": _message_json(h.message), "rank": h.rank, "snippet": h.snippet}
-                    for h in hits
-                ],
-                indent=2,
-            )
-        )
+        click.echo(json_text(hits, indent=2))
         return
-    _echo_hits(hits)
+    echo_hits(hits)

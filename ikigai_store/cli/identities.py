@@ -6,82 +6,24 @@ deleted; ``retire`` keeps their mail but stops them sending and receiving.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 import click
 
-from ..models import Identity, IdentityStatus
-from .app import _show_help_without_command, _store, cli
-from .render import _one_line, _when, json_text
-
-__all__ = ["_age", "_echo_rows", "_identity_json", "_iso"]
+from .app import cli
+from .common import JSON_OPTION, open_store, show_help_without_command
+from .render import age, echo_table, json_text, one_line, when
 
 #: Width a purpose is cut to in listings.
 PURPOSE_WIDTH = 40
 
 
-def _iso(ts: datetime | None) -> str | None:
-    return None if ts is None else ts.isoformat()
-
-
-def _age(ts: datetime, now: datetime | None = None) -> str:
-    """How long ago ``ts`` was, in one unit: ``12s``, ``5m``, ``3h``, ``4d``."""
-    seconds = max(0, int(((now or datetime.now(UTC)) - ts).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
-
-def _echo_rows(
-    header: Sequence[str],
-    rows: Sequence[Sequence[str]],
-    right: frozenset[str] = frozenset(),
-    indent: str = "",
-) -> None:
-    """Print columns under ``header``; the columns named in ``right`` are right-aligned."""
-    widths = [max(len(c) for c in col) for col in zip(header, *rows, strict=True)]
-    for line in (header, *rows):
-        cells = [
-            c.rjust(w) if h in right else c.ljust(w)
-            for c, w, h in zip(line, widths, header, strict=True)
-        ]
-        click.echo(f"{indent}{'  '.join(cells)}".rstrip())
-
-
-def _identity_json(ident: Identity) -> dict[str, Any]:
-    return {
-        "id": ident.id,
-        "name": ident.name,
-        "project_key": ident.project_key,
-        "git_branch": ident.git_branch,
-        "purpose": ident.purpose,
-        "working_dir": ident.working_dir,
-        "hostname": ident.hostname,
-        "agent_uuid": ident.agent_uuid,
-        "created_at": _iso(ident.created_at),
-        "last_active_at": _iso(ident.last_active_at),
-        "retired_at": _iso(ident.retired_at),
-    }
-
-
-def _status_json(status: IdentityStatus) -> dict[str, Any]:
-    return {
-        "identity": _identity_json(status.identity),
-        "unread": status.unread,
-        "status": status.status,
-    }
-
-
 def _dash(value: str | None, width: int | None = None) -> str:
     if value is None or value == "":
         return "-"
-    return _one_line(value, width) if width is not None else value
+    return one_line(value, width) if width is not None else value
 
 
-JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 PROJECT_OPTION = click.option(
     "--project", "project_key", metavar="KEY", default=None, help="Only this project's identities."
 )
@@ -98,7 +40,7 @@ def identity(ctx: click.Context) -> None:
     ikigai agent). Names match [A-Za-z0-9][A-Za-z0-9._-]{0,63} and are unique forever:
     identities are never deleted, only retired.
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @identity.command("register", short_help="Create an identity and print its name.")
@@ -129,7 +71,7 @@ def identity_register(
     """Create an identity called NAME (default: a memorable name such as BraveOtter) and print
     its name alone on the first line. A name already taken, even by a retired identity, is an
     error."""
-    with _store() as store:
+    with open_store() as store:
         ident = store.identities.register(
             name,
             project_key=project_key,
@@ -140,7 +82,7 @@ def identity_register(
             agent_uuid=agent_uuid,
         )
     if as_json:
-        click.echo(json_text(_identity_json(ident), indent=2))
+        click.echo(json_text(ident, indent=2))
         return
     click.echo(ident.name)
 
@@ -151,10 +93,10 @@ def identity_register(
 @JSON_OPTION
 def identity_list(project_key: str | None, include_retired: bool, as_json: bool) -> None:
     """List identities, most recently active first (retired ones only with --all)."""
-    with _store() as store:
+    with open_store() as store:
         idents = store.identities.list(project_key=project_key, include_retired=include_retired)
     if as_json:
-        click.echo(json_text([_identity_json(i) for i in idents], indent=2))
+        click.echo(json_text(idents, indent=2))
         return
     if not idents:
         click.echo("no identities")
@@ -169,13 +111,13 @@ def identity_list(project_key: str | None, include_retired: bool, as_json: bool)
             i.name,
             _dash(i.project_key),
             _dash(i.git_branch),
-            _age(i.last_active_at, now),
+            age(i.last_active_at, now),
             _dash(i.purpose, PURPOSE_WIDTH),
         ]
         if include_retired:
-            row.insert(3, "-" if i.retired_at is None else _age(i.retired_at, now))
+            row.insert(3, "-" if i.retired_at is None else age(i.retired_at, now))
         rows.append(row)
-    _echo_rows(header, rows, frozenset({"active", "retired"}))
+    echo_table(header, rows, frozenset({"active", "retired"}))
 
 
 @identity.command("discover", short_help="Who is around: status and unread mail.")
@@ -186,23 +128,23 @@ def identity_discover(project_key: str | None, as_json: bool) -> None:
 
     Status: active (seen in the last 5 minutes), idle (in the last 30), offline.
     """
-    with _store() as store:
+    with open_store() as store:
         statuses = store.identities.discover(project_key=project_key)
     if as_json:
-        click.echo(json_text([_status_json(s) for s in statuses], indent=2))
+        click.echo(json_text(statuses, indent=2))
         return
     if not statuses:
         click.echo("no identities")
         return
     now = datetime.now(UTC)
-    _echo_rows(
+    echo_table(
         ("name", "status", "unread", "active", "project", "branch", "purpose"),
         [
             (
                 s.identity.name,
                 s.status,
                 str(s.unread),
-                _age(s.identity.last_active_at, now),
+                age(s.identity.last_active_at, now),
                 _dash(s.identity.project_key),
                 _dash(s.identity.git_branch),
                 _dash(s.identity.purpose, PURPOSE_WIDTH),
@@ -219,9 +161,9 @@ def identity_discover(project_key: str | None, as_json: bool) -> None:
 def identity_retire(name: str, as_json: bool) -> None:
     """Retire NAME: it keeps every mail it sent or received (and may still read them) but can
     no longer send or receive. Retiring again changes nothing."""
-    with _store() as store:
+    with open_store() as store:
         ident = store.identities.retire(name)
     if as_json:
-        click.echo(json_text(_identity_json(ident), indent=2))
+        click.echo(json_text(ident, indent=2))
         return
-    click.echo(f"retired {ident.name} (since {_when(ident.retired_at)})")
+    click.echo(f"retired {ident.name} (since {when(ident.retired_at)})")

@@ -8,171 +8,37 @@ transitions. ``send`` and ``reply`` print the new mail's id alone on their first
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import click
 
 from ..mail import MAX_SUBJECT_CHARS
-from ..models import MAIL_STATES, PRIORITIES, InboxItem, Mail, MailCounts, MailHit, Queued
-from .app import (
-    _deliver_or_queue,
-    _echo_queued,
-    _show_help_without_command,
-    _store,
-    _TextArgs,
-    cli,
+from ..models import MAIL_STATES, PRIORITIES, InboxItem, Mail, Queued
+from .app import TextArgs, cli
+from .common import (
+    JSON_OPTION,
+    deliver_or_queue,
+    echo_queued,
+    open_store,
+    show_help_without_command,
+    text_or_stdin,
 )
-from .events import _read_stdin
-from .identities import JSON_OPTION, _age, _echo_rows, _iso
-from .render import _one_line, _when, json_text
-
-#: Width a subject is cut to in listings.
-SUBJECT_WIDTH = 60
-
-# ---------------------------------------------------------------- option types
-
-_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
-_DURATION_HELP = "a duration such as 30s, 10m, 2h, 1d or 1h30m"
-
-
-def parse_duration(text: str) -> timedelta:
-    """``30s``, ``10m``, ``2h``, ``1d``, ``1h30m`` -> a timedelta; ``ValueError`` otherwise."""
-    match = _DURATION.fullmatch(text.strip().lower())
-    if not text.strip() or match is None:
-        raise ValueError(f"{text!r} is not {_DURATION_HELP}")
-    days, hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
-    try:
-        return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
-    except OverflowError:
-        raise ValueError(f"{text!r} is too long a duration") from None
-
-
-def parse_time(text: str) -> datetime:
-    """An ISO-8601 date or time (``2025-06-01``, ``2025-06-01T09:00:00+02:00``, ``...Z``);
-    without a UTC offset it is local time (the rule of every command's time options)."""
-    try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not an ISO-8601 time such as 2025-06-01T09:00:00+02:00"
-        ) from None
-    return when if when.utcoffset() is not None else when.astimezone()
-
-
-def parse_when(text: str) -> datetime:
-    """A duration from now (``2h``) or an ISO-8601 time with a UTC offset."""
-    if text.strip() and _DURATION.fullmatch(text.strip().lower()):
-        try:
-            return datetime.now(UTC) + parse_duration(text)
-        except OverflowError:
-            raise ValueError(f"{text!r} is too far in the future") from None
-    return parse_time(text)
-
-
-def _parse_json(text: str | None, option: str) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise click.ClickException(f"{option} is not valid JSON: {exc}") from exc
-
+from .params import DURATION, FROM_NOW, JSON, TIME
+from .render import (
+    age,
+    counts_line,
+    echo_body,
+    echo_inbox,
+    echo_table,
+    echo_thread,
+    json_text,
+    one_line,
+    subject_line,
+    when,
+)
 
 # ---------------------------------------------------------------- rendering
-
-
-def _mail_json(m: Mail) -> dict[str, Any]:
-    return {
-        "id": m.id,
-        "thread_id": m.thread_id,
-        "parent_id": m.parent_id,
-        "sender": m.sender,
-        "to": list(m.to),
-        "subject": m.subject,
-        "body": m.body,
-        "priority": m.priority,
-        "deadline_at": _iso(m.deadline_at),
-        "attachments": m.attachments,
-        "metadata": m.metadata,
-        "idempotency_key": m.idempotency_key,
-        "deleted_by_sender": m.deleted_by_sender,
-        "created_at": _iso(m.created_at),
-        "topic": m.topic,
-        "log_offset": m.log_offset,
-    }
-
-
-def _item_json(item: InboxItem) -> dict[str, Any]:
-    return {
-        "mail": _mail_json(item.mail),
-        "state": item.state,
-        "read_at": _iso(item.read_at),
-        "acked_at": _iso(item.acked_at),
-        "snoozed_until": _iso(item.snoozed_until),
-    }
-
-
-def _counts_json(c: MailCounts) -> dict[str, int]:
-    return {
-        "unread": c.unread,
-        "urgent_unread": c.urgent_unread,
-        "starred": c.starred,
-        "snoozed": c.snoozed,
-        "archived": c.archived,
-        "trash": c.trash,
-    }
-
-
-def _hit_json(hit: MailHit) -> dict[str, Any]:
-    return {"mail": _mail_json(hit.mail), "rank": hit.rank, "snippet": hit.snippet}
-
-
-def _subject(m: Mail, width: int = SUBJECT_WIDTH) -> str:
-    return _one_line(m.subject, width) if m.subject.strip() else "(no subject)"
-
-
-def _counts_line(name: str, c: MailCounts) -> str:
-    return (
-        f"{name}: {c.unread} unread ({c.urgent_unread} urgent), {c.starred} starred, "
-        f"{c.snoozed} snoozed, {c.archived} archived, {c.trash} trash"
-    )
-
-
-def _echo_inbox(items: Sequence[InboxItem], indent: str = "") -> None:
-    """One line per mail: `*` for unread, id, state, priority, sender, age, subject."""
-    if not items:
-        click.echo(f"{indent}no mail")
-        return
-    now = datetime.now(UTC)
-    rows = []
-    for item in items:
-        m = item.mail
-        subject = _subject(m)
-        if item.snoozed_until is not None:
-            subject += f"  (until {_when(item.snoozed_until)})"
-        rows.append(
-            (
-                "*" if item.state == "unread" else " ",
-                str(m.id),
-                item.state,
-                m.priority,
-                m.sender,
-                _age(m.created_at, now),
-                subject,
-            )
-        )
-    header = (" ", "id", "state", "priority", "from", "age", "subject")
-    _echo_rows(header, rows, frozenset({"id", "age"}), indent)
-
-
-def _echo_body(body: str, indent: str = "") -> None:
-    if indent:
-        body = "\n".join(indent + line if line else line for line in body.split("\n"))
-    click.echo(body, nl=not body.endswith("\n"))
 
 
 def _echo_item(item: InboxItem) -> None:
@@ -180,19 +46,19 @@ def _echo_item(item: InboxItem) -> None:
     m = item.mail
     state = item.state
     if item.snoozed_until is not None:
-        state += f" until {_when(item.snoozed_until)}"
+        state += f" until {when(item.snoozed_until)}"
     if item.acked_at is not None:
-        state += f", acked {_when(item.acked_at)}"
+        state += f", acked {when(item.acked_at)}"
     fields = [
         ("mail", str(m.id)),
         ("thread", m.thread_id),
         ("reply to", None if m.parent_id is None else f"#{m.parent_id}"),
         ("from", m.sender),
         ("to", ", ".join(m.to)),
-        ("subject", _subject(m, MAX_SUBJECT_CHARS)),
+        ("subject", subject_line(m, MAX_SUBJECT_CHARS)),
         ("priority", m.priority),
-        ("date", f"{_when(m.created_at)} ({_age(m.created_at)} ago)"),
-        ("deadline", None if m.deadline_at is None else _when(m.deadline_at)),
+        ("date", f"{when(m.created_at)} ({age(m.created_at)} ago)"),
+        ("deadline", None if m.deadline_at is None else when(m.deadline_at)),
         ("state", state),
         ("attachments", None if m.attachments is None else json_text(m.attachments)),
         ("metadata", None if m.metadata is None else json_text(m.metadata)),
@@ -201,30 +67,15 @@ def _echo_item(item: InboxItem) -> None:
         if value is not None:
             click.echo(f"{label + ':':<13}{value}")
     click.echo()
-    _echo_body(m.body)
-
-
-def _echo_thread(mails: Sequence[Mail], indent: str = "") -> None:
-    """Every mail of a thread in order: a header line, the subject, the body indented."""
-    now = datetime.now(UTC)
-    for n, m in enumerate(mails):
-        if n:
-            click.echo()
-        extra = [] if m.parent_id is None else [f"reply to #{m.parent_id}"]
-        extra.append(f"{_age(m.created_at, now)} ago")
-        if m.priority != "normal":
-            extra.append(m.priority)
-        click.echo(f"{indent}#{m.id}  {m.sender} -> {', '.join(m.to)}  ({', '.join(extra)})")
-        click.echo(f"{indent}Subject: {_subject(m, 200)}")
-        _echo_body(m.body, indent + "    ")
+    echo_body(m.body)
 
 
 def _echo_sent(m: Mail | Queued, as_json: bool) -> None:
     if isinstance(m, Queued):
-        _echo_queued(m, as_json)
+        echo_queued(m, as_json)
         return
     if as_json:
-        click.echo(json_text(_mail_json(m), indent=2))
+        click.echo(json_text(m, indent=2))
         return
     click.echo(m.id)
     click.echo(f"thread {m.thread_id}, to {', '.join(m.to)}")
@@ -232,13 +83,13 @@ def _echo_sent(m: Mail | Queued, as_json: bool) -> None:
 
 def _echo_state(name: str, item: InboxItem, as_json: bool) -> None:
     if as_json:
-        click.echo(json_text(_item_json(item), indent=2))
+        click.echo(json_text(item, indent=2))
         return
     state = item.state
     if item.snoozed_until is not None:
-        state += f" until {_when(item.snoozed_until)}"
+        state += f" until {when(item.snoozed_until)}"
     if item.acked_at is not None:
-        state += f" (acked {_when(item.acked_at)})"
+        state += f" (acked {when(item.acked_at)})"
     click.echo(f"mail {item.mail.id} for {name}: {state}")
 
 
@@ -253,7 +104,11 @@ PRIORITY_OPTION = click.option(
     help="How urgent the mail is.",
 )
 METADATA_OPTION = click.option(
-    "--metadata", metavar="JSON", default=None, help="Structured metadata, as JSON text."
+    "--metadata",
+    type=JSON,
+    metavar="JSON",
+    default=None,
+    help="Structured metadata, as JSON text.",
 )
 KEY_OPTION = click.option(
     "--idempotency-key",
@@ -280,12 +135,12 @@ def mail(ctx: click.Context) -> None:
       archived -> read, trash
       trash    -> unread
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @mail.command(
     "send",
-    cls=_TextArgs,
+    cls=TextArgs,
     short_help="Send a mail and print its id.",
     epilog="Examples:\n\n"
     "\b\n"
@@ -317,12 +172,14 @@ def mail(ctx: click.Context) -> None:
 )
 @click.option(
     "--deadline",
-    type=parse_when,
+    type=FROM_NOW,
     default=None,
     metavar="WHEN",
     help="A deadline: an ISO-8601 time (local without an offset), or a duration from now (2h).",
 )
-@click.option("--attachments", metavar="JSON", default=None, help="Attachments, as JSON text.")
+@click.option(
+    "--attachments", type=JSON, metavar="JSON", default=None, help="Attachments, as JSON text."
+)
 @METADATA_OPTION
 @KEY_OPTION
 @JSON_OPTION
@@ -335,8 +192,8 @@ def mail_send(
     thread_id: str | None,
     parent_id: int | None,
     deadline: datetime | None,
-    attachments: str | None,
-    metadata: str | None,
+    attachments: Any,
+    metadata: Any,
     idempotency_key: str | None,
     as_json: bool,
 ) -> None:
@@ -346,26 +203,22 @@ def mail_send(
     BODY `-` reads standard input (stored verbatim). All recipients get the mail, or none does
     (an unknown or retired recipient is an error and nothing is sent).
     """
-    parsed_attachments = _parse_json(attachments, "--attachments")
-    parsed_metadata = _parse_json(metadata, "--metadata")
-    if body == "-":
-        body = _read_stdin()
     payload = {
         "sender": sender,
         "to": list(to),
         "subject": subject,
-        "body": body,
+        "body": text_or_stdin(body),
         "thread_id": thread_id,
         "parent_id": parent_id,
         "priority": priority,
         "deadline_at": deadline,
-        "attachments": parsed_attachments,
-        "metadata": parsed_metadata,
+        "attachments": attachments,
+        "metadata": metadata,
     }
-    _echo_sent(_deliver_or_queue("send", payload, idempotency_key), as_json)
+    _echo_sent(deliver_or_queue("send", payload, idempotency_key), as_json)
 
 
-@mail.command("reply", cls=_TextArgs, short_help="Reply to a mail's thread and print its id.")
+@mail.command("reply", cls=TextArgs, short_help="Reply to a mail's thread and print its id.")
 @click.argument("mail_id", metavar="MAIL_ID", type=int)
 @click.argument("body")
 @click.option("--from", "sender", metavar="NAME", required=True, help="The replying identity.")
@@ -380,7 +233,7 @@ def mail_reply(
     sender: str,
     subject: str | None,
     priority: str,
-    metadata: str | None,
+    metadata: Any,
     idempotency_key: str | None,
     as_json: bool,
 ) -> None:
@@ -390,18 +243,15 @@ def mail_reply(
     The reply goes to everyone who sent or received mail in the thread, except the replier and
     retired identities. The replier must have sent or received MAIL_ID.
     """
-    parsed_metadata = _parse_json(metadata, "--metadata")
-    if body == "-":
-        body = _read_stdin()
     payload = {
         "sender": sender,
         "mail_id": mail_id,
-        "body": body,
+        "body": text_or_stdin(body),
         "subject": subject,
         "priority": priority,
-        "metadata": parsed_metadata,
+        "metadata": metadata,
     }
-    _echo_sent(_deliver_or_queue("reply", payload, idempotency_key), as_json)
+    _echo_sent(deliver_or_queue("reply", payload, idempotency_key), as_json)
 
 
 @mail.command("inbox", short_help="List an identity's mail, newest first.")
@@ -433,21 +283,17 @@ def mail_inbox(
     Default: unread, read and starred mail (archived, trash and sleeping snoozes are hidden).
     When the page is full, the last line tells the --before id of the next page.
     """
-    with _store() as store:
+    with open_store() as store:
         items = store.mail.inbox(
             name, state=state, priority=priority, limit=limit, before=before_id
         )
         counts = store.mail.counts(name)
     if as_json:
-        doc = {
-            "identity": name,
-            "counts": _counts_json(counts),
-            "items": [_item_json(i) for i in items],
-        }
+        doc = {"identity": name, "counts": counts, "items": items}
         click.echo(json_text(doc, indent=2))
         return
-    click.echo(_counts_line(name, counts))
-    _echo_inbox(items)
+    click.echo(counts_line(name, counts))
+    echo_inbox(items)
     if len(items) == limit:
         click.echo(f"more: --before {items[-1].mail.id}")
 
@@ -461,10 +307,10 @@ def mail_read(name: str, mail_id: int, as_json: bool) -> None:
 
     An unread mail becomes read; any other state is kept.
     """
-    with _store() as store:
+    with open_store() as store:
         item = store.mail.read(name, mail_id)
     if as_json:
-        click.echo(json_text(_item_json(item), indent=2))
+        click.echo(json_text(item, indent=2))
         return
     _echo_item(item)
 
@@ -476,7 +322,7 @@ def mail_read(name: str, mail_id: int, as_json: bool) -> None:
 def mail_ack(name: str, mail_id: int, as_json: bool) -> None:
     """Acknowledge MAIL_ID for NAME: the first ack is recorded (again changes nothing) and an
     unread mail becomes read."""
-    with _store() as store:
+    with open_store() as store:
         item = store.mail.ack(name, mail_id)
     _echo_state(name, item, as_json)
 
@@ -489,7 +335,7 @@ def _state_command(command: str, state: str, doc: str) -> None:
     @click.argument("mail_id", metavar="MAIL_ID", type=int)
     @JSON_OPTION
     def run(name: str, mail_id: int, as_json: bool) -> None:
-        with _store() as store:
+        with open_store() as store:
             item = store.mail.set_state(name, mail_id, state)
         _echo_state(name, item, as_json)
 
@@ -510,7 +356,7 @@ def mail_mark(name: str, mail_id: int, state: str, as_json: bool) -> None:
     """Move NAME's copy of MAIL_ID to STATE, along the allowed moves (see `mail --help`):
     `read` unstars or unarchives, `unread` marks unread again or restores from the trash. To
     snooze, use `mail snooze`."""
-    with _store() as store:
+    with open_store() as store:
         item = store.mail.set_state(name, mail_id, state)
     _echo_state(name, item, as_json)
 
@@ -521,14 +367,14 @@ def mail_mark(name: str, mail_id: int, state: str, as_json: bool) -> None:
 @click.option(
     "--for",
     "for_",
-    type=parse_duration,
+    type=DURATION,
     metavar="DURATION",
     default=None,
     help="How long: 30s, 10m, 2h, 1d, 1h30m.",
 )
 @click.option(
     "--until",
-    type=parse_time,
+    type=TIME,
     metavar="TIME",
     default=None,
     help="Until when: an ISO-8601 time (2025-06-01T09:00+02:00, ...Z; local without an offset).",
@@ -545,7 +391,7 @@ def mail_snooze(
     unread when the time has passed. Snoozing a snoozed mail again sets the new time."""
     if (for_ is None) == (until is None):
         raise click.ClickException("give either --for DURATION or --until TIME")
-    with _store() as store:
+    with open_store() as store:
         item = store.mail.set_state(
             name, mail_id, "snoozed", snoozed_until=until if for_ is None else for_
         )
@@ -565,22 +411,22 @@ def mail_snooze(
 def mail_thread(thread_id: str, identity: str | None, as_json: bool) -> None:
     """Show every mail of THREAD_ID in the order sent, bodies included. A thread with no mail
     at all is an error; with --as, NAME's part of it may be empty."""
-    with _store() as store:
+    with open_store() as store:
         mails = store.mail.thread(thread_id, identity=identity)
         if not mails and (identity is None or not store.mail.thread(thread_id)):
             raise click.ClickException(f"thread {thread_id!r} has no mail")
     if as_json:
-        click.echo(json_text([_mail_json(m) for m in mails], indent=2))
+        click.echo(json_text(mails, indent=2))
         return
     if not mails:
         click.echo(f"{identity} sent or received no mail of thread {thread_id}")
         return
     click.echo(f"thread {thread_id}: {len(mails)} mail(s)")
     click.echo()
-    _echo_thread(mails)
+    echo_thread(mails)
 
 
-@mail.command("search", cls=_TextArgs, short_help="Full-text search of mail.")
+@mail.command("search", cls=TextArgs, short_help="Full-text search of mail.")
 @click.argument("query")
 @click.option(
     "--as", "identity", metavar="NAME", default=None, help="Only mail NAME sent or received."
@@ -602,7 +448,7 @@ def mail_search(query: str, identity: str | None, limit: int, order: str, as_jso
     Matches in the snippet are shown in [brackets]. A query with no searchable word (only stop
     words such as "the") is an error: it could match nothing.
     """
-    with _store() as store:
+    with open_store() as store:
         hits = store.mail.search(query, identity=identity, limit=limit, order=order)
         if not hits and not store.search_terms(query):
             raise click.ClickException(
@@ -610,14 +456,14 @@ def mail_search(query: str, identity: str | None, limit: int, order: str, as_jso
                 "or punctuation): nothing to search"
             )
     if as_json:
-        click.echo(json_text([_hit_json(h) for h in hits], indent=2))
+        click.echo(json_text(hits, indent=2))
         return
     if not hits:
         click.echo("no matches")
         return
-    _echo_rows(
+    echo_table(
         ("rank", "id", "from", "snippet"),
-        [(f"{h.rank:.3f}", str(h.mail.id), h.mail.sender, _one_line(h.snippet)) for h in hits],
+        [(f"{h.rank:.3f}", str(h.mail.id), h.mail.sender, one_line(h.snippet)) for h in hits],
         frozenset({"rank", "id"}),
     )
 
@@ -642,11 +488,11 @@ def mail_wait(name: str, timeout: float, as_json: bool) -> None:
     "Error: no mail for NAME within N s" on standard error and nothing on standard output (bad
     input also exits 1).
     """
-    with _store() as store:
+    with open_store() as store:
         item = store.mail.wait(name, timeout)
     if item is None:
         raise click.ClickException(f"no mail for {name} within {timeout:g} s")
     if as_json:
-        click.echo(json_text(_item_json(item), indent=2))
+        click.echo(json_text(item, indent=2))
         return
     _echo_item(item)

@@ -8,29 +8,12 @@ connects.
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from ..models import PendingOperation
-from .app import _outbox, _show_help_without_command, _store, cli
-from .identities import JSON_OPTION, _age, _echo_rows, _iso
-from .render import _one_line, json_text
-
-
-def _operation_json(op: PendingOperation) -> dict[str, Any]:
-    return {
-        "idempotency_key": op.idempotency_key,
-        "operation": op.operation,
-        "sender": op.sender,
-        "status": op.status,
-        "attempts": op.attempts,
-        "last_error": op.last_error,
-        "created_at": _iso(op.created_at),
-        "expires_at": _iso(op.expires_at),
-        "mail_id": op.mail_id,
-        "payload": op.payload,
-    }
+from .app import cli
+from .common import JSON_OPTION, open_outbox, open_store, show_help_without_command
+from .render import age, echo_table, json_text, one_line
 
 
 def _what(op: PendingOperation) -> str:
@@ -54,7 +37,7 @@ def outbox(ctx: click.Context) -> None:
     An operation is pending until delivered (with its idempotency key, so never twice),
     failed (the store refused it: unknown recipient, ...), or expired (older than 7 days).
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @outbox.command("list", short_help="List queued operations, oldest first.")
@@ -62,9 +45,9 @@ def outbox(ctx: click.Context) -> None:
 @JSON_OPTION
 def outbox_list(show_all: bool, as_json: bool) -> None:
     """List the operations waiting in the outbox, oldest first (--all: finished ones too)."""
-    ops = _outbox().list(include_finished=show_all)
+    ops = open_outbox().list(include_finished=show_all)
     if as_json:
-        click.echo(json_text([_operation_json(op) for op in ops], indent=2))
+        click.echo(json_text(ops, indent=2))
         return
     if not ops:
         click.echo("the outbox is empty" if show_all else "nothing queued")
@@ -74,25 +57,24 @@ def outbox_list(show_all: bool, as_json: bool) -> None:
             op.idempotency_key,
             op.status,
             op.sender,
-            _one_line(_what(op), 50),
-            _age(op.created_at),
+            one_line(_what(op), 50),
+            age(op.created_at),
             str(op.attempts),
-            _one_line(op.last_error or "", 40),
+            one_line(op.last_error or "", 40),
         )
         for op in ops
     ]
-    _echo_rows(("KEY", "STATUS", "FROM", "WHAT", "AGE", "TRIES", "LAST ERROR"), rows)
+    echo_table(("KEY", "STATUS", "FROM", "WHAT", "AGE", "TRIES", "LAST ERROR"), rows)
 
 
 @outbox.command("drain", short_help="Deliver the queued operations now.")
 @JSON_OPTION
 def outbox_drain(as_json: bool) -> None:
     """Deliver the waiting operations to the database, oldest first, and say what happened."""
-    with _store(drain=False) as store:
-        report = _outbox().drain(store)
-    fields = ("delivered", "failed", "expired", "pending")
+    with open_store(drain=False) as store:
+        report = open_outbox().drain(store)
     if as_json:
-        click.echo(json_text({f: getattr(report, f) for f in fields}, indent=2))
+        click.echo(json_text(report, indent=2))
         return
     click.echo(
         f"{report.delivered} delivered, {report.failed} failed, {report.expired} expired, "
@@ -107,7 +89,7 @@ def outbox_drain(as_json: bool) -> None:
 def outbox_clear(everything: bool) -> None:
     """Delete delivered, failed and expired operations from the outbox; with --all, also the
     ones still waiting, which are then never delivered."""
-    cleared = _outbox().clear(everything=everything)
+    cleared = open_outbox().clear(everything=everything)
     click.echo(f"{cleared} operation{'s' if cleared != 1 else ''} cleared")
 
 
@@ -115,7 +97,7 @@ def outbox_clear(everything: bool) -> None:
 @JSON_OPTION
 def outbox_stats(as_json: bool) -> None:
     """How many operations the outbox holds in each status, and where its file is."""
-    box = _outbox()
+    box = open_outbox()
     stats = box.stats()
     if as_json:
         click.echo(json_text({"path": str(box.path), **stats}, indent=2))

@@ -36,106 +36,15 @@ from ..models import (
 from ..plans import DECISIONS
 from ..reviews import RESOLUTIONS
 from ..store import Store
-from .app import _show_help_without_command, _store, _TextArgs, cli
-from .events import _read_stdin
-from .identities import JSON_OPTION, _age, _echo_rows, _iso
-from .mail import _parse_json
-from .render import _one_line, json_text
-
-__all__ = ["_issue_json", "_iteration_json", "_plan_json", "_review_json"]
+from .app import TextArgs, cli
+from .common import JSON_OPTION, open_store, show_help_without_command, text_or_stdin
+from .params import JSON
+from .render import age, as_dict, echo_table, iso, json_text, one_line
 
 #: Width a title or summary is cut to in listings.
 TITLE_WIDTH = 50
 
 # ---------------------------------------------------------------- rendering
-
-
-def _review_json(r: Review) -> dict[str, Any]:
-    return {
-        "id": r.id,
-        "review_id": r.review_id,
-        "short_id": r.short_id,
-        "thread_id": r.thread_id,
-        "requester": r.requester,
-        "reviewers": list(r.reviewers),
-        "pr_number": r.pr_number,
-        "branch": r.branch,
-        "base_branch": r.base_branch,
-        "commit_sha": r.commit_sha,
-        "repo_path": r.repo_path,
-        "remote_url": r.remote_url,
-        "review_type": r.review_type,
-        "priority": r.priority,
-        "state": r.state,
-        "iterations": r.iterations,
-        "created_at": _iso(r.created_at),
-        "updated_at": _iso(r.updated_at),
-        "completed_at": _iso(r.completed_at),
-    }
-
-
-def _issue_json(i: ReviewIssue) -> dict[str, Any]:
-    return {
-        "id": i.id,
-        "review_id": i.review_id,
-        "iteration_num": i.iteration_num,
-        "issue_type": i.issue_type,
-        "severity": i.severity,
-        "title": i.title,
-        "description": i.description,
-        "file_path": i.file_path,
-        "line_start": i.line_start,
-        "line_end": i.line_end,
-        "code_snippet": i.code_snippet,
-        "suggestion": i.suggestion,
-        "claude_md_ref": i.claude_md_ref,
-        "status": i.status,
-        "resolved_at": _iso(i.resolved_at),
-        "resolved_in_iteration": i.resolved_in_iteration,
-        "created_at": _iso(i.created_at),
-    }
-
-
-def _iteration_json(it: ReviewIteration) -> dict[str, Any]:
-    return {
-        "id": it.id,
-        "review_id": it.review_id,
-        "iteration_num": it.iteration_num,
-        "reviewer": it.reviewer,
-        "reviewer_session_id": it.reviewer_session_id,
-        "decision": it.decision,
-        "summary": it.summary,
-        "suggestions": it.suggestions,
-        "files_reviewed": it.files_reviewed,
-        "lines_analyzed": it.lines_analyzed,
-        "duration_ms": it.duration_ms,
-        "cost_usd": it.cost_usd,
-        "created_at": _iso(it.created_at),
-        "issues": [_issue_json(i) for i in it.issues],
-    }
-
-
-def _plan_json(p: PlanReview) -> dict[str, Any]:
-    return {
-        "id": p.id,
-        "plan_review_id": p.plan_review_id,
-        "short_id": p.short_id,
-        "thread_id": p.thread_id,
-        "mail_id": p.mail_id,
-        "requester": p.requester,
-        "reviewer": p.reviewer,
-        "plan_path": p.plan_path,
-        "title": p.title,
-        "summary": p.summary,
-        "state": p.state,
-        "reviewer_comment": p.reviewer_comment,
-        "reviewed_by": p.reviewed_by,
-        "session_key": p.session_key,
-        "revision": p.revision,
-        "created_at": _iso(p.created_at),
-        "updated_at": _iso(p.updated_at),
-        "reviewed_at": _iso(p.reviewed_at),
-    }
 
 
 def _what(r: Review) -> str:
@@ -146,7 +55,7 @@ def _echo_reviews(found: Sequence[Review]) -> None:
     if not found:
         click.echo("no reviews")
         return
-    _echo_rows(
+    echo_table(
         ("id", "state", "requester", "reviewers", "branch", "iter", "age"),
         [
             (
@@ -154,9 +63,9 @@ def _echo_reviews(found: Sequence[Review]) -> None:
                 r.state,
                 r.requester,
                 ",".join(r.reviewers),
-                _one_line(_what(r), TITLE_WIDTH),
+                one_line(_what(r), TITLE_WIDTH),
                 str(r.iterations),
-                _age(r.created_at),
+                age(r.created_at),
             )
             for r in found
         ],
@@ -168,7 +77,7 @@ def _echo_issues(found: Sequence[ReviewIssue], indent: str = "") -> None:
     if not found:
         click.echo(f"{indent}no issues")
         return
-    _echo_rows(
+    echo_table(
         ("id", "severity", "type", "status", "where", "title"),
         [
             (
@@ -177,7 +86,7 @@ def _echo_issues(found: Sequence[ReviewIssue], indent: str = "") -> None:
                 i.issue_type,
                 i.status,
                 _where(i),
-                _one_line(i.title, TITLE_WIDTH),
+                one_line(i.title, TITLE_WIDTH),
             )
             for i in found
         ],
@@ -208,8 +117,8 @@ def _echo_review(r: Review, iterations: Sequence[ReviewIteration]) -> None:
         ("pull request", "-" if r.pr_number is None else f"#{r.pr_number}"),
         ("repository", r.repo_path or "-"),
         ("remote", r.remote_url or "-"),
-        ("created", _iso(r.created_at) or "-"),
-        ("completed", _iso(r.completed_at) or "-"),
+        ("created", iso(r.created_at) or "-"),
+        ("completed", iso(r.completed_at) or "-"),
     ]
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
@@ -217,7 +126,7 @@ def _echo_review(r: Review, iterations: Sequence[ReviewIteration]) -> None:
     for it in iterations:
         click.echo(
             f"  iteration {it.iteration_num} by {it.reviewer}: {it.decision} "
-            f"({len(it.issues)} issue(s)): {_one_line(it.summary, 80)}"
+            f"({len(it.issues)} issue(s)): {one_line(it.summary, 80)}"
         )
 
 
@@ -225,7 +134,7 @@ def _echo_plans(found: Sequence[PlanReview]) -> None:
     if not found:
         click.echo("no plan reviews")
         return
-    _echo_rows(
+    echo_table(
         ("id", "state", "rev", "requester", "reviewer", "title", "age"),
         [
             (
@@ -234,8 +143,8 @@ def _echo_plans(found: Sequence[PlanReview]) -> None:
                 str(p.revision),
                 p.requester,
                 p.reviewer,
-                _one_line(p.title, TITLE_WIDTH),
-                _age(p.created_at),
+                one_line(p.title, TITLE_WIDTH),
+                age(p.created_at),
             )
             for p in found
         ],
@@ -290,10 +199,6 @@ def _plan(store: Store, ref: str) -> PlanReview:
         ) from None
 
 
-def _text_arg(value: str) -> str:
-    return _read_stdin() if value == "-" else value
-
-
 # ---------------------------------------------------------------- review
 
 
@@ -311,7 +216,7 @@ def review(ctx: click.Context) -> None:
     Each change mails the review's thread and records an activity. REVIEW is an id or a unique
     prefix of one (4+ hex digits; the 8 shown in listings always suffice).
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @review.command("create", short_help="Create a review; print its id.")
@@ -350,7 +255,7 @@ def review_create(
     as_json: bool,
 ) -> None:
     """Create a review REQUESTER asks of the reviewers; print its id, then its state."""
-    with _store() as store:
+    with open_store() as store:
         made = store.reviews.create(
             requester,
             reviewers=list(reviewers),
@@ -366,7 +271,7 @@ def review_create(
         if submit:
             made = store.reviews.submit(made)
     if as_json:
-        click.echo(json_text(_review_json(made), indent=2))
+        click.echo(json_text(made, indent=2))
         return
     click.echo(made.review_id)
     click.echo(f"{made.short_id}: {made.state}, thread {made.thread_id}")
@@ -382,7 +287,7 @@ def review_list(
     state: str | None, requester: str | None, active: bool, limit: int, as_json: bool
 ) -> None:
     """List reviews (newest first), or with --active every unfinished one (oldest first)."""
-    with _store() as store:
+    with open_store() as store:
         if active:
             if state is not None or requester is not None:
                 raise click.ClickException("--active lists every unfinished review: no filters")
@@ -390,7 +295,7 @@ def review_list(
         else:
             found = store.reviews.list(state=state, requester=requester, limit=limit)
     if as_json:
-        click.echo(json_text([_review_json(r) for r in found], indent=2))
+        click.echo(json_text(found, indent=2))
     else:
         _echo_reviews(found)
 
@@ -400,14 +305,12 @@ def review_list(
 @JSON_OPTION
 def review_show(ref: str, as_json: bool) -> None:
     """Show REVIEW with its iterations and its open issues."""
-    with _store() as store:
+    with open_store() as store:
         found = _review(store, ref)
         iterations = store.reviews.iterations(found)
         issues = store.reviews.open_issues(found)
     if as_json:
-        doc = _review_json(found)
-        doc["iteration_list"] = [_iteration_json(it) for it in iterations]
-        doc["open_issues"] = [_issue_json(i) for i in issues]
+        doc = {**as_dict(found), "iteration_list": iterations, "open_issues": issues}
         click.echo(json_text(doc, indent=2))
         return
     _echo_review(found, iterations)
@@ -421,10 +324,10 @@ def _event_command(event: str, help_text: str) -> None:
     @click.option("--by", default=None, metavar="NAME", help="Who acts (see `review --help`).")
     @JSON_OPTION
     def command(ref: str, by: str | None, as_json: bool) -> None:
-        with _store() as store:
+        with open_store() as store:
             changed = store.reviews.fire(_review(store, ref), event, by=by)
         if as_json:
-            click.echo(json_text(_review_json(changed), indent=2))
+            click.echo(json_text(changed, indent=2))
         else:
             click.echo(f"{changed.short_id} {changed.state}")
 
@@ -446,15 +349,17 @@ for _event, _help in (
     _event_command(_event, _help)
 
 
-@review.command("iterate", cls=_TextArgs, short_help="Record a review iteration.")
+@review.command("iterate", cls=TextArgs, short_help="Record a review iteration.")
 @click.argument("ref", metavar="REVIEW")
 @click.argument("summary")
 @click.option("--reviewer", required=True, metavar="NAME", help="Who reviewed.")
 @click.option("--decision", type=click.Choice(REVIEW_DECISIONS), required=True)
 @click.option(
-    "--issues", "issues_json", default=None, metavar="JSON", help="A JSON list of issues."
+    "--issues", "issues", type=JSON, default=None, metavar="JSON", help="A JSON list of issues."
 )
-@click.option("--suggestions", default=None, metavar="JSON", help="Suggestions, as JSON.")
+@click.option(
+    "--suggestions", type=JSON, default=None, metavar="JSON", help="Suggestions, as JSON."
+)
 @click.option("--files", "files_reviewed", type=int, default=None, metavar="N")
 @click.option("--lines", "lines_analyzed", type=int, default=None, metavar="N")
 @click.option("--duration-ms", type=int, default=None, metavar="MS")
@@ -466,8 +371,8 @@ def review_iterate(
     summary: str,
     reviewer: str,
     decision: str,
-    issues_json: str | None,
-    suggestions: str | None,
+    issues: Any,
+    suggestions: Any,
     files_reviewed: int | None,
     lines_analyzed: int | None,
     duration_ms: int | None,
@@ -479,13 +384,12 @@ def review_iterate(
     request_changes or reject applies that event; comment changes no state. Issues are dicts
     with issue_type, severity, title, description and optionally file_path, line_start,
     line_end, code_snippet, suggestion, claude_md_ref."""
-    text = _text_arg(summary)
-    issues = _parse_json(issues_json, "--issues")
+    text = text_or_stdin(summary)
     if issues is None:
         issues = []
     elif not isinstance(issues, list):
         raise click.ClickException("--issues must be a JSON list of issue objects")
-    with _store() as store:
+    with open_store() as store:
         found = _review(store, ref)
         it = store.reviews.record_iteration(
             found,
@@ -493,7 +397,7 @@ def review_iterate(
             decision,
             text,
             issues=issues,
-            suggestions=_parse_json(suggestions, "--suggestions"),
+            suggestions=suggestions,
             files_reviewed=files_reviewed,
             lines_analyzed=lines_analyzed,
             duration_ms=duration_ms,
@@ -502,7 +406,7 @@ def review_iterate(
         )
         state = store.reviews.get(found).state
     if as_json:
-        click.echo(json_text(_iteration_json(it), indent=2))
+        click.echo(json_text(it, indent=2))
         return
     click.echo(
         f"{found.short_id} iteration {it.iteration_num}: {it.decision}, "
@@ -516,11 +420,11 @@ def review_iterate(
 @JSON_OPTION
 def review_issues(ref: str, show_all: bool, as_json: bool) -> None:
     """REVIEW's open issues (critical, high, medium, low), or with --all every issue."""
-    with _store() as store:
+    with open_store() as store:
         found = _review(store, ref)
         issues = store.reviews.issues(found) if show_all else store.reviews.open_issues(found)
     if as_json:
-        click.echo(json_text([_issue_json(i) for i in issues], indent=2))
+        click.echo(json_text(issues, indent=2))
     else:
         _echo_issues(issues)
 
@@ -532,10 +436,10 @@ def review_issues(ref: str, show_all: bool, as_json: bool) -> None:
 @JSON_OPTION
 def review_resolve(issue_id: int, status: str, iteration: int | None, as_json: bool) -> None:
     """Mark open issue ISSUE_ID fixed, wont_fix or duplicate (issues are never reopened)."""
-    with _store() as store:
+    with open_store() as store:
         resolved = store.reviews.resolve_issue(issue_id, status, iteration=iteration)
     if as_json:
-        click.echo(json_text(_issue_json(resolved), indent=2))
+        click.echo(json_text(resolved, indent=2))
     else:
         click.echo(
             f"issue {resolved.id} {resolved.status} in iteration {resolved.resolved_in_iteration}"
@@ -557,10 +461,10 @@ def plan(ctx: click.Context) -> None:
     The default reviewer is the human, "User" (registered on first use). PLAN is a plan review
     id, its thread id (plan-1a2b3c4d) or those 8 hex digits.
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
-@plan.command("submit", cls=_TextArgs, short_help="Submit a plan; print its id.")
+@plan.command("submit", cls=TextArgs, short_help="Submit a plan; print its id.")
 @click.argument("requester")
 @click.argument("plan_path")
 @click.option("--title", "-t", required=True, help="What the plan is about.")
@@ -578,13 +482,13 @@ def plan_submit(
     as_json: bool,
 ) -> None:
     """Submit the plan at PLAN_PATH of REQUESTER for review; print its id, then its thread."""
-    text = _text_arg(summary)
-    with _store() as store:
+    text = text_or_stdin(summary)
+    with open_store() as store:
         made = store.plans.submit(
             requester, plan_path, title, text, reviewer=reviewer, session_key=session_key
         )
     if as_json:
-        click.echo(json_text(_plan_json(made), indent=2))
+        click.echo(json_text(made, indent=2))
         return
     click.echo(made.plan_review_id)
     click.echo(f"{made.short_id}: pending, asked of {made.reviewer}, thread {made.thread_id}")
@@ -600,13 +504,13 @@ def plan_decide(
     ref: str, state: str, comment: str | None, reviewed_by: str | None, as_json: bool
 ) -> None:
     """Decide pending plan PLAN: approved, rejected or changes_requested."""
-    text = None if comment is None else _text_arg(comment)
-    with _store() as store:
+    text = None if comment is None else text_or_stdin(comment)
+    with open_store() as store:
         decided = store.plans.decide(
             _plan(store, ref), state, comment=text, reviewed_by=reviewed_by
         )
     if as_json:
-        click.echo(json_text(_plan_json(decided), indent=2))
+        click.echo(json_text(decided, indent=2))
     else:
         click.echo(f"{decided.short_id} {decided.state}")
 
@@ -618,11 +522,11 @@ def plan_decide(
 @JSON_OPTION
 def plan_resubmit(ref: str, summary: str | None, plan_path: str | None, as_json: bool) -> None:
     """Resubmit PLAN (changes_requested -> pending, revision + 1); mails the reviewer."""
-    text = None if summary is None else _text_arg(summary)
-    with _store() as store:
+    text = None if summary is None else text_or_stdin(summary)
+    with open_store() as store:
         again = store.plans.resubmit(_plan(store, ref), summary=text, plan_path=plan_path)
     if as_json:
-        click.echo(json_text(_plan_json(again), indent=2))
+        click.echo(json_text(again, indent=2))
     else:
         click.echo(f"{again.short_id} {again.state} (revision {again.revision})")
 
@@ -632,10 +536,10 @@ def plan_resubmit(ref: str, summary: str | None, plan_path: str | None, as_json:
 @JSON_OPTION
 def plan_show(ref: str, as_json: bool) -> None:
     """Show PLAN: state, revision, people, decision and summary."""
-    with _store() as store:
+    with open_store() as store:
         found = _plan(store, ref)
     if as_json:
-        click.echo(json_text(_plan_json(found), indent=2))
+        click.echo(json_text(found, indent=2))
     else:
         _echo_plan(found)
 
@@ -645,10 +549,10 @@ def plan_show(ref: str, as_json: bool) -> None:
 @JSON_OPTION
 def plan_pending(session_key: str, as_json: bool) -> None:
     """The plan reviews of session KEY that wait for a decision, oldest first."""
-    with _store() as store:
+    with open_store() as store:
         found = store.plans.pending_for_session(session_key)
     if as_json:
-        click.echo(json_text([_plan_json(p) for p in found], indent=2))
+        click.echo(json_text(found, indent=2))
     else:
         _echo_plans(found)
 
@@ -660,9 +564,9 @@ def plan_pending(session_key: str, as_json: bool) -> None:
 @JSON_OPTION
 def plan_list(state: str | None, requester: str | None, limit: int, as_json: bool) -> None:
     """List plan reviews, newest first."""
-    with _store() as store:
+    with open_store() as store:
         found = store.plans.list(state=state, requester=requester, limit=limit)
     if as_json:
-        click.echo(json_text([_plan_json(p) for p in found], indent=2))
+        click.echo(json_text(found, indent=2))
     else:
         _echo_plans(found)

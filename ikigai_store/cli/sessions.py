@@ -4,24 +4,30 @@ from __future__ import annotations
 
 import click
 
-from .app import _active_or, _show_help_without_command, _store, cli
-from .render import _session_title, _when
+from ..models import Session
+from .app import cli
+from .common import active_or, open_store, show_help_without_command
+from .render import when
 
 # ---------------------------------------------------------------- session
+
+
+def _title(session: Session) -> str:
+    return session.title if session.title is not None else "-"
 
 
 @cli.group(invoke_without_command=True)
 @click.pass_context
 def session(ctx: click.Context) -> None:
     """Create, list, inspect, end and title sessions."""
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @session.command("new")
 @click.option("--title", "-t", default=None, help="A title for the session.")
 def session_new(title: str | None) -> None:
     """Start a session (it becomes the active one) and print its id."""
-    with _store() as store:
+    with open_store() as store:
         click.echo(store.create_session(title))
 
 
@@ -29,7 +35,7 @@ def session_new(title: str | None) -> None:
 @click.option("--limit", "-n", type=int, default=20, show_default=True, help="How many to list.")
 def session_list(limit: int) -> None:
     """List sessions, newest first; `*` marks the active one."""
-    with _store() as store:
+    with open_store() as store:
         sessions = store.list_sessions(limit=limit)
         active = store.get_active_session()
     if not sessions:
@@ -39,8 +45,7 @@ def session_list(limit: int) -> None:
     for s in sessions:
         flag = "*" if s.id == active else " "
         click.echo(
-            f"{flag} {s.id:>8}  {_when(s.started_at):<19}  {_when(s.ended_at):<19}  "
-            f"{_session_title(s)}"
+            f"{flag} {s.id:>8}  {when(s.started_at):<19}  {when(s.ended_at):<19}  {_title(s)}"
         )
 
 
@@ -48,16 +53,16 @@ def session_list(limit: int) -> None:
 @click.argument("session_id", metavar="ID", type=int)
 def session_show(session_id: int) -> None:
     """Show one session: its fields, message count and context size."""
-    with _store() as store:
+    with open_store() as store:
         s = store.get_session(session_id)
         total = store.count_messages(session_id)
         ctx = store.replay_session(session_id)
         active = store.get_active_session()
     state = "active" if s.id == active else ("ended" if s.ended_at else "open")
     click.echo(f"{'id:':<18}{s.id} ({state})")
-    click.echo(f"{'title:':<18}{_session_title(s)}")
-    click.echo(f"{'started:':<18}{_when(s.started_at)}")
-    click.echo(f"{'ended:':<18}{_when(s.ended_at)}")
+    click.echo(f"{'title:':<18}{_title(s)}")
+    click.echo(f"{'started:':<18}{when(s.started_at)}")
+    click.echo(f"{'ended:':<18}{when(s.ended_at)}")
     click.echo(f"{'messages:':<18}{total}")
     click.echo(f"{'in context:':<18}{len(ctx.messages)}")
     click.echo(f"{'marks:':<18}{', '.join(m.label or '-' for m in ctx.marks) or 'none'}")
@@ -67,8 +72,8 @@ def session_show(session_id: int) -> None:
 @click.argument("session_id", metavar="[ID]", type=int, required=False)
 def session_end(session_id: int | None) -> None:
     """End a session (default: the active one). Ending it again is harmless."""
-    with _store() as store:
-        sid = _active_or(store, session_id)
+    with open_store() as store:
+        sid = active_or(store, session_id)
         store.end_session(sid)
     click.echo(f"ended session {sid}")
 
@@ -81,6 +86,6 @@ def session_title(session_id: int, title: str | None, clear: bool) -> None:
     """Set a session's TITLE, or remove it with --clear."""
     if clear == (title is not None):
         raise click.ClickException("give either a TITLE or --clear")
-    with _store() as store:
+    with open_store() as store:
         store.set_session_title(session_id, None if clear else title)
     click.echo(f"session {session_id}: " + ("title cleared" if clear else f"title set to {title}"))

@@ -16,48 +16,14 @@ from typing import Any
 
 import click
 
-from ..models import TASK_STATUSES, Task, TaskList, TaskStats
-from .app import _show_help_without_command, _store, cli
-from .identities import JSON_OPTION, _echo_rows, _iso
-from .mail import _parse_json, parse_duration
-from .render import _one_line, json_text
+from ..models import TASK_STATUSES, Task
+from .app import cli
+from .common import JSON_OPTION, open_store, show_help_without_command
+from .params import DURATION, JSON
+from .render import as_dict, echo_table, iso, json_text, one_line
 
 #: Width a subject is cut to in listings.
 SUBJECT_WIDTH = 50
-
-
-def _list_json(x: TaskList) -> dict[str, Any]:
-    return {
-        "list_id": x.list_id,
-        "owner": x.owner,
-        "watch_path": x.watch_path,
-        "created_at": _iso(x.created_at),
-        "last_synced_at": _iso(x.last_synced_at),
-    }
-
-
-def _task_json(t: Task) -> dict[str, Any]:
-    return {
-        "id": t.id,
-        "list_id": t.list_id,
-        "external_id": t.external_id,
-        "subject": t.subject,
-        "description": t.description,
-        "active_form": t.active_form,
-        "metadata": t.metadata,
-        "status": t.status,
-        "owner": t.owner,
-        "blocked_by": list(t.blocked_by),
-        "blocks": list(t.blocks),
-        "created_at": _iso(t.created_at),
-        "updated_at": _iso(t.updated_at),
-        "started_at": _iso(t.started_at),
-        "completed_at": _iso(t.completed_at),
-    }
-
-
-def _stats_json(s: TaskStats) -> dict[str, int]:
-    return {name: getattr(s, name) for name in TaskStats.__dataclass_fields__}
 
 
 def _echo_tasks(tasks: Sequence[Task], empty: str, *, with_list: bool = False) -> None:
@@ -65,7 +31,7 @@ def _echo_tasks(tasks: Sequence[Task], empty: str, *, with_list: bool = False) -
     if not tasks:
         click.echo(empty)
         return
-    _echo_rows(
+    echo_table(
         (*(("list",) if with_list else ()), "id", "status", "owner", "blocked by", "subject"),
         [
             (
@@ -74,7 +40,7 @@ def _echo_tasks(tasks: Sequence[Task], empty: str, *, with_list: bool = False) -
                 t.status,
                 t.owner or "",
                 ",".join(t.blocked_by),
-                _one_line(t.subject, SUBJECT_WIDTH),
+                one_line(t.subject, SUBJECT_WIDTH),
             )
             for t in tasks
         ],
@@ -84,13 +50,6 @@ def _echo_tasks(tasks: Sequence[Task], empty: str, *, with_list: bool = False) -
 def _echo_task_line(t: Task) -> None:
     """The first line scripts read: EXTERNAL_ID STATUS OWNER (``-`` when unowned)."""
     click.echo(f"{t.external_id} {t.status} {t.owner or '-'}")
-
-
-def _duration(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
 
 
 @cli.group(invoke_without_command=True)
@@ -103,7 +62,7 @@ def task(ctx: click.Context) -> None:
     `release` gives it back.
     `upsert` never erases: options left out (or given as "") keep the stored values.
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @task.command("create-list", short_help="Create a task list owned by an identity.")
@@ -113,10 +72,10 @@ def task(ctx: click.Context) -> None:
 @JSON_OPTION
 def task_create_list(list_id: str, owner: str, watch_path: str | None, as_json: bool) -> None:
     """Create list LIST_ID (the same request again is a no-op)."""
-    with _store() as store:
+    with open_store() as store:
         made = store.tasks.create_list(list_id, owner, watch_path=watch_path)
     if as_json:
-        click.echo(json_text(_list_json(made), indent=2))
+        click.echo(json_text(made, indent=2))
     else:
         click.echo(made.list_id)
 
@@ -125,17 +84,15 @@ def task_create_list(list_id: str, owner: str, watch_path: str | None, as_json: 
 @JSON_OPTION
 def task_lists(as_json: bool) -> None:
     """Every task list, oldest first, with its counts."""
-    with _store() as store:
+    with open_store() as store:
         found = [(x, store.tasks.stats(x)) for x in store.tasks.lists()]
     if as_json:
-        click.echo(
-            json_text([{**_list_json(x), "stats": _stats_json(s)} for x, s in found], indent=2)
-        )
+        click.echo(json_text([{**as_dict(x), "stats": s} for x, s in found], indent=2))
         return
     if not found:
         click.echo("no task lists")
         return
-    _echo_rows(
+    echo_table(
         ("list", "owner", "tasks", "available", "in progress", "completed"),
         [
             (
@@ -158,10 +115,10 @@ def task_lists(as_json: bool) -> None:
 @JSON_OPTION
 def task_list(list_id: str, status: str | None, as_json: bool) -> None:
     """The tasks of LIST_ID in creation order."""
-    with _store() as store:
+    with open_store() as store:
         found = store.tasks.list(list_id, status=status)
     if as_json:
-        click.echo(json_text([_task_json(t) for t in found], indent=2))
+        click.echo(json_text(found, indent=2))
     else:
         _echo_tasks(found, f"no tasks in {list_id}")
 
@@ -172,10 +129,10 @@ def task_list(list_id: str, status: str | None, as_json: bool) -> None:
 @JSON_OPTION
 def task_show(list_id: str, external_id: str, as_json: bool) -> None:
     """Show task EXTERNAL_ID of LIST_ID."""
-    with _store() as store:
+    with open_store() as store:
         t = store.tasks.get(list_id, external_id)
     if as_json:
-        click.echo(json_text(_task_json(t), indent=2))
+        click.echo(json_text(t, indent=2))
         return
     _echo_task_line(t)
     click.echo(f"Subject: {t.subject}")
@@ -183,10 +140,10 @@ def task_show(list_id: str, external_id: str, as_json: bool) -> None:
         ("Active form", t.active_form),
         ("Blocked by", ", ".join(t.blocked_by)),
         ("Blocks", ", ".join(t.blocks)),
-        ("Created", _iso(t.created_at)),
-        ("Updated", _iso(t.updated_at)),
-        ("Started", _iso(t.started_at)),
-        ("Completed", _iso(t.completed_at)),
+        ("Created", iso(t.created_at)),
+        ("Updated", iso(t.updated_at)),
+        ("Started", iso(t.started_at)),
+        ("Completed", iso(t.completed_at)),
         ("Metadata", json_text(t.metadata) if t.metadata else None),
     ):
         if value:
@@ -202,7 +159,9 @@ def task_show(list_id: str, external_id: str, as_json: bool) -> None:
 @click.option("--subject", "-s", default=None, help="Required for a new task.")
 @click.option("--description", "-d", default=None)
 @click.option("--active-form", default=None, help="What is shown while it is in progress.")
-@click.option("--metadata", metavar="JSON", default=None, help="A JSON object, merged in.")
+@click.option(
+    "--metadata", type=JSON, metavar="JSON", default=None, help="A JSON object, merged in."
+)
 @click.option("--status", type=click.Choice(TASK_STATUSES), default=None)
 @click.option("--owner", default=None, help="Who holds it (free text, e.g. an agent's name).")
 @click.option(
@@ -220,7 +179,7 @@ def task_upsert(
     subject: str | None,
     description: str | None,
     active_form: str | None,
-    metadata: str | None,
+    metadata: Any,
     status: str | None,
     owner: str | None,
     blocked_by: tuple[str, ...],
@@ -231,20 +190,20 @@ def task_upsert(
     if blocked_by and no_blockers:
         raise click.ClickException("--blocked-by and --no-blockers exclude each other")
     blockers: list[str] | None = [] if no_blockers else list(blocked_by) or None
-    with _store() as store:
+    with open_store() as store:
         t = store.tasks.upsert(
             list_id,
             external_id,
             subject=subject,
             description=description,
             active_form=active_form,
-            metadata=_parse_json(metadata, "--metadata"),
+            metadata=metadata,
             status=status,
             owner=owner,
             blocked_by=blockers,
         )
     if as_json:
-        click.echo(json_text(_task_json(t), indent=2))
+        click.echo(json_text(t, indent=2))
     else:
         _echo_task_line(t)
 
@@ -255,10 +214,10 @@ def task_upsert(
 def task_available(list_id: str | None, as_json: bool) -> None:
     """Pending, unowned tasks whose blockers are all completed or deleted (of LIST_ID, or of
     every list)."""
-    with _store() as store:
+    with open_store() as store:
         found = store.tasks.available(list_id)
     if as_json:
-        click.echo(json_text([_task_json(t) for t in found], indent=2))
+        click.echo(json_text(found, indent=2))
     else:
         _echo_tasks(found, "nothing available", with_list=list_id is None)
 
@@ -271,10 +230,10 @@ def task_available(list_id: str | None, as_json: bool) -> None:
 def task_claim(list_id: str, external_id: str, owner: str, as_json: bool) -> None:
     """Make task EXTERNAL_ID of LIST_ID in_progress with OWNER (exit 1 when someone else holds
     it, or it is blocked or finished)."""
-    with _store() as store:
+    with open_store() as store:
         t = store.tasks.claim(list_id, external_id, owner)
     if as_json:
-        click.echo(json_text(_task_json(t), indent=2))
+        click.echo(json_text(t, indent=2))
     else:
         _echo_task_line(t)
 
@@ -288,10 +247,10 @@ def task_release(list_id: str, external_id: str, owner: str, as_json: bool) -> N
     """Make task EXTERNAL_ID of LIST_ID, in progress and held by OWNER, pending and unowned
     again, e.g. when the agent working on it died (exit 1 when someone else holds it or it is
     not in progress)."""
-    with _store() as store:
+    with open_store() as store:
         t = store.tasks.release(list_id, external_id, owner)
     if as_json:
-        click.echo(json_text(_task_json(t), indent=2))
+        click.echo(json_text(t, indent=2))
     else:
         _echo_task_line(t)
 
@@ -301,12 +260,12 @@ def task_release(list_id: str, external_id: str, owner: str, as_json: bool) -> N
 @JSON_OPTION
 def task_stats(list_id: str | None, as_json: bool) -> None:
     """Counts of LIST_ID's tasks (or of every list's)."""
-    with _store() as store:
+    with open_store() as store:
         counts = store.tasks.stats(list_id)
     if as_json:
-        click.echo(json_text(_stats_json(counts), indent=2))
+        click.echo(json_text(counts, indent=2))
         return
-    for name, value in _stats_json(counts).items():
+    for name, value in as_dict(counts).items():
         click.echo(f"{name}: {value}")
 
 
@@ -316,7 +275,7 @@ def task_stats(list_id: str | None, as_json: bool) -> None:
 @JSON_OPTION
 def task_sync(list_id: str, active: tuple[str, ...], as_json: bool) -> None:
     """Mirror LIST_ID's source: every task whose id is not among ACTIVE becomes deleted."""
-    with _store() as store:
+    with open_store() as store:
         deleted = store.tasks.sync(list_id, list(active))
     if as_json:
         click.echo(json_text({"list_id": list_id, "deleted": deleted}, indent=2))
@@ -329,14 +288,14 @@ def task_sync(list_id: str, active: tuple[str, ...], as_json: bool) -> None:
     "--older-than",
     default="7d",
     show_default=True,
-    callback=_duration,
+    type=DURATION,
     help="Age since the last update (30m, 12h, 7d...).",
 )
 @JSON_OPTION
 def task_prune(older_than: timedelta, as_json: bool) -> None:
     """Delete completed and deleted tasks not updated for --older-than, with their
     dependencies."""
-    with _store() as store:
+    with open_store() as store:
         deleted = store.tasks.prune(older_than=older_than)
     if as_json:
         click.echo(json_text({"deleted": deleted}, indent=2))

@@ -15,65 +15,27 @@ from typing import Any
 
 import click
 
-from ..models import PRIORITIES, Claim, Mail, Poll, Queued, TopicInfo
-from .app import (
-    _deliver_or_queue,
-    _echo_queued,
-    _show_help_without_command,
-    _store,
-    _TextArgs,
-    cli,
+from ..models import PRIORITIES, Mail, Queued
+from .app import TextArgs, cli
+from .common import (
+    JSON_OPTION,
+    deliver_or_queue,
+    echo_queued,
+    open_store,
+    show_help_without_command,
+    text_or_stdin,
 )
-from .events import _read_stdin
-from .identities import JSON_OPTION, _age, _echo_rows, _iso
-from .mail import _item_json, _mail_json, _parse_json, _subject, parse_duration
-from .render import json_text
-
-
-def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> timedelta | None:
-    if value is None:
-        return None
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-def _claim_json(held: Claim) -> dict[str, Any]:
-    return {
-        "mail": _mail_json(held.mail),
-        "attempt": held.attempt,
-        "lease_until": _iso(held.lease_until),
-        "token": held.token,
-    }
-
-
-def _poll_json(polled: Poll) -> dict[str, Any]:
-    return {
-        "inbox": [_item_json(i) for i in polled.inbox],
-        "topics": {t: [_mail_json(m) for m in ms] for t, ms in polled.topics.items()},
-        "offsets": polled.offsets,
-    }
-
-
-def _info_json(info: TopicInfo) -> dict[str, Any]:
-    t = info.topic
-    return {
-        "name": t.name,
-        "kind": t.kind,
-        "retention_seconds": t.retention.total_seconds(),
-        "max_attempts": t.max_attempts,
-        "created_at": _iso(t.created_at),
-        "subscribers": info.subscribers,
-        "messages": info.messages,
-        "last_offset": info.last_offset,
-    }
+from .params import DURATION, JSON
+from .render import age, echo_table, iso, json_text, subject_line
 
 
 def _echo_log(mails: Sequence[Mail], indent: str = "") -> None:
-    _echo_rows(
+    echo_table(
         ("offset", "id", "from", "age", "subject"),
-        [(str(m.log_offset), str(m.id), m.sender, _age(m.created_at), _subject(m)) for m in mails],
+        [
+            (str(m.log_offset), str(m.id), m.sender, age(m.created_at), subject_line(m))
+            for m in mails
+        ],
         frozenset({"offset", "id", "age"}),
         indent,
     )
@@ -88,7 +50,7 @@ def topic(ctx: click.Context) -> None:
     (`poll`, then `commit`). A queue message is held by one claimer at a time; `claim` prints
     MAIL_ID TOKEN for `complete`, `release` and `extend`.
     """
-    _show_help_without_command(ctx)
+    show_help_without_command(ctx)
 
 
 @topic.command("create", short_help="Create a broadcast or queue topic.")
@@ -98,7 +60,7 @@ def topic(ctx: click.Context) -> None:
     "--retention",
     default="7d",
     show_default=True,
-    callback=_duration,
+    type=DURATION,
     help="How long mail is kept (30m, 12h, 7d...).",
 )
 @click.option("--max-attempts", type=int, default=5, show_default=True, help="Queue claims.")
@@ -107,13 +69,13 @@ def topic_create(
     name: str, queue: bool, retention: timedelta, max_attempts: int, as_json: bool
 ) -> None:
     """Create topic NAME."""
-    with _store() as store:
+    with open_store() as store:
         made = store.topics.create(
             name, "queue" if queue else "broadcast", retention=retention, max_attempts=max_attempts
         )
         info = next(i for i in store.topics.list() if i.topic.id == made.id)
     if as_json:
-        click.echo(json_text(_info_json(info), indent=2))
+        click.echo(json_text(info, indent=2))
     else:
         click.echo(f"{made.name} ({made.kind})")
 
@@ -122,15 +84,15 @@ def topic_create(
 @JSON_OPTION
 def topic_list(as_json: bool) -> None:
     """List every topic."""
-    with _store() as store:
+    with open_store() as store:
         infos = store.topics.list()
     if as_json:
-        click.echo(json_text([_info_json(i) for i in infos], indent=2))
+        click.echo(json_text(infos, indent=2))
         return
     if not infos:
         click.echo("no topics")
         return
-    _echo_rows(
+    echo_table(
         ("name", "kind", "subscribers", "messages", "last offset"),
         [
             (i.topic.name, i.topic.kind, str(i.subscribers), str(i.messages), str(i.last_offset))
@@ -144,7 +106,7 @@ def topic_list(as_json: bool) -> None:
 @click.argument("name")
 def topic_delete(name: str) -> None:
     """Delete topic NAME and its whole log (refused while a queue has open work)."""
-    with _store() as store:
+    with open_store() as store:
         store.topics.delete(name)
     click.echo(f"deleted {name}")
 
@@ -154,7 +116,7 @@ def topic_delete(name: str) -> None:
 @click.argument("name")
 def topic_subscribe(identity: str, name: str) -> None:
     """Subscribe IDENTITY to topic NAME (a missing topic is created as broadcast)."""
-    with _store() as store:
+    with open_store() as store:
         store.topics.subscribe(identity, name)
     click.echo(f"{identity} subscribed to {name}")
 
@@ -164,12 +126,12 @@ def topic_subscribe(identity: str, name: str) -> None:
 @click.argument("name")
 def topic_unsubscribe(identity: str, name: str) -> None:
     """Unsubscribe IDENTITY from topic NAME (its stored offset is kept)."""
-    with _store() as store:
+    with open_store() as store:
         store.topics.unsubscribe(identity, name)
     click.echo(f"{identity} unsubscribed from {name}")
 
 
-@topic.command("publish", cls=_TextArgs, short_help="Publish a mail and print its id.")
+@topic.command("publish", cls=TextArgs, short_help="Publish a mail and print its id.")
 @click.argument("name")
 @click.argument("body")
 @click.option("--from", "sender", metavar="NAME", required=True, help="The sending identity.")
@@ -177,7 +139,7 @@ def topic_unsubscribe(identity: str, name: str) -> None:
 @click.option(
     "--priority", "-p", type=click.Choice(PRIORITIES), default="normal", show_default=True
 )
-@click.option("--metadata", metavar="JSON", default=None, help="Metadata, as JSON text.")
+@click.option("--metadata", type=JSON, metavar="JSON", default=None, help="Metadata, as JSON text.")
 @click.option("--idempotency-key", default=None, help="Publishing again with it is a no-op.")
 @JSON_OPTION
 def topic_publish(
@@ -186,26 +148,25 @@ def topic_publish(
     sender: str,
     subject: str,
     priority: str,
-    metadata: str | None,
+    metadata: Any,
     idempotency_key: str | None,
     as_json: bool,
 ) -> None:
     """Publish BODY (`-`: standard input) to topic NAME; print the mail id, then its offset."""
-    text = _read_stdin() if body == "-" else body
     payload = {
         "sender": sender,
         "topic": name,
         "subject": subject,
-        "body": text,
+        "body": text_or_stdin(body),
         "priority": priority,
-        "metadata": _parse_json(metadata, "--metadata"),
+        "metadata": metadata,
     }
-    sent = _deliver_or_queue("publish", payload, idempotency_key)
+    sent = deliver_or_queue("publish", payload, idempotency_key)
     if isinstance(sent, Queued):
-        _echo_queued(sent, as_json)
+        echo_queued(sent, as_json)
         return
     if as_json:
-        click.echo(json_text(_mail_json(sent), indent=2))
+        click.echo(json_text(sent, indent=2))
         return
     click.echo(str(sent.id))
     click.echo(f"offset {sent.log_offset} of {name}, to {', '.join(sent.to) or 'the queue'}")
@@ -219,14 +180,14 @@ def topic_publish(
 def topic_poll(identity: str, limit: int, commit: bool, as_json: bool) -> None:
     """Show IDENTITY's unread inbox and, per subscribed broadcast topic, the mail after its
     stored offset (--commit moves the offsets past what was shown)."""
-    with _store() as store:
+    with open_store() as store:
         polled = store.topics.poll(identity, limit=limit)
         if commit:
             for name, mails in polled.topics.items():
                 if mails and mails[-1].log_offset is not None:
                     store.topics.commit(identity, name, mails[-1].log_offset)
     if as_json:
-        click.echo(json_text(_poll_json(polled), indent=2))
+        click.echo(json_text(polled, indent=2))
         return
     click.echo(f"{identity}: {len(polled.inbox)} unread in the inbox")
     for name, mails in polled.topics.items():
@@ -242,10 +203,10 @@ def topic_poll(identity: str, limit: int, commit: bool, as_json: bool) -> None:
 @JSON_OPTION
 def topic_read(name: str, after: int, limit: int, as_json: bool) -> None:
     """Print topic NAME's log after --after, in offset order."""
-    with _store() as store:
+    with open_store() as store:
         mails = store.topics.read(name, after=after, limit=limit)
     if as_json:
-        click.echo(json_text([_mail_json(m) for m in mails], indent=2))
+        click.echo(json_text(mails, indent=2))
     elif mails:
         _echo_log(mails)
     else:
@@ -258,7 +219,7 @@ def topic_read(name: str, after: int, limit: int, as_json: bool) -> None:
 @click.argument("offset", type=int)
 def topic_commit(identity: str, name: str, offset: int) -> None:
     """Store that IDENTITY processed topic NAME up to OFFSET; print the stored offset."""
-    with _store() as store:
+    with open_store() as store:
         click.echo(str(store.topics.commit(identity, name, offset)))
 
 
@@ -271,15 +232,15 @@ def topic_commit(identity: str, name: str, offset: int) -> None:
 def topic_claim(identity: str, name: str, lease: float, wait: float, as_json: bool) -> None:
     """Claim the oldest available message of queue NAME for IDENTITY. Prints MAIL_ID TOKEN on
     the first line, then the message. Exit status 1 when there is none (after --wait)."""
-    with _store() as store:
+    with open_store() as store:
         held = store.topics.claim(identity, name, ttl=lease, wait=wait)
     if held is None:
         raise click.ClickException(f"nothing to claim in {name}")
     if as_json:
-        click.echo(json_text(_claim_json(held), indent=2))
+        click.echo(json_text(held, indent=2))
         return
     click.echo(f"{held.mail.id} {held.token}")
-    click.echo(f"attempt {held.attempt}, lease until {_iso(held.lease_until)}")
+    click.echo(f"attempt {held.attempt}, lease until {iso(held.lease_until)}")
     click.echo(f"Subject: {held.mail.subject}")
     click.echo()
     click.echo(held.mail.body)
@@ -290,7 +251,7 @@ def topic_claim(identity: str, name: str, lease: float, wait: float, as_json: bo
 @click.argument("token")
 def topic_complete(mail_id: int, token: str) -> None:
     """Finish the message MAIL_ID claimed with TOKEN."""
-    with _store() as store:
+    with open_store() as store:
         store.topics.complete((mail_id, token))
     click.echo(f"completed {mail_id}")
 
@@ -301,7 +262,7 @@ def topic_complete(mail_id: int, token: str) -> None:
 @click.option("--error", default=None, help="Why it failed.")
 def topic_release(mail_id: int, token: str, error: str | None) -> None:
     """Release MAIL_ID (claimed with TOKEN): claimable again, or a dead letter."""
-    with _store() as store:
+    with open_store() as store:
         state = store.topics.release((mail_id, token), error=error)
     click.echo(f"released {mail_id}: {state}")
 
@@ -312,9 +273,9 @@ def topic_release(mail_id: int, token: str, error: str | None) -> None:
 @click.option("--lease", type=float, default=30.0, show_default=True, help="Seconds from now.")
 def topic_extend(mail_id: int, token: str, lease: float) -> None:
     """Renew the lease of MAIL_ID (claimed with TOKEN)."""
-    with _store() as store:
+    with open_store() as store:
         held = store.topics.extend((mail_id, token), lease)
-    click.echo(f"lease of {mail_id} until {_iso(held.lease_until)}")
+    click.echo(f"lease of {mail_id} until {iso(held.lease_until)}")
 
 
 @topic.command("dead", short_help="A queue's dead letters.")
@@ -322,22 +283,17 @@ def topic_extend(mail_id: int, token: str, lease: float) -> None:
 @JSON_OPTION
 def topic_dead(name: str, as_json: bool) -> None:
     """List queue NAME's dead letters (they used all their attempts)."""
-    with _store() as store:
+    with open_store() as store:
         dead = store.topics.dead_letters(name)
     if as_json:
-        click.echo(
-            json_text(
-                [
-                    {"mail": _mail_json(d.mail), "attempts": d.attempts, "last_error": d.last_error}
-                    for d in dead
-                ],
-                indent=2,
-            )
-        )
+        click.echo(json_text(dead, indent=2))
     elif dead:
-        _echo_rows(
+        echo_table(
             ("id", "attempts", "subject", "last error"),
-            [(str(d.mail.id), str(d.attempts), _subject(d.mail), d.last_error or "") for d in dead],
+            [
+                (str(d.mail.id), str(d.attempts), subject_line(d.mail), d.last_error or "")
+                for d in dead
+            ],
             frozenset({"id", "attempts"}),
         )
     else:
@@ -348,7 +304,7 @@ def topic_dead(name: str, as_json: bool) -> None:
 @click.argument("mail_id", type=int)
 def topic_requeue(mail_id: int) -> None:
     """Make dead letter MAIL_ID claimable again."""
-    with _store() as store:
+    with open_store() as store:
         store.topics.requeue(mail_id)
     click.echo(f"requeued {mail_id}")
 
@@ -357,7 +313,7 @@ def topic_requeue(mail_id: int) -> None:
 @JSON_OPTION
 def topic_retention(as_json: bool) -> None:
     """Delete topic mail older than its topic's retention (see the README for what is kept)."""
-    with _store() as store:
+    with open_store() as store:
         deleted = store.topics.prune()
     if as_json:
         click.echo(json_text(deleted, indent=2))

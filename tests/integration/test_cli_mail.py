@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 
 import ikigai_store as ik
 from ikigai_store.cli import cli
-from ikigai_store.cli.mail import parse_duration
+from ikigai_store.cli.params import parse_duration
 
 pytestmark = pytest.mark.db
 

@@ -72,6 +72,6 @@ def test_filters_order_and_json(ikigai_db_url: str, word: str) -> None:
 
 def test_bad_options_are_user_errors(ikigai_db_url: str, word: str) -> None:
     """A bad time, order or kind is a one-line error, never a traceback."""
-    assert "ISO 8601" in fails(ikigai_db_url, "search", word, "--since", "yesterday")
+    assert "is not an ISO-8601 time" in fails(ikigai_db_url, "search", word, "--since", "yesterday")
     assert "order" in fails(ikigai_db_url, "search", word, "--order", "best")
     assert "kind" in fails(ikigai_db_url, "search", word, "--kind", "User")

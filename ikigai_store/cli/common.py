@@ -1,0 +1,141 @@
+"""What every command group shares: opening the store, the offline outbox, standard input, the
+active session, help without a command, and the common options.
+
+Owns everything but output (``render``) and value types (``params``) that more than one
+command module uses. Invariants:
+- the store is opened only through ``open_store``, on the database named by the global
+  ``--database`` option (or the configured default); with ``drain``, what waits in the offline
+  outbox is delivered before the command's own operation;
+- the outbox file is the global ``--outbox`` option, else ``outbox.default_path()``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import DatabaseUnavailable
+from ..models import Queued
+from ..outbox import Outbox, default_path
+from ..store import Store
+from ..store import open as open_url
+from .render import as_dict, json_text
+
+__all__ = [
+    "JSON_OPTION",
+    "SESSION_OPTION",
+    "active_or",
+    "deliver_or_queue",
+    "echo_queued",
+    "open_outbox",
+    "open_store",
+    "read_stdin",
+    "show_help_without_command",
+    "text_or_stdin",
+]
+
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+SESSION_OPTION = click.option(
+    "--session",
+    "-s",
+    "session_id",
+    type=int,
+    default=None,
+    metavar="ID",
+    help="Session id (default: the active session).",
+)
+
+
+def show_help_without_command(ctx: click.Context) -> None:
+    """A group run without a command prints its help (exit 0) rather than a usage error."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+def _outbox_path() -> Path:
+    """The offline outbox's file: the global ``--outbox`` option, else ``default_path()``."""
+    path: str | None = click.get_current_context().find_root().params.get("outbox")
+    return Path(path) if path else default_path()
+
+
+def open_outbox() -> Outbox:
+    """The offline outbox (its file is created on first use)."""
+    return Outbox(_outbox_path())
+
+
+@contextmanager
+def open_store(*, migrate: bool = True, drain: bool = True) -> Iterator[Store]:
+    """Open the store named by the global ``--database`` option (or the configured default).
+
+    With ``drain`` (and ``migrate``: the schema is known to be there), operations waiting in an
+    existing outbox file are delivered first (a line on stderr says what happened), so they
+    reach the database before this command's own."""
+    ctx = click.get_current_context()
+    url: str | None = ctx.find_root().params.get("database")
+    with open_url(url, migrate=migrate) as store:
+        if drain and migrate and _outbox_path().exists():
+            report = open_outbox().drain(store)
+            if report.delivered or report.failed or report.expired:
+                click.echo(
+                    f"outbox: {report.delivered} delivered, {report.failed} failed, "
+                    f"{report.expired} expired, {report.pending} still queued",
+                    err=True,
+                )
+        yield store
+
+
+def deliver_or_queue(operation: str, payload: dict[str, Any], key: str | None) -> Any:
+    """Run a mail operation now, or, when the database cannot be reached, queue it in the
+    outbox and return ``Queued`` (``Outbox.submit``)."""
+    try:
+        with open_store(drain=False) as store:
+            return open_outbox().submit(store, operation, payload, idempotency_key=key)
+    except DatabaseUnavailable:
+        outbox = open_outbox()
+        queued = outbox.get(outbox.enqueue(operation, payload, idempotency_key=key))
+        return Queued(queued.idempotency_key, queued.operation, queued.expires_at)
+
+
+def echo_queued(queued: Queued, as_json: bool) -> None:
+    """What a command prints for an operation queued while offline."""
+    if as_json:
+        click.echo(json_text({"queued": True, **as_dict(queued)}, indent=2))
+        return
+    click.echo(f"queued (offline): {queued.idempotency_key}")
+    click.echo(
+        "the database cannot be reached; run `ikigai-store outbox drain` (or any command) "
+        "once it can",
+        err=True,
+    )
+
+
+def active_or(store: Store, session_id: int | None) -> int:
+    """``session_id`` if given, else the active session; a clear error when there is none."""
+    if session_id is not None:
+        return session_id
+    active = store.get_active_session()
+    if active is None:
+        raise click.ClickException(
+            "no active session; start one with `ikigai-store session new` or pass --session ID"
+        )
+    return active
+
+
+def read_stdin() -> str:
+    """All of standard input, decoded as UTF-8 (a user error if it is not)."""
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise click.ClickException("standard input is not valid UTF-8 text") from None
+
+
+def text_or_stdin(text: str) -> str:
+    """``text``, or all of standard input when ``text`` is ``-``."""
+    return read_stdin() if text == "-" else text
