@@ -35,12 +35,13 @@ def states(w: RefMailWorld, name: str, **kw: object) -> list[tuple[int, str]]:
 
 
 def test_register_validates_names() -> None:
-    """Names must match the pattern as a whole (no trailing newline) and be unique."""
+    """Names must match the pattern as a whole (no trailing newline); a taken one is a
+    conflict."""
     w = world("ann")
     for bad in ["", "-x", ".x", "a b", "a\n", "x" * 65, "é"]:
         with pytest.raises(RefInvalid):
             w.register(bad)
-    with pytest.raises(RefInvalid):
+    with pytest.raises(RefConflict):
         w.register("ann")
     w.register("Ann")
     w.register("a" * 64)
