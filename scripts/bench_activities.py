@@ -92,7 +92,7 @@ def feed_calls(store: ik.Store, page50_before: int) -> dict[str, Any]:
     return {
         "unfiltered": lambda: store.activities.feed(),
         "rare identity": lambda: store.activities.feed(identity=RARE_IDENTITY),
-        "rare type": lambda: store.activities.feed(type=RARE_TYPE),
+        "rare type": lambda: store.activities.feed(activity_type=RARE_TYPE),
         "last hour": lambda: store.activities.feed(since=hour_ago(store)),
         "page 50": lambda: store.activities.feed(before=page50_before),
     }

@@ -260,7 +260,7 @@ def test_sent_and_delete_sent(people: ik.Store) -> None:
 
 
 def test_inbox_filters_and_pagination(people: ik.Store) -> None:
-    """Newest first, by state and priority, keyset pages by before_id."""
+    """Newest first, by state and priority, keyset pages by before (the item or its id)."""
     sent = [
         people.mail.send("alice", ["bob"], str(n), "b", priority="urgent" if n % 2 else "normal")
         for n in range(7)
@@ -270,6 +270,7 @@ def test_inbox_filters_and_pagination(people: ik.Store) -> None:
     page = people.mail.inbox("bob", limit=3)
     assert _ids(page) == ids[:3]
     assert _ids(people.mail.inbox("bob", limit=3, before=page[-1].mail.id)) == ids[3:6]
+    assert _ids(people.mail.inbox("bob", limit=3, before=page[-1])) == ids[3:6]  # the item
     assert all(i.mail.priority == "urgent" for i in people.mail.inbox("bob", priority="urgent"))
     people.mail.set_state("bob", sent[0].id, "archived")
     people.mail.set_state("bob", sent[1].id, "trash")

@@ -210,7 +210,7 @@ def test_list_active_and_pagination(team: ik.Store) -> None:
     assert team.reviews.list(requester="dave") == []
     with pytest.raises(ik.NotFound):
         team.reviews.list(requester="ghost")
-    for bad in ({"state": "open"}, {"limit": 0}, {"before_id": -1}, {"requester": "a b"}):
+    for bad in ({"state": "open"}, {"limit": 0}, {"before": -1}, {"requester": "a b"}):
         with pytest.raises(ik.InvalidArgument):
             team.reviews.list(**bad)
 

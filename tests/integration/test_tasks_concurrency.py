@@ -264,7 +264,7 @@ def test_racing_creators_make_one_row(url: str) -> None:
 
 def task_completions(store: ik.Store, external_id: str) -> int:
     """How many task_complete activities name ``external_id`` of list 'L'."""
-    found = store.activities.feed(type="task_complete", limit=1000)
+    found = store.activities.feed(activity_type="task_complete", limit=1000)
     return sum(
         a.metadata == {**a.metadata, "list_id": "L", "external_id": external_id} for a in found
     )

@@ -607,7 +607,7 @@ class MailMachine(RuleBasedStateMachine):
 
     @rule(data=st.data(), limit=st.integers(1, 4))
     def paged_views(self, data: st.DataObject, limit: int) -> None:
-        """inbox with a state, priority, limit and before_id, and sent with a limit, equal the
+        """inbox with a state, priority, limit and before, and sent with a limit, equal the
         model's."""
         name = self.anyone(data, "name")
         state = data.draw(st.none() | st.sampled_from(MAIL_STATES), label="state")
@@ -617,9 +617,10 @@ class MailMachine(RuleBasedStateMachine):
             label="before_id",
         )
         kwargs = {"state": state, "priority": priority, "limit": limit, "before_id": before}
+        store_kwargs = {"state": state, "priority": priority, "limit": limit, "before": before}
         try:
             got, expected = self.both(
-                lambda: self.store.mail.inbox(self.who(data, name), **kwargs),
+                lambda: self.store.mail.inbox(self.who(data, name), **store_kwargs),
                 lambda _: self.model.inbox(name, **kwargs),
             )
         except Refused:

@@ -435,7 +435,7 @@ class TasksMachine(RuleBasedStateMachine):
     @rule(age=st.sampled_from(AGES))
     def prune(self, age: timedelta) -> None:
         """prune deletes exactly the model's old finished tasks (and their edges)."""
-        got = self.store.tasks.prune(age)
+        got = self.store.tasks.prune(older_than=age)
         assert got == self.model.prune(age)
         event(f"prune: {'deleted' if got else 'nothing'}")
 
@@ -468,7 +468,7 @@ class TasksMachine(RuleBasedStateMachine):
         if everywhere:
             event("invariant: something available")
         assert tuple(vars_of(self.store.tasks.stats())) == self.model.task_stats()
-        done = self.store.activities.feed(type="task_complete", limit=1000)
+        done = self.store.activities.feed(activity_type="task_complete", limit=1000)
         assert [activity_view(a) for a in reversed(done)] == [
             ref_activity_view(a) for a in self.model.activities
         ]
