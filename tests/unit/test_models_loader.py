@@ -23,6 +23,7 @@ from ikigai_store.models import (
     Claim,
     ContextSummary,
     DeadLetter,
+    FromRow,
     Identity,
     IdentityStatus,
     InboxItem,
@@ -44,6 +45,7 @@ from ikigai_store.models import (
     TaskStats,
     Topic,
     TopicInfo,
+    columns,
 )
 
 T1 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -535,3 +537,39 @@ def test_from_row_refuses_a_row_missing_a_column() -> None:
     row = {k: v for k, v in MAIL_ROW.items() if k != "subject"}
     with pytest.raises(KeyError, match="subject"):
         Mail.from_row(row)
+
+
+def test_loader_refuses_a_columns_entry_that_is_not_a_field() -> None:
+    """A misspelt _columns key is a TypeError naming it, not a silently unconverted field."""
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Misspelt(FromRow):
+        id: int
+        _columns = columns(idd=int)
+
+    with pytest.raises(TypeError, match="idd"):
+        Misspelt.from_row({"id": "1"})
+
+
+def test_loader_refuses_a_row_field_after_a_passed_one() -> None:
+    """Passed fields (None in _columns) come last: the loader appends them positionally."""
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Misordered(FromRow):
+        horizon: int
+        id: int
+        _columns = columns(horizon=None)
+
+    with pytest.raises(TypeError, match=r"Misordered\.id"):
+        Misordered.from_row({"id": "1"})
+
+
+def test_models_keep_their_shape() -> None:
+    """FromRow adds no instance __dict__ and no pseudo-field to __dataclass_fields__."""
+    assert not hasattr(Message.from_row(MESSAGE_ROW), "__dict__")
+    assert not hasattr(Mail.from_row(MAIL_ROW), "__dict__")
+    models: list[type[Any]] = [case[0] for case in CASES]
+    models += [SearchHit, MailHit, ReviewIteration]
+    for model in models:
+        names = [f.name for f in dataclasses.fields(model)]
+        assert list(model.__dataclass_fields__) == names, model
