@@ -30,6 +30,7 @@ from .validate import (
     check_choice,
     check_key,
     check_str,
+    check_uuid_id,
     identity_name,
     listing,
 )
@@ -82,19 +83,7 @@ _DECIDED = {
 
 def check_plan_id(value: object) -> str:
     """The canonical text of a plan review id: a ``PlanReview``, a ``uuid.UUID`` or its text."""
-    if isinstance(value, PlanReview):
-        return value.plan_review_id
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, str) and len(value) <= 64:
-        try:
-            return str(uuid.UUID(value))
-        except ValueError:
-            pass
-    shown = value if not isinstance(value, str) or len(value) <= 80 else value[:80] + "..."
-    raise InvalidArgument(
-        f"plan_review_id must be a UUID (a PlanReview, a uuid.UUID or its text), got {shown!r}"
-    )
+    return check_uuid_id(value, "plan_review_id", PlanReview, "plan_review_id")
 
 
 def _summary(value: object) -> str:

@@ -59,6 +59,7 @@ from .validate import (
     check_int,
     check_str,
     check_text,
+    check_uuid_id,
     dump_json,
     identity_name,
     listing,
@@ -228,20 +229,8 @@ WRITTEN_ACTIVITY_TYPES: frozenset[str] = frozenset(
 
 def check_review_id(value: object, what: str = "review_id") -> str:
     """The canonical text of a review id: a ``Review``, a ``uuid.UUID`` or a UUID string."""
-    if isinstance(value, Review):
-        return value.review_id
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, str) and len(value) <= 64:
-        try:
-            return str(uuid.UUID(value))
-        except ValueError:
-            pass
-    shown = value if not isinstance(value, str) or len(value) <= 80 else value[:80] + "..."
-    raise InvalidArgument(
-        f"{what} must be a UUID (a Review, a uuid.UUID or its text), got {shown!r}; "
-        "a short id is resolved with resolve_prefix"
-    )
+    hint = "; a short id is resolved with resolve_prefix"
+    return check_uuid_id(value, what, Review, "review_id", hint)
 
 
 def _short(review_id: str) -> str:

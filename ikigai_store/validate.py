@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import re
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -343,3 +344,22 @@ def listing(
     if not rows and name is not None:
         yield from require(name)  # an unknown requester is NotFound, not an empty list
     return [model.from_row(r) for r in rows]
+
+
+def check_uuid_id(value: object, what: str, model: type[Any], attr: str, hint: str = "") -> str:
+    """The canonical text of a UUID id: a ``model`` (its ``attr``), a ``uuid.UUID`` or its text
+    (reviews and plan reviews are named alike)."""
+    if isinstance(value, model):
+        text: str = getattr(value, attr)
+        return text
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, str) and len(value) <= 64:
+        try:
+            return str(uuid.UUID(value))
+        except ValueError:
+            pass
+    shown = value if not isinstance(value, str) or len(value) <= 80 else value[:80] + "..."
+    raise InvalidArgument(
+        f"{what} must be a UUID (a {model.__name__}, a uuid.UUID or its text), got {shown!r}{hint}"
+    )
