@@ -17,26 +17,31 @@ WITH s AS (
     WHERE name = ANY(CAST(:recipients AS text[])) AND retired_at IS NULL
     FOR SHARE
 ), t AS (
-    SELECT CAST(:parent_id AS bigint) AS parent_id,
-           COALESCE(CAST(:thread_id AS text),
-                    (SELECT p.thread_id FROM mail AS p WHERE p.id = :parent_id),
-                    CAST(:new_thread_id AS text)) AS thread_id
-), m AS (
-    INSERT INTO mail (thread_id, parent_id, sender_id, recipients, subject, body, priority,
-                      deadline_at, attachments, metadata, idempotency_key, request_hash)
-    SELECT t.thread_id, t.parent_id, s.id, CAST(:recipients AS text[]), :subject, :body,
-           :priority, :deadline_at, CAST(:attachments AS jsonb), CAST(:metadata AS jsonb),
-           :idempotency_key, :request_hash
+    -- The thread (given, else the parent's, else the new one) and the parent's thread (NULL:
+    -- no parent, or no such mail), from one lookup of the parent (three lookups made the plan
+    -- cache re-plan this statement on every send once the INSERTs moved into post_mail).
+    SELECT a.parent_id, p.thread_id AS parent_thread,
+           COALESCE(CAST(:thread_id AS text), p.thread_id, CAST(:new_thread_id AS text))
+               AS thread_id
+    FROM (VALUES (CAST(:parent_id AS bigint))) AS a(parent_id)
+    LEFT JOIN mail AS p ON p.id = a.parent_id
+), posted AS (
+    -- The mail and its recipient rows (post_mail, migration 0016), written only if the checks
+    -- pass; read by m, which the main query reads.
+    SELECT post_mail(
+               thread_id => t.thread_id, parent_id => t.parent_id, sender_id => s.id,
+               recipient_ids => ARRAY(SELECT r.id FROM r),
+               recipients => CAST(:recipients AS text[]), subject => :subject, body => :body,
+               priority => :priority, deadline_at => :deadline_at,
+               attachments => CAST(:attachments AS jsonb), metadata => CAST(:metadata AS jsonb),
+               idempotency_key => :idempotency_key, request_hash => :request_hash
+           ) AS mail
     FROM s, t
     WHERE (SELECT count(*) FROM r) = cardinality(CAST(:recipients AS text[]))
-      AND (t.parent_id IS NULL
-           OR EXISTS (SELECT 1 FROM mail AS p
-                      WHERE p.id = t.parent_id AND p.thread_id = t.thread_id))
-    ON CONFLICT (sender_id, idempotency_key) DO NOTHING
-    RETURNING *
-), delivered AS (
-    INSERT INTO mail_recipients (mail_id, identity_id)
-    SELECT m.id, r.id FROM m, r
+      AND (t.parent_id IS NULL OR t.parent_thread = t.thread_id)
+), m AS (
+    -- The mail written (none when the sender already used the key).
+    SELECT (posted.mail).* FROM posted WHERE (posted.mail).id IS NOT NULL
 )
 SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender,
        m.recipients, m.subject, m.body, m.priority, m.deadline_at,

@@ -31,39 +31,37 @@ WITH rq AS (
 ), f AS (
     -- The template arguments, in order: short id, title, actor (the requester), state
     -- before (none), state after, requester, plan path, summary, revision.
-    SELECT left(CAST(:plan_review_id AS text), 8) AS a1, CAST(:title AS text) AS a2,
-           rq.name AS a3, '' AS a4, 'pending' AS a5, rq.name AS a6,
-           CAST(:plan_path AS text) AS a7, CAST(:summary AS text) AS a8, '1' AS a9
+    SELECT ARRAY[left(CAST(:plan_review_id AS text), 8), CAST(:title AS text), rq.name, '',
+                 'pending', rq.name, CAST(:plan_path AS text), CAST(:summary AS text),
+                 '1'] AS args
     FROM rq, rv
-), m AS (
-    INSERT INTO mail (thread_id, sender_id, recipients, subject, body, priority, metadata)
-    SELECT 'plan-' || left(CAST(:plan_review_id AS text), 8), rq.id,
-           ARRAY(SELECT a.name FROM audience AS a),
-           format(:subject, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           format(:body, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           'normal',
-           jsonb_build_object('plan_review_id', CAST(:plan_review_id AS uuid),
-                              'state', 'pending', 'revision', 1)
-    FROM rq, f
-    WHERE EXISTS (SELECT 1 FROM audience)
-    RETURNING id
+), posted AS (
+    -- The request mail, its recipient row and the plan_submitted activity (post_mail,
+    -- migration 0016); p reads it, which makes it run. A new plan's revision is 1.
+    SELECT post_mail(
+               thread_id => 'plan-' || left(CAST(:plan_review_id AS text), 8),
+               sender_id => rq.id,
+               recipient_ids => ARRAY(SELECT a.id FROM audience AS a),
+               recipients => ARRAY(SELECT a.name FROM audience AS a),
+               subject => format(:subject, VARIADIC f.args),
+               body => format(:body, VARIADIC f.args),
+               priority => 'normal',
+               metadata => jsonb_build_object('plan_review_id', CAST(:plan_review_id AS uuid),
+                                              'state', 'pending', 'revision', 1),
+               activity_type => 'plan_submitted',
+               description => format(:description, VARIADIC f.args),
+               activity_metadata => jsonb_build_object('plan_review_id',
+                                                       CAST(:plan_review_id AS uuid),
+                                                       'revision', 1, 'reviewer', rv.name)
+           ) AS mail
+    FROM rq, rv, f
 ), p AS (
     INSERT INTO plan_reviews (plan_review_id, mail_id, requester_id, reviewer_id, plan_path,
                               title, summary, session_key)
-    SELECT CAST(:plan_review_id AS uuid), (SELECT m.id FROM m), rq.id, rv.id, :plan_path,
+    SELECT CAST(:plan_review_id AS uuid), (posted.mail).id, rq.id, rv.id, :plan_path,
            :title, :summary, :session_key
-    FROM rq, rv
+    FROM rq, rv, posted
     RETURNING *
-), delivered AS (
-    INSERT INTO mail_recipients (mail_id, identity_id)
-    SELECT m.id, a.id FROM m, audience AS a
-), act AS (
-    INSERT INTO activities (identity_id, type, description, metadata)
-    SELECT p.requester_id, 'plan_submitted',
-           format(:description, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           jsonb_build_object('plan_review_id', p.plan_review_id, 'revision', p.revision,
-                              'reviewer', rv.name, 'mail_id', p.mail_id)
-    FROM p, f, rv
 )
 SELECT p.id, p.plan_review_id, p.thread_id, p.mail_id, rq.name AS requester,
        rv.name AS reviewer, p.plan_path, p.title, p.summary, p.state, p.reviewer_comment,
@@ -155,36 +153,34 @@ WITH actor AS (
     WHERE i.id = u.requester_id AND i.id <> u.reviewed_by_id AND i.retired_at IS NULL
 ), f AS (
     -- As in plan_submit; the actor is the decider, the eighth argument the comment.
-    SELECT left(CAST(u.plan_review_id AS text), 8) AS a1, u.title AS a2, u.actor_name AS a3,
-           'pending' AS a4, u.state AS a5, names.requester AS a6, u.plan_path AS a7,
-           COALESCE(u.reviewer_comment, '') AS a8, CAST(u.revision AS text) AS a9
+    SELECT ARRAY[left(CAST(u.plan_review_id AS text), 8), u.title, u.actor_name, 'pending',
+                 u.state, names.requester, u.plan_path, COALESCE(u.reviewer_comment, ''),
+                 CAST(u.revision AS text)] AS args
     FROM u, names
-), m AS (
-    INSERT INTO mail (thread_id, sender_id, recipients, subject, body, priority, metadata)
-    SELECT u.thread_id, u.reviewed_by_id, ARRAY(SELECT a.name FROM audience AS a),
-           format(:subject, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           format(:body, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           'normal',
-           jsonb_build_object('plan_review_id', u.plan_review_id, 'state', u.state,
-                              'revision', u.revision)
-    FROM u, f
-    WHERE EXISTS (SELECT 1 FROM audience)
-    RETURNING id
-), delivered AS (
-    INSERT INTO mail_recipients (mail_id, identity_id)
-    SELECT m.id, a.id FROM m, audience AS a
-), act AS (
-    INSERT INTO activities (identity_id, type, description, metadata)
-    SELECT u.reviewed_by_id, 'plan_decided',
-           format(:description, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           jsonb_build_object('plan_review_id', u.plan_review_id, 'state', u.state,
-                              'revision', u.revision, 'mail_id', (SELECT m.id FROM m))
+), posted AS (
+    -- The decision mail, its recipient row and the plan_decided activity (post_mail,
+    -- migration 0016); read by the main query, which makes it run.
+    SELECT post_mail(
+               thread_id => u.thread_id, sender_id => u.reviewed_by_id,
+               recipient_ids => ARRAY(SELECT a.id FROM audience AS a),
+               recipients => ARRAY(SELECT a.name FROM audience AS a),
+               subject => format(:subject, VARIADIC f.args),
+               body => format(:body, VARIADIC f.args),
+               priority => 'normal',
+               metadata => jsonb_build_object('plan_review_id', u.plan_review_id,
+                                              'state', u.state, 'revision', u.revision),
+               activity_type => 'plan_decided',
+               description => format(:description, VARIADIC f.args),
+               activity_metadata => jsonb_build_object('plan_review_id', u.plan_review_id,
+                                                       'state', u.state,
+                                                       'revision', u.revision)
+           ) AS mail
     FROM u, f
 )
 SELECT u.id, u.plan_review_id, u.thread_id, u.mail_id, names.requester, names.reviewer,
        u.plan_path, u.title, u.summary, u.state, u.reviewer_comment, u.actor_name AS reviewed_by,
        u.session_key, u.revision, u.created_at, u.updated_at, u.reviewed_at
-FROM u, names;
+FROM u, names, posted;
 
 -- name: plan_resubmit(plan_review_id, summary, plan_path, subject, body, description)^
 -- Resubmit a plan whose changes were requested, in one statement: lock it (FOR UPDATE: its
@@ -214,39 +210,37 @@ WITH cur AS (
     WHERE i.id = rv.id AND rv.id <> rq.id AND i.retired_at IS NULL
 ), f AS (
     -- As in plan_submit: the actor is the requester.
-    SELECT left(CAST(cur.plan_review_id AS text), 8) AS a1, cur.title AS a2, rq.name AS a3,
-           'changes_requested' AS a4, 'pending' AS a5, rq.name AS a6, cur.plan_path AS a7,
-           cur.summary AS a8, CAST(cur.revision AS text) AS a9
+    SELECT ARRAY[left(CAST(cur.plan_review_id AS text), 8), cur.title, rq.name,
+                 'changes_requested', 'pending', rq.name, cur.plan_path, cur.summary,
+                 CAST(cur.revision AS text)] AS args
     FROM cur, rq
-), m AS (
-    INSERT INTO mail (thread_id, sender_id, recipients, subject, body, priority, metadata)
-    SELECT cur.thread_id, rq.id, ARRAY(SELECT a.name FROM audience AS a),
-           format(:subject, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           format(:body, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           'normal',
-           jsonb_build_object('plan_review_id', cur.plan_review_id, 'state', 'pending',
-                              'revision', cur.revision)
-    FROM cur, rq, f
-    WHERE EXISTS (SELECT 1 FROM audience)
-    RETURNING id
+), posted AS (
+    -- The new request mail, its recipient row and the plan_submitted activity (post_mail,
+    -- migration 0016); u reads it, which makes it run.
+    SELECT post_mail(
+               thread_id => cur.thread_id, sender_id => rq.id,
+               recipient_ids => ARRAY(SELECT a.id FROM audience AS a),
+               recipients => ARRAY(SELECT a.name FROM audience AS a),
+               subject => format(:subject, VARIADIC f.args),
+               body => format(:body, VARIADIC f.args),
+               priority => 'normal',
+               metadata => jsonb_build_object('plan_review_id', cur.plan_review_id,
+                                              'state', 'pending', 'revision', cur.revision),
+               activity_type => 'plan_submitted',
+               description => format(:description, VARIADIC f.args),
+               activity_metadata => jsonb_build_object('plan_review_id', cur.plan_review_id,
+                                                       'revision', cur.revision,
+                                                       'reviewer', rv.name)
+           ) AS mail
+    FROM cur, rq, rv, f
 ), u AS (
     UPDATE plan_reviews AS p
     SET state = 'pending', summary = cur.summary, plan_path = cur.plan_path,
-        revision = cur.revision, mail_id = (SELECT m.id FROM m), reviewer_comment = NULL,
+        revision = cur.revision, mail_id = (posted.mail).id, reviewer_comment = NULL,
         reviewed_by_id = NULL, reviewed_at = NULL, updated_at = ikigai_now()
-    FROM cur, rq
+    FROM cur, rq, posted
     WHERE p.id = cur.id
     RETURNING p.*
-), delivered AS (
-    INSERT INTO mail_recipients (mail_id, identity_id)
-    SELECT m.id, a.id FROM m, audience AS a
-), act AS (
-    INSERT INTO activities (identity_id, type, description, metadata)
-    SELECT u.requester_id, 'plan_submitted',
-           format(:description, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           jsonb_build_object('plan_review_id', u.plan_review_id, 'revision', u.revision,
-                              'reviewer', rv.name, 'mail_id', u.mail_id)
-    FROM u, f, rv
 )
 SELECT u.id, u.plan_review_id, u.thread_id, u.mail_id, rq.name AS requester,
        rv.name AS reviewer, u.plan_path, u.title, u.summary, u.state, u.reviewer_comment,

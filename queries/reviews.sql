@@ -130,50 +130,46 @@ WITH cur AS (
 ), f AS (
     -- The template arguments, in order: short id, what is reviewed (branch), actor, state
     -- before, state after, requester, the review's details, (unused here), iterations.
-    SELECT left(CAST(u.review_id AS text), 8) AS a1,
-           COALESCE(u.branch, 'review ' || left(CAST(u.review_id AS text), 8)) AS a2,
-           u.actor_name AS a3, u.from_state AS a4, u.state AS a5, q.name AS a6,
-           concat_ws(E'\n',
-                     'review: ' || CAST(u.review_id AS text) || ' (' || u.review_type
-                         || ', priority ' || u.priority || ')',
-                     'requester: ' || q.name,
-                     'reviewers: ' || array_to_string(u.reviewers, ', '),
-                     'branch: ' || u.branch || ' -> ' || u.base_branch,
-                     'commit: ' || u.commit_sha,
-                     'pull request: #' || u.pr_number,
-                     'repository: ' || u.repo_path,
-                     'remote: ' || u.remote_url) AS a7,
-           '' AS a8, CAST(u.iterations AS text) AS a9
+    SELECT ARRAY[left(CAST(u.review_id AS text), 8),
+                 COALESCE(u.branch, 'review ' || left(CAST(u.review_id AS text), 8)),
+                 u.actor_name, u.from_state, u.state, q.name,
+                 concat_ws(E'\n',
+                           'review: ' || CAST(u.review_id AS text) || ' (' || u.review_type
+                               || ', priority ' || u.priority || ')',
+                           'requester: ' || q.name,
+                           'reviewers: ' || array_to_string(u.reviewers, ', '),
+                           'branch: ' || u.branch || ' -> ' || u.base_branch,
+                           'commit: ' || u.commit_sha,
+                           'pull request: #' || u.pr_number,
+                           'repository: ' || u.repo_path,
+                           'remote: ' || u.remote_url),
+                 '', CAST(u.iterations AS text)] AS args
     FROM u, q
-), m AS (
-    INSERT INTO mail (thread_id, sender_id, recipients, subject, body, priority, metadata)
-    SELECT u.thread_id, u.actor_id,
-           ARRAY(SELECT a.name FROM audience AS a ORDER BY a.name COLLATE "C"),
-           format(:subject, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           format(:body, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           u.priority,
-           jsonb_build_object('review_id', u.review_id, 'event', CAST(:event AS text),
-                              'state', u.state)
-    FROM u, f
-    WHERE EXISTS (SELECT 1 FROM audience)
-    RETURNING id
-), delivered AS (
-    INSERT INTO mail_recipients (mail_id, identity_id)
-    SELECT m.id, a.id FROM m, audience AS a
-), act AS (
-    INSERT INTO activities (identity_id, type, description, metadata)
-    SELECT u.actor_id, :activity_type,
-           format(:description, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           jsonb_build_object('review_id', u.review_id, 'event', CAST(:event AS text),
-                              'from', u.from_state, 'to', u.state,
-                              'mail_id', (SELECT m.id FROM m))
+), posted AS (
+    -- The mail, its recipient rows and the activity (post_mail, migration 0016); read by the
+    -- main query, which makes it run.
+    SELECT post_mail(
+               thread_id => u.thread_id, sender_id => u.actor_id,
+               recipient_ids => ARRAY(SELECT a.id FROM audience AS a),
+               recipients => ARRAY(SELECT a.name FROM audience AS a ORDER BY a.name COLLATE "C"),
+               subject => format(:subject, VARIADIC f.args),
+               body => format(:body, VARIADIC f.args),
+               priority => u.priority,
+               metadata => jsonb_build_object('review_id', u.review_id,
+                                              'event', CAST(:event AS text), 'state', u.state),
+               activity_type => :activity_type,
+               description => format(:description, VARIADIC f.args),
+               activity_metadata => jsonb_build_object('review_id', u.review_id,
+                                                       'event', CAST(:event AS text),
+                                                       'from', u.from_state, 'to', u.state)
+           ) AS mail
     FROM u, f
 )
 SELECT u.id, u.review_id, u.thread_id, q.name AS requester, u.reviewers, u.pr_number, u.branch,
        u.base_branch, u.commit_sha, u.repo_path, u.remote_url, u.review_type, u.priority,
        u.state, u.iterations, u.created_at, u.updated_at, u.completed_at,
-       (SELECT m.id FROM m) AS mail_id
-FROM u, q;
+       (posted.mail).id AS mail_id
+FROM u, q, posted;
 
 -- name: review_refusal(review_id)^
 -- Why a guarded change wrote nothing (rare path): the review's state now, its requester and
@@ -232,33 +228,32 @@ WITH actor AS (
 ), f AS (
     -- The template arguments, as in review_fire; the eighth is the text parameter (the
     -- summary and the issues, written by reviews.py), the ninth the iteration's number.
-    SELECT left(CAST(u.review_id AS text), 8) AS a1,
-           COALESCE(u.branch, 'review ' || left(CAST(u.review_id AS text), 8)) AS a2,
-           u.actor_name AS a3, 'under_review' AS a4, u.state AS a5, q.name AS a6, '' AS a7,
-           CAST(:text AS text) AS a8, CAST(u.iterations AS text) AS a9
+    SELECT ARRAY[left(CAST(u.review_id AS text), 8),
+                 COALESCE(u.branch, 'review ' || left(CAST(u.review_id AS text), 8)),
+                 u.actor_name, 'under_review', u.state, q.name, '', CAST(:text AS text),
+                 CAST(u.iterations AS text)] AS args
     FROM u, q
-), m AS (
-    INSERT INTO mail (thread_id, sender_id, recipients, subject, body, priority, metadata)
-    SELECT u.thread_id, u.actor_id, ARRAY(SELECT a.name FROM audience AS a),
-           format(:subject, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           format(:body, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           u.priority,
-           jsonb_build_object('review_id', u.review_id, 'iteration', u.iterations,
-                              'decision', CAST(:decision AS text), 'state', u.state)
-    FROM u, f
-    WHERE EXISTS (SELECT 1 FROM audience)
-    RETURNING id
-), delivered AS (
-    INSERT INTO mail_recipients (mail_id, identity_id)
-    SELECT m.id, a.id FROM m, audience AS a
-), act AS (
-    INSERT INTO activities (identity_id, type, description, metadata)
-    SELECT u.actor_id, :activity_type,
-           format(:description, f.a1, f.a2, f.a3, f.a4, f.a5, f.a6, f.a7, f.a8, f.a9),
-           jsonb_build_object('review_id', u.review_id, 'iteration', u.iterations,
-                              'decision', CAST(:decision AS text), 'from', 'under_review',
-                              'to', u.state, 'issues', (SELECT count(*) FROM iss),
-                              'mail_id', (SELECT m.id FROM m))
+), posted AS (
+    -- As in review_fire; read by the main query, which makes it run.
+    SELECT post_mail(
+               thread_id => u.thread_id, sender_id => u.actor_id,
+               recipient_ids => ARRAY(SELECT a.id FROM audience AS a),
+               recipients => ARRAY(SELECT a.name FROM audience AS a),
+               subject => format(:subject, VARIADIC f.args),
+               body => format(:body, VARIADIC f.args),
+               priority => u.priority,
+               metadata => jsonb_build_object('review_id', u.review_id,
+                                              'iteration', u.iterations,
+                                              'decision', CAST(:decision AS text),
+                                              'state', u.state),
+               activity_type => :activity_type,
+               description => format(:description, VARIADIC f.args),
+               activity_metadata => jsonb_build_object('review_id', u.review_id,
+                                                       'iteration', u.iterations,
+                                                       'decision', CAST(:decision AS text),
+                                                       'from', 'under_review', 'to', u.state,
+                                                       'issues', (SELECT count(*) FROM iss))
+           ) AS mail
     FROM u, f
 )
 SELECT it.id, it.review_id, it.iteration_num, CAST(:reviewer AS text) AS reviewer,
@@ -268,6 +263,7 @@ SELECT it.id, it.review_id, it.iteration_num, CAST(:reviewer AS text) AS reviewe
        iss.line_end, iss.title, iss.description, iss.code_snippet, iss.suggestion,
        iss.claude_md_ref, iss.status, iss.resolved_at, iss.resolved_in_iteration
 FROM it
+CROSS JOIN posted
 LEFT JOIN iss ON true
 ORDER BY iss.id;
 

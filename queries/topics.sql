@@ -93,22 +93,26 @@ WITH t AS (
     FROM t, s, subscriptions AS sub, identities AS i
     WHERE t.kind = 'broadcast' AND sub.topic_id = t.id AND i.id = sub.identity_id
       AND i.retired_at IS NULL AND sub.identity_id <> s.id
-), m AS (
-    INSERT INTO mail (thread_id, sender_id, recipients, subject, body, priority, attachments,
-                      metadata, idempotency_key, request_hash, topic_id, log_offset)
-    SELECT :new_thread_id, s.id, ARRAY(SELECT name FROM subs ORDER BY name COLLATE "C"),
-           :subject, :body, :priority, CAST(:attachments AS jsonb), CAST(:metadata AS jsonb),
-           :idempotency_key, :request_hash, t.id, t.next_offset
+), posted AS (
+    -- The mail and the subscribers' copies (post_mail, migration 0016); read by m, which bump,
+    -- queued and the main query read.
+    SELECT post_mail(
+               thread_id => :new_thread_id, sender_id => s.id,
+               recipient_ids => ARRAY(SELECT subs.id FROM subs),
+               recipients => ARRAY(SELECT subs.name FROM subs ORDER BY subs.name COLLATE "C"),
+               subject => :subject, body => :body, priority => :priority,
+               attachments => CAST(:attachments AS jsonb), metadata => CAST(:metadata AS jsonb),
+               idempotency_key => :idempotency_key, request_hash => :request_hash,
+               topic_id => t.id, log_offset => t.next_offset
+           ) AS mail
     FROM t, s
-    ON CONFLICT (sender_id, idempotency_key) DO NOTHING
-    RETURNING *
+), m AS (
+    -- The mail written (none when the sender already used the key).
+    SELECT (posted.mail).* FROM posted WHERE (posted.mail).id IS NOT NULL
 ), bump AS (
     UPDATE topics SET next_offset = t.next_offset + 1
     FROM t, m
     WHERE topics.id = t.id
-), delivered AS (
-    INSERT INTO mail_recipients (mail_id, identity_id)
-    SELECT m.id, subs.id FROM m, subs
 ), queued AS (
     INSERT INTO queue_items (mail_id, topic_id)
     SELECT m.id, t.id FROM m, t WHERE t.kind = 'queue'

@@ -40,8 +40,9 @@ ALL = [
     "0013-tasks",
     "0014-leases",
     "0015-search-stored-vectors",
+    "0016-post-mail",
 ]
-LATEST = 15
+LATEST = 16
 
 
 def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -166,6 +167,20 @@ def test_rollback_really_undoes(ikigai_empty_db_url: str) -> None:
     assert migrate.rollback(url) == ["0001-initial-schema"]
     assert not {"schema_metadata", "sessions", "messages"} & _tables(url)
     assert migrate.apply(url) == ALL
+
+
+def test_post_mail_rollback(ikigai_empty_db_url: str) -> None:
+    """Rolling back 0016 drops post_mail() and sets version 15; applying it again restores it."""
+    url = ikigai_empty_db_url
+    exists = "SELECT count(*) FROM pg_proc WHERE proname = 'post_mail'"
+    migrate.apply(url)
+    assert _q(url, exists)[0][0] == 1
+    assert migrate.rollback(url, count=1) == ["0016-post-mail"]
+    assert _q(url, exists)[0][0] == 0
+    assert _version(url) == 15
+    assert migrate.apply(url) == ["0016-post-mail"]
+    assert _q(url, exists)[0][0] == 1
+    assert _version(url) == LATEST
 
 
 C_ERA_SCHEMA = """

@@ -2,7 +2,9 @@
 ``activities.type`` and contains every type any query inserts (no database).
 
 Subtrate's CHECK was never widened for its review activities, which then failed silently; here
-a type that a query writes but the CHECK (or ``ACTIVITY_TYPES``) lacks fails this test.
+a type that a query writes but the CHECK (or ``ACTIVITY_TYPES``) lacks fails this test. A query
+writes an activity either itself (``INSERT INTO activities``) or through ``post_mail()``
+(migration 0016), whose ``activity_type =>`` argument is read the same way.
 """
 
 from __future__ import annotations
@@ -114,12 +116,37 @@ def type_expressions(sql: str) -> list[str]:
     return found
 
 
+NAMED = re.compile(r"\s*(\w+)\s*=>(.*)", re.S)
+
+
+def post_mail_types(sql: str) -> list[str]:
+    """The expression each ``post_mail(...)`` call in ``sql`` passes as ``activity_type``
+    (calls name their arguments; a call without one writes no activity)."""
+    found = []
+    for match in re.finditer(r"\bpost_mail\s*\(", sql):
+        open_at = match.end() - 1
+        arguments = _split_top(sql[open_at + 1 : _closing(sql, open_at)])
+        named = [NAMED.fullmatch(a) for a in arguments]
+        assert all(named), f"post_mail arguments must be named: {arguments}"
+        found += [m.group(2).strip() for m in named if m and m.group(1) == "activity_type"]
+    return found
+
+
+def test_post_mail_takes_activity_type() -> None:
+    """post_mail (migration 0016) has the parameter the reader looks for."""
+    definition = (migrations_dir() / "0016-post-mail.sql").read_text()
+    head = definition.split("FUNCTION post_mail(", 1)[1].split(")", 1)[0]
+    assert re.search(r"(?m)^\s*activity_type\s+TEXT\b", head)
+
+
 def test_every_activity_type_a_query_inserts_is_known() -> None:
-    """Every literal a query stores as an activity's type is in ACTIVITY_TYPES (parameters
-    are checked by the code that binds them: record_activity validates its type)."""
+    """Every literal a query stores as an activity's type, itself or through post_mail, is in
+    ACTIVITY_TYPES (parameters are checked by the code that binds them: record_activity
+    validates its type)."""
     unknown = []
     for path in sorted(queries_dir().glob("*.sql")):
-        for expression in type_expressions(path.read_text()):
+        text = path.read_text()
+        for expression in [*type_expressions(text), *post_mail_types(text)]:
             for literal in LITERAL.findall(expression):
                 if literal not in ik.ACTIVITY_TYPES:
                     unknown.append(f"{path.name}: {literal!r}")
@@ -146,3 +173,31 @@ def test_the_reader_finds_literal_types() -> None:
         ":type",
     ]
     assert LITERAL.findall(type_expressions(sql)[0]) == ["review_approved", "review_rejected"]
+
+
+def test_the_reader_finds_post_mail_types() -> None:
+    """post_mail_types reads activity_type => from calls (nested parentheses and quoted commas
+    included), ignores calls without it, and refuses positional arguments."""
+    sql = """
+    SELECT post_mail(thread_id => u.thread_id, subject => format(:s, VARIADIC f.args),
+                     activity_type => CASE WHEN :ok THEN 'plan_decided' ELSE 'x, y' END,
+                     description => 'a (b', metadata => '{}') AS mail FROM u, f;
+    SELECT post_mail(thread_id => t.thread_id, sender_id => s.id) AS mail FROM s, t;
+    SELECT post_mail(sender_id => s.id, activity_type => :activity_type) FROM s;
+    """
+    assert post_mail_types(sql) == [
+        "CASE WHEN :ok THEN 'plan_decided' ELSE 'x, y' END",
+        ":activity_type",
+    ]
+    try:
+        post_mail_types("SELECT post_mail(u.thread_id, 'plan_decided')")
+    except AssertionError as exc:
+        assert "must be named" in str(exc)
+    else:
+        raise AssertionError("a positional post_mail call was read")
+
+
+def test_queries_still_write_activities_the_reader_sees() -> None:
+    """The plan queries' literal types are found (this file cannot pass by reading nothing)."""
+    found = post_mail_types((queries_dir() / "plans.sql").read_text())
+    assert found == ["'plan_submitted'", "'plan_decided'", "'plan_submitted'"]

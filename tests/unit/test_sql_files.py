@@ -132,3 +132,28 @@ def test_every_query_an_operation_calls_exists() -> None:
     }
     assert called, "no operation calls found"
     assert {c for c in called if c[1] not in names} == set()
+
+
+def test_mail_is_written_once() -> None:
+    """Mail and recipient rows are inserted in one place, post_mail (migration 0016), which the
+    seven statements that write mail call (issue 18: they had each copied its INSERTs)."""
+    texts = {p.name: p.read_text() for p in queries_dir().glob("*.sql")}
+    insert = re.compile(r"INSERT\s+INTO\s+(mail|mail_recipients)\b", re.I)
+    assert [name for name, text in texts.items() if insert.search(text)] == []
+    migrations = [p.read_text() for p in migrations_dir().glob("*.sql")]
+    assert sum(len(insert.findall(t)) for t in migrations) == 2
+    callers = {
+        block.split("(", 1)[0]
+        for text in texts.values()
+        for block in re.split(r"(?m)^-- name: ", text)[1:]
+        if "post_mail(" in block
+    }
+    assert callers == {
+        "send_mail",
+        "publish_mail",
+        "review_fire",
+        "review_record_iteration",
+        "plan_submit",
+        "plan_decide",
+        "plan_resubmit",
+    }
