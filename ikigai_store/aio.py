@@ -26,6 +26,7 @@ from . import migrate as _migrate
 from . import ops
 from .api import Operations
 from .config import redact, resolve_url
+from .embedded import install_exit_hooks
 from .errors import ConnectionLost, IkigaiStoreError, translate
 from .notify import RETRY, AsyncListener
 from .ops import AsyncFace
@@ -76,8 +77,6 @@ def open_async(
         if resolve_url(url) is None:
             # The embedded server starts in a worker thread, where signal handlers cannot be
             # installed: install the SIGTERM/SIGHUP release here, on the loop's thread.
-            from .embedded import install_exit_hooks
-
             install_exit_hooks()
         resolved, data_dir, revive = await asyncio.to_thread(resolve_target, url)
         store = await AsyncStore.connect(

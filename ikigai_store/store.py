@@ -33,6 +33,7 @@ from . import migrate as _migrate
 from . import ops
 from .api import Operations
 from .config import redact, resolve_url
+from .embedded import default_data_dir, embedded_url
 from .errors import ConnectionLost, IkigaiStoreError, InvalidArgument, translate
 from .notify import RETRY, Listener
 from .ops import SyncFace
@@ -59,8 +60,6 @@ def resolve_target(url: str | None) -> tuple[str, Path | None, Callable[[], obje
     resolved = resolve_url(url)
     if resolved is not None:
         return resolved, None, None
-    from .embedded import default_data_dir, embedded_url
-
     data_dir = default_data_dir()
     return embedded_url(data_dir), data_dir, functools.partial(embedded_url, data_dir)
 

@@ -2,7 +2,7 @@
 
 Owns argument parsing, the rendering of sessions, replayed contexts and search hits, and the
 ``demo`` walkthrough. Invariants:
-- no SQL here: every operation is a call on ``Store`` (or ``ikigai_store.db`` helpers for URL
+- no SQL here: every operation is a call on ``Store`` (or ``config`` helpers for URL
   resolution and redaction);
 - a database URL is only ever printed through ``config.redact`` (``store.url`` is redacted);
 - user errors (every ``IkigaiStoreError``, bad JSON, no active session) print one ``Error: ...``

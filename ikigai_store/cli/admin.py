@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .._resources import migrations_dir
+from ..embedded import embedded_info, run_client
 from .app import cli
 from .common import open_store
 
@@ -70,8 +71,6 @@ def embedded(command: tuple[str, ...]) -> None:
     server stops afterwards unless something else uses it. Ignores --database. Example:
     ikigai-store embedded psql
     """
-    from ..embedded import embedded_info, run_client
-
     if command:
         code = run_client(command)
         raise SystemExit(code if code >= 0 else 128 - code)  # killed by a signal: 128 + signum
