@@ -226,7 +226,15 @@ def topic_commit(identity: str, name: str, offset: int) -> None:
 @topic.command("claim", short_help="Claim a queue message; print MAIL_ID TOKEN.")
 @click.argument("identity")
 @click.argument("name")
-@click.option("--lease", type=float, default=30.0, show_default=True, help="Seconds.")
+@click.option(
+    "--ttl",
+    "--lease",
+    "lease",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="The lease length, in seconds (--lease: the 0.5 name).",
+)
 @click.option("--wait", type=float, default=0.0, show_default=True, help="Seconds to wait.")
 @JSON_OPTION
 def topic_claim(identity: str, name: str, lease: float, wait: float, as_json: bool) -> None:
@@ -270,7 +278,15 @@ def topic_release(mail_id: int, token: str, error: str | None) -> None:
 @topic.command("extend", short_help="Renew a claim's lease.")
 @click.argument("mail_id", type=int)
 @click.argument("token")
-@click.option("--lease", type=float, default=30.0, show_default=True, help="Seconds from now.")
+@click.option(
+    "--ttl",
+    "--lease",
+    "lease",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Seconds from now (--lease: the 0.5 name).",
+)
 def topic_extend(mail_id: int, token: str, lease: float) -> None:
     """Renew the lease of MAIL_ID (claimed with TOKEN)."""
     with open_store() as store:
