@@ -59,15 +59,32 @@ def append(
         if target is None:
             raise InvalidArgument("a rewind needs an integer data.target_message_id")
         check_int(target, "data.target_message_id", minimum=1)
-    row = yield one(
-        "append_message",
-        session_id=session_id,
-        agent_uuid=agent_uuid,
-        kind=kind,
-        content=content,
-        data=data_json,
-        target_message_id=target,
-    )
+    # One statement per case (queries/messages.sql, append_event says why): the general one
+    # only for rewinds; without a target, a statement free of checks that could not apply.
+    if target is not None:
+        call = one(
+            "append_message",
+            session_id=session_id,
+            agent_uuid=agent_uuid,
+            kind=kind,
+            content=content,
+            data=data_json,
+            target_message_id=target,
+        )
+    elif agent_uuid is None:
+        call = one(
+            "append_event", session_id=session_id, kind=kind, content=content, data=data_json
+        )
+    else:
+        call = one(
+            "append_agent_event",
+            session_id=session_id,
+            agent_uuid=agent_uuid,
+            kind=kind,
+            content=content,
+            data=data_json,
+        )
+    row = yield call
     if row is None:
         raise (yield from _why_refused(session_id, agent_uuid, target))
     return Message.from_row(row)
