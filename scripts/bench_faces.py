@@ -6,7 +6,7 @@ Four measurements, each against a baseline taken on the same server, in the same
 database, in the same run:
 
 1. ``Store.append(sid, "user", text)`` vs raw psycopg on a sync autocommit connection executing
-   the very statement text of ``queries/messages.sql`` ``append_message`` with the same
+   the very statement text of ``queries/messages.sql`` ``append_event`` with the same
    parameters, one statement per call (goal: median latency ratio <= 1.15);
 2. ``await AsyncStore.append(...)`` from one task vs the same statement on a raw
    ``psycopg.AsyncConnection`` (autocommit) (goal <= 1.2);
@@ -59,8 +59,9 @@ from ikigai_store.embedded import embedded_server_url
 from ikigai_store.migrate import apply as migrate
 from ikigai_store.pool import create_database, drop_database
 
-#: The statement ``Store.append`` runs (aiosql's text of ``append_message``), run raw as baseline.
-APPEND_SQL: str = ik.queries.append_message.sql
+#: The statement ``Store.append`` runs for an event of no agent that is not a rewind (aiosql's
+#: text of ``append_event``), run raw as baseline.
+APPEND_SQL: str = ik.queries.append_event.sql
 TEXT = "Refactor the parser so the lexer reports positions; then run the tests again."
 
 
@@ -68,11 +69,9 @@ def append_params(session_id: int) -> dict[str, Any]:
     """The parameters ``Store.append(session_id, "user", TEXT)`` binds to ``APPEND_SQL``."""
     return {
         "session_id": session_id,
-        "agent_uuid": None,
         "kind": "user",
         "content": TEXT,
         "data": None,
-        "target_message_id": None,
     }
 
 
@@ -228,7 +227,7 @@ def new_session(url: str, title: str) -> int:
 
 
 def bench_sync(url: str, rounds: int, per_round: int) -> Row:
-    print("\n[1] sync Store.append vs raw psycopg executing the same append_message statement")
+    print("\n[1] sync Store.append vs raw psycopg executing the same append_event statement")
     sid = new_session(url, "bench_faces sync")
     params = append_params(sid)
     with ik.Store(url, pool_size=1) as store, psycopg.connect(url, autocommit=True) as raw:
