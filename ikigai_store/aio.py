@@ -152,6 +152,9 @@ class AsyncStore(AsyncFace, Operations[AsyncFace]):
 
     async def _run(self, op: ops.Op[T]) -> T:
         atomic = ops.is_atomic(op)
+        if not atomic and self._pinned.get() is None:
+            # The common case, what _scope would do: a plain checkout, minus its generator.
+            return await ops.arun(self._pool.connection, op, self._on_error, self._steps)
         return await ops.arun(lambda: self._scope(atomic), op, self._on_error, self._steps)
 
     def _steps(self) -> ops.AsyncSteps:

@@ -28,8 +28,7 @@ import asyncio
 import enum
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -266,9 +265,12 @@ class Pool(_BasePool[ConnectionPool[Conn], Conn]):
         conn: Conn = connect(self._conninfo, **self._probe_options())
         return conn
 
-    @contextmanager
-    def connection(self) -> Iterator[Conn]:
+    def connection(self) -> _Held:
         """A connection for the duration of the block, returned to its pool afterwards."""
+        return _Held(self)
+
+    def _take(self) -> tuple[ConnectionPool[Conn], Conn]:
+        """Carry out the checkout's steps on this thread: (the pool, a connection of it)."""
         checkout = self._checkout()
         step = next(checkout)
         while True:
@@ -280,12 +282,8 @@ class Pool(_BasePool[ConnectionPool[Conn], Conn]):
             try:
                 step = checkout.send(result)
             except StopIteration as done:
-                pool, conn = done.value
-                break
-        try:
-            yield conn
-        finally:
-            pool.putconn(conn)
+                taken: tuple[ConnectionPool[Conn], Conn] = done.value
+                return taken
 
     def _do(self, step: _Do | _Take[ConnectionPool[Conn]]) -> Conn | None:
         match step:
@@ -361,9 +359,12 @@ class AsyncPool(_BasePool[AsyncConnectionPool[AConn], AConn]):
         conn: AConn = await aconnect(self._conninfo, **self._probe_options())
         return conn
 
-    @asynccontextmanager
-    async def connection(self) -> AsyncIterator[AConn]:
+    def connection(self) -> _AHeld:
         """A connection for the duration of the block, returned to its pool afterwards."""
+        return _AHeld(self)
+
+    async def _take(self) -> tuple[AsyncConnectionPool[AConn], AConn]:
+        """Carry out the checkout's steps on the event loop: (the pool, a connection of it)."""
         checkout = self._checkout()
         step = next(checkout)
         while True:
@@ -375,12 +376,8 @@ class AsyncPool(_BasePool[AsyncConnectionPool[AConn], AConn]):
             try:
                 step = checkout.send(result)
             except StopIteration as done:
-                pool, conn = done.value
-                break
-        try:
-            yield conn
-        finally:
-            await pool.putconn(conn)
+                taken: tuple[AsyncConnectionPool[AConn], AConn] = done.value
+                return taken
 
     async def _do(self, step: _Do | _Take[AsyncConnectionPool[AConn]]) -> AConn | None:
         match step:
@@ -418,3 +415,36 @@ async def _aconfigure(conn: AConn) -> None:
 def _close_in_background(pool: ConnectionPool[Conn]) -> None:
     """Close a replaced pool without making the caller wait for its worker threads."""
     threading.Thread(target=pool.close, name="ikigai_store-close-pool", daemon=True).start()
+
+
+class _Held:
+    """``Pool.connection()``: a plain context manager (it runs on every call of every
+    operation, where ``@contextmanager``'s generator costs microseconds)."""
+
+    __slots__ = ("_conn", "_owner", "_pool")
+
+    def __init__(self, owner: Pool) -> None:
+        self._owner = owner
+
+    def __enter__(self) -> Conn:
+        self._pool, self._conn = self._owner._take()
+        return self._conn
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._pool.putconn(self._conn)
+
+
+class _AHeld:
+    """``AsyncPool.connection()``: ``_Held`` for asyncio."""
+
+    __slots__ = ("_conn", "_owner", "_pool")
+
+    def __init__(self, owner: AsyncPool) -> None:
+        self._owner = owner
+
+    async def __aenter__(self) -> AConn:
+        self._pool, self._conn = await self._owner._take()
+        return self._conn
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._pool.putconn(self._conn)

@@ -142,6 +142,9 @@ class Store(SyncFace, Operations[SyncFace]):
 
     def _run(self, op: ops.Op[T]) -> T:
         atomic = ops.is_atomic(op)
+        if not atomic and self._pinned.get() is None:
+            # The common case, what _scope would do: a plain checkout, minus its generator.
+            return ops.run(self._pool.connection, op, self._on_error, self._steps)
         return ops.run(lambda: self._scope(atomic), op, self._on_error, self._steps)
 
     def _steps(self) -> ops.Steps:
