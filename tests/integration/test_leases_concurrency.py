@@ -165,7 +165,7 @@ def test_renew_racing_expiry_and_takeover_never_two_live_holders(url: str) -> No
                 time.sleep(rng.uniform(0, 0.07))  # sometimes past the lease's end
                 try:
                     lease = store.leases.renew(lease, ttl)
-                except ik.NotFound:
+                except ik.Conflict:  # the lease was lost (expired, taken over)
                     with lock:
                         counts["renew_refused"] += 1
                     lease = None

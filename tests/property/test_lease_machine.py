@@ -227,7 +227,7 @@ class LeaseMachine(RuleBasedStateMachine):
     @rule(data=st.data(), bad_ttl=st.integers(0, 9))
     def renew(self, data: st.DataObject, bad_ttl: int) -> None:
         """renew extends a live lease with its token; expired, released, replaced and made-up
-        leases are NotFound."""
+        leases are Conflict (the lease was lost)."""
         value, resource, token = self.a_lease(data)
         ttl = self.pick(data, BAD_TTLS if bad_ttl == 0 else TTLS, "ttl")
         try:
