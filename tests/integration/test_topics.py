@@ -246,7 +246,7 @@ def test_lease_expiry_and_stale_tokens(hub: ik.Store) -> None:
     clock.advance(seconds=50)
     assert hub.topics.claim("w1", "jobs") is None
     hub.topics.complete(extended)
-    with pytest.raises(ik.InvalidArgument):
+    with pytest.raises(ik.Conflict):
         hub.topics.complete(extended)  # completing twice
 
 

@@ -550,7 +550,7 @@ class TopicsMachine(RuleBasedStateMachine):
                 lambda _: self.model.complete(mail_id, token),
             ),
             "release": (
-                lambda: self.store.topics.release(value, error),
+                lambda: self.store.topics.release(value, error=error),
                 lambda _: self.model.release(mail_id, token, error),
             ),
             "extend": (
