@@ -61,8 +61,10 @@ def append(
         check_int(target, "data.target_message_id", minimum=1)
     # One statement per case (queries/messages.sql, append_event says why): the general one
     # only for rewinds; without a target, a statement free of checks that could not apply.
+    # The stored row comes back as a Message straight from binary tuple rows (message_rows),
+    # like replay's reads: no dict row, no conversion (append's hot path).
     if target is not None:
-        call = one(
+        call = message_rows(
             "append_message",
             session_id=session_id,
             agent_uuid=agent_uuid,
@@ -72,11 +74,11 @@ def append(
             target_message_id=target,
         )
     elif agent_uuid is None:
-        call = one(
+        call = message_rows(
             "append_event", session_id=session_id, kind=kind, content=content, data=data_json
         )
     else:
-        call = one(
+        call = message_rows(
             "append_agent_event",
             session_id=session_id,
             agent_uuid=agent_uuid,
@@ -84,10 +86,10 @@ def append(
             content=content,
             data=data_json,
         )
-    row = yield call
-    if row is None:
+    stored: list[Message] | None = yield call
+    if not stored:
         raise (yield from _why_refused(session_id, agent_uuid, target))
-    return Message.from_row(row)
+    return stored[0]
 
 
 def _why_refused(

@@ -374,9 +374,17 @@ def _sql(call: Call) -> str:
     return sql
 
 
-def _messages(query: str, description: Any, rows: list[Any]) -> list[Message] | None:
-    if description is None or tuple(c.name for c in description) != _MESSAGE_COLUMNS:
-        raise TypeError(f"{query} does not select the Message columns in order")
+#: Queries whose result columns were checked to be Message's (once per query: building a
+#: cursor's description costs more than the rest of a one-row append).
+_CHECKED: set[str] = set()
+
+
+def _messages(query: str, cursor: Any, rows: list[Any]) -> list[Message] | None:
+    if query not in _CHECKED:
+        description = cursor.description
+        if description is None or tuple(c.name for c in description) != _MESSAGE_COLUMNS:
+            raise TypeError(f"{query} does not select the Message columns in order")
+        _CHECKED.add(query)
     if not rows:
         return None
     return [Message(*row) for row in rows if row[0] is not None]
@@ -384,13 +392,13 @@ def _messages(query: str, description: Any, rows: list[Any]) -> list[Message] | 
 
 def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
     """Run one call on a (dict-row) connection and shape its result."""
-    sql, params = _sql(call), dict(call.params)
+    sql, params = _sql(call), call.params
     if call.shape == "messages":
         # Event reads are replay's hot path: binary results skip timestamp parsing and tuple
         # rows skip a dict per row.
         with conn.cursor(row_factory=tuple_row, binary=True) as tcur:
             tcur.execute(sql, params)
-            return _messages(call.name, tcur.description, tcur.fetchall())
+            return _messages(call.name, tcur, tcur.fetchall())
     with conn.cursor() as cur:
         cur.execute(sql, params)
         if call.shape == "one":
@@ -402,11 +410,11 @@ def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
 
 async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
     """``execute`` for an asyncio connection: the same SQL, the same shaping."""
-    sql, params = _sql(call), dict(call.params)
+    sql, params = _sql(call), call.params
     if call.shape == "messages":
         async with conn.cursor(row_factory=tuple_row, binary=True) as tcur:
             await tcur.execute(sql, params)
-            return _messages(call.name, tcur.description, await tcur.fetchall())
+            return _messages(call.name, tcur, await tcur.fetchall())
     async with conn.cursor() as cur:
         await cur.execute(sql, params)
         if call.shape == "one":
