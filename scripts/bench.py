@@ -1,6 +1,6 @@
 """Benchmark report: the store against baselines measured in the same run, on the same server.
 
-Usage: ``python scripts/bench.py [--database URL] [--quick]``
+Usage: ``python scripts/bench.py [--database URL] [--quick] [--append-only]``
 
 Three measurements, each a ratio against a baseline taken side by side (interleaved blocks, after
 warm-up, so drift and cache state hit both sides alike):
@@ -497,6 +497,9 @@ def main(argv: list[str] | None = None) -> int:
         help="a PostgreSQL URL; scratch databases are created on its server (default: embedded)",
     )
     parser.add_argument("--quick", action="store_true", help="sizes 10x smaller (smoke run)")
+    parser.add_argument(
+        "--append-only", action="store_true", help="measure (1), append, only (full size)"
+    )
     args = parser.parse_args(argv)
     scale = 0.1 if args.quick else 1.0
 
@@ -509,14 +512,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with ExitStack() as stack:
             rows.append(bench_append(scratch, scale, stack))
-        with ExitStack() as stack:
-            rows.append(bench_replay(scratch, scale, stack, interleaved_with=0))
-        with ExitStack() as stack:
-            other = int(100_000 * scale)
-            rows.append(bench_replay(scratch, scale, stack, interleaved_with=other))
-        with ExitStack() as stack:
-            row, gin = bench_search(scratch, scale, stack)
-            rows.append(row)
+        if not args.append_only:
+            with ExitStack() as stack:
+                rows.append(bench_replay(scratch, scale, stack, interleaved_with=0))
+            with ExitStack() as stack:
+                other = int(100_000 * scale)
+                rows.append(bench_replay(scratch, scale, stack, interleaved_with=other))
+            with ExitStack() as stack:
+                row, gin = bench_search(scratch, scale, stack)
+                rows.append(row)
     finally:
         scratch.drop_all()
     summary(rows, gin, args.quick)

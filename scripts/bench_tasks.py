@@ -429,7 +429,9 @@ def bench_complete(url: str, rounds: int, per_round: int) -> list[Row]:
         completed = len(
             [x for x in store.tasks.list("big", status="completed") if x.subject == "fresh"]
         )
-        recorded = len(store.activities.feed(identity="finisher", activity_type="task_complete", limit=need))
+        recorded = len(
+            store.activities.feed(identity="finisher", activity_type="task_complete", limit=need)
+        )
     for side in t.calls:
         print(f"  {side:11}: {t.line(side)}")
     print(f"  release_task: p50 {us(statistics.median(released))} over {len(released)} calls")
