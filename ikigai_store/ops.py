@@ -497,12 +497,13 @@ def run(
                     host = steps()
                 try:
                     value = host.step(step)
-                except IkigaiStoreError as exc:
+                except Exception as exc:  # thrown in: e.g. the outbox settles what failed
                     step = _advance(op, None, exc)
                     continue
                 step = _advance(op, value, None)
                 continue
             error: IkigaiStoreError | None = None
+            finished = False
             try:
                 with scope() as conn:
                     while True:
@@ -513,12 +514,10 @@ def run(
                         try:
                             step = op.send(value)
                         except StopIteration as stop:
-                            result = stop.value
+                            result, finished = stop.value, True
                             break
                         if type(step) is not Call:
                             break
-                    else:  # pragma: no cover - the loop only ends by break
-                        pass
             except _Failed as failed:
                 error = failed.error
                 error.__cause__ = failed.__cause__
@@ -527,7 +526,7 @@ def run(
             if error is not None:
                 step = _advance(op, None, error)  # the operation may handle it and go on
                 continue
-            if type(step) is Call:  # the operation returned
+            if finished:
                 return result
     except _Done as done:
         value = done.value
@@ -559,12 +558,13 @@ async def arun(
                     host = steps()
                 try:
                     value = await host.step(step)
-                except IkigaiStoreError as exc:
+                except Exception as exc:  # thrown in: e.g. the outbox settles what failed
                     step = _advance(op, None, exc)
                     continue
                 step = _advance(op, value, None)
                 continue
             error: IkigaiStoreError | None = None
+            finished = False
             try:
                 async with scope() as conn:
                     while True:
@@ -575,7 +575,7 @@ async def arun(
                         try:
                             step = op.send(value)
                         except StopIteration as stop:
-                            result = stop.value
+                            result, finished = stop.value, True
                             break
                         if type(step) is not Call:
                             break
@@ -587,7 +587,7 @@ async def arun(
             if error is not None:
                 step = _advance(op, None, error)
                 continue
-            if type(step) is Call:
+            if finished:
                 return result
     except _Done as done:
         value = done.value

@@ -179,13 +179,18 @@ def check_json(data: Any, name: str = "data") -> None:
                 stack.extend((item, depth + 1) for item in value)
 
 
+#: What ``json.dumps(data, allow_nan=False, ensure_ascii=False)`` builds on every call (with
+#: non-default options it constructs a new encoder each time), built once.
+_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False)
+
+
 def dump_json(data: Any, name: str = "data") -> str | None:
     """Serialise ``data`` once, rejecting what JSON or PostgreSQL's jsonb cannot hold."""
     if data is None:
         return None
     check_json(data, name)
     try:
-        text = json.dumps(data, allow_nan=False, ensure_ascii=False)
+        text = _ENCODER.encode(data)
         if not text.isascii():  # (O(1)) else no lone surrogate can be there
             text.encode("utf-8")  # lone surrogates
     except RecursionError:
