@@ -109,38 +109,32 @@ def _plainly_valid(data: Any) -> bool:
     str keys), list, str without NUL, int, float, bool and None, at most ``MAX_JSON_DEPTH``
     deep. One pass that pushes only containers (``check_json`` pushes every key and value);
     False on anything else (subclasses too), and ``check_json`` walks again to say what."""
+    if type(data) is not dict and type(data) is not list:  # a scalar document
+        kind = type(data)
+        if kind is str:
+            return "\x00" not in data
+        return data is None or kind in _SCALARS
     stack: list[tuple[Any, int]] = [(data, 0)]
     while stack:
         value, depth = stack.pop()
         if depth >= MAX_JSON_DEPTH:
             return False
         if type(value) is dict:
-            for key, item in value.items():
+            for key in value:
                 if type(key) is not str or "\x00" in key:
                     return False
-                kind = type(item)
-                if kind is str:
-                    if "\x00" in item:
-                        return False
-                elif kind is dict or kind is list:
-                    stack.append((item, depth + 1))
-                elif item is not None and kind not in _SCALARS:
+            items: Any = value.values()
+        else:  # a list: only dicts and lists are pushed
+            items = value
+        for item in items:
+            kind = type(item)
+            if kind is str:
+                if "\x00" in item:
                     return False
-        elif type(value) is list:
-            for item in value:
-                kind = type(item)
-                if kind is str:
-                    if "\x00" in item:
-                        return False
-                elif kind is dict or kind is list:
-                    stack.append((item, depth + 1))
-                elif item is not None and kind not in _SCALARS:
-                    return False
-        elif type(value) is str:
-            if "\x00" in value:
+            elif kind is dict or kind is list:
+                stack.append((item, depth + 1))
+            elif item is not None and kind not in _SCALARS:
                 return False
-        elif value is not None and type(value) not in _SCALARS:
-            return False
     return True
 
 
