@@ -39,6 +39,7 @@ __all__ = [
     "list_identities",
     "memorable_name",
     "register",
+    "resolve",
     "retire",
 ]
 
@@ -323,6 +324,61 @@ def for_session(
 
 
 @atomic
+def resolve(
+    project_key: str,
+    *,
+    role: str = "main",
+    name: str | None = None,
+    git_branch: str | None = None,
+    working_dir: str | None = None,
+) -> Op[Identity]:
+    """The identity of an agent in a project, stable across its sessions and restarts.
+
+    Keyed by ``project_key`` and ``role`` (not by a transient session id), so a coding agent
+    keeps one identity across startup, compaction, ``/clear`` and resume, and the MCP server
+    and the hooks of one agent resolve the same identity. With ``name``, that identity
+    (registered on first use; ``InvalidArgument`` if retired) becomes the key's; without, the
+    key's identity, or on first use a new one with a memorable name (``purpose`` = role).
+    Refreshes ``last_active_at``. Concurrent first calls with one key resolve to one identity.
+    """
+    project_key = _check_key(project_key, "project_key")
+    role = _check_key(role, "role")
+    if name is not None:
+        check_name(name)
+    check_texts(git_branch=git_branch, working_dir=working_dir)
+    key = f"role:{project_key}\x1f{role}"
+    yield one("lock_identity_key", key=key)
+    if name is None:
+        row = yield one("touch_session_identity", session_key=key)
+        if row is not None:
+            return Identity.from_row(row)
+    fields: dict[str, str | None] = {
+        "project_key": project_key,
+        "git_branch": git_branch,
+        "purpose": role,
+        "working_dir": working_dir,
+        "hostname": None,
+        "agent_uuid": None,
+    }
+    if name is None:
+        identity = yield from _create_memorable(memorable_name(), fields)
+    else:
+        yield one("lock_identity_key", key="name:" + name)
+        row = yield one("register_identity", name=name, **fields)
+        identity = Identity.from_row(row) if row is not None else (yield from require(name))
+        if identity.retired_at is not None:
+            raise InvalidArgument(f"identity {name!r} is retired")
+    row = yield one(
+        "map_session_identity",
+        session_key=key,
+        identity_id=identity.id,
+        project_key=project_key,
+        git_branch=git_branch,
+    )
+    return Identity.from_row(row)
+
+
+@atomic
 def for_agent(agent_uuid: str) -> Op[Identity]:
     """The identity bound to a runtime agent, created on first use (named like the agent
     when that name is valid and free, else memorably). ``NotFound`` for an unknown agent."""
@@ -360,6 +416,7 @@ class IdentityCalls(Area[FaceT]):
     get = operation(get)
     list = operation(list_identities)
     for_session = operation(for_session)
+    resolve = operation(resolve)
     for_agent = operation(for_agent)
     heartbeat = operation(heartbeat)
     retire = operation(retire)

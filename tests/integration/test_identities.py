@@ -183,3 +183,37 @@ def test_concurrent_first_for_session_makes_one_identity(ikigai_empty_db_url: st
             t.join()
         assert len(results) == 8 and len(set(results)) == 1
         assert len(store.identities.list()) == 1
+
+
+def test_resolve_is_stable_per_project_and_role(ikigai_store: ik.Store) -> None:
+    """resolve: one identity per (project, role), distinct per role and project, never the
+    project's latest identity of another role; a retired one is replaced."""
+    ikigai_store.identities.register("someone", project_key="/p")
+    main = ikigai_store.identities.resolve("/p")
+    assert main.name != "someone" and main.purpose == "main" and main.project_key == "/p"
+    assert ikigai_store.identities.resolve("/p").id == main.id
+    reviewer = ikigai_store.identities.resolve("/p", role="reviewer")
+    elsewhere = ikigai_store.identities.resolve("/q")
+    assert len({main.id, reviewer.id, elsewhere.id}) == 3
+    ikigai_store.identities.retire(main)
+    assert ikigai_store.identities.resolve("/p").id not in {main.id, reviewer.id}
+
+
+def test_resolve_with_name_registers_and_maps(ikigai_store: ik.Store) -> None:
+    """resolve(name=) registers the name on first use, maps the key to it, refuses a retired
+    name and bad input (writing nothing)."""
+    made = ikigai_store.identities.resolve("/p", name="Coder", working_dir="/p/src")
+    assert (made.name, made.working_dir) == ("Coder", "/p/src")
+    assert ikigai_store.identities.resolve("/p").id == made.id
+    assert ikigai_store.identities.resolve("/q", name="Coder").id == made.id
+    ikigai_store.identities.retire("Coder")
+    with pytest.raises(ik.InvalidArgument, match="retired"):
+        ikigai_store.identities.resolve("/p", name="Coder")
+    for bad in (
+        {"project_key": ""},
+        {"project_key": "/p", "role": ""},
+        {"project_key": "/p", "name": "no spaces"},
+    ):
+        with pytest.raises(ik.InvalidArgument):
+            ikigai_store.identities.resolve(**bad)  # type: ignore[arg-type]
+    assert [i.name for i in ikigai_store.identities.list(include_retired=True)] == ["Coder"]
