@@ -19,8 +19,8 @@ __all__ = [
     "FILE_PREFIX",
     "agent_name",
     "agent_role",
-    "file_pattern",
     "covers",
+    "file_pattern",
     "file_resource",
     "project_key",
 ]
