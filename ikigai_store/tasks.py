@@ -411,34 +411,60 @@ def release_task(list_id: str | TaskList, external_id: str, owner: str | Identit
         if row is not None:
             return Task.from_row(row)
         why = yield one("task_claim_refusal", list_id=name, external_id=key)
-        if why["list_pk"] is None:
-            raise _list_missing(name)
-        if why["task_id"] is None:
-            raise NotFound(f"task {key!r} does not exist in list {name!r}")
-        status, holder = why["status"], why["owner"]
-        if status != "in_progress":
-            raise InvalidArgument(
-                f"task {key!r} of list {name!r} is {status}: only an in_progress task can be "
-                "released"
-            )
-        if holder is None:
-            raise InvalidArgument(
-                f"task {key!r} of list {name!r} is in_progress without an owner: there is no "
-                "holder to release it"
-            )
-        if holder != holder_name:
-            raise Conflict(
-                f"task {key!r} of list {name!r} is held by {holder!r}, not {holder_name!r}: "
-                "only its holder can release it",
-                constraint="task_owner",
-                sqlstate=None,
-            )
+        _refuse_unless_held(why, name, key, holder_name, "release")
         # Releasable now: it changed between the two statements; try again.
     raise Conflict(
         f"task {key!r} of list {name!r} kept changing while it was being released; try again",
         constraint="task_owner",
         sqlstate=None,
     )
+
+
+def _refuse_unless_held(
+    why: dict[str, Any], name: str, key: str, holder_name: str, verb: str
+) -> None:
+    """Raise why the task (``task_claim_refusal``'s row) is not an in_progress task held by
+    ``holder_name``, the only task its holder can ``verb``; return when it is."""
+    if why["list_pk"] is None:
+        raise _list_missing(name)
+    if why["task_id"] is None:
+        raise NotFound(f"task {key!r} does not exist in list {name!r}")
+    status, holder = why["status"], why["owner"]
+    if status != "in_progress":
+        raise InvalidArgument(
+            f"task {key!r} of list {name!r} is {status}: only an in_progress task can be {verb}d"
+        )
+    if holder is None:
+        raise InvalidArgument(
+            f"task {key!r} of list {name!r} is in_progress without an owner: there is no "
+            f"holder to {verb} it"
+        )
+    if holder != holder_name:
+        raise Conflict(
+            f"task {key!r} of list {name!r} is held by {holder!r}, not {holder_name!r}: "
+            f"only its holder can {verb} it",
+            constraint="task_owner",
+            sqlstate=None,
+        )
+
+
+@atomic
+def complete_task(list_id: str | TaskList, external_id: str, owner: str | Identity) -> Op[Task]:
+    """Complete an in_progress task held by ``owner`` (the holder finishing its claim):
+    ``upsert(..., status="completed")`` with the holder checked under the task's row lock,
+    so no claim or release slips in between. The first completion writes its
+    ``task_complete`` activity, as ``upsert`` does.
+
+    Refusals (nothing written): another owner holds it (``Conflict`` naming the holder); it
+    is not in progress, or in progress without an owner (``InvalidArgument``); the list or
+    the task does not exist (``NotFound``).
+    """
+    name = list_key(list_id)
+    key = _check_key(external_id, "external_id")
+    holder_name = _owner(owner)
+    why = yield one("task_lock_task", list_id=name, external_id=key)
+    _refuse_unless_held(why, name, key, holder_name, "complete")
+    return (yield from upsert_task(name, key, status="completed"))
 
 
 def task_stats(list_id: str | TaskList | None = None) -> Op[TaskStats]:
@@ -489,6 +515,7 @@ class TaskCalls(Area[FaceT]):
     available = operation(available_tasks)
     claim = operation(claim_task)
     release = operation(release_task)
+    complete = operation(complete_task)
     stats = operation(task_stats)
     sync = operation(sync_list)
     prune = operation(prune)

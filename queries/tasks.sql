@@ -262,6 +262,19 @@ FROM (SELECT 1) AS one
 LEFT JOIN task_lists AS l ON l.list_id = :list_id
 LEFT JOIN tasks AS t ON t.list_id = l.id AND t.external_id = :external_id;
 
+-- name: task_lock_task(list_id, external_id)^
+-- Lock one task's row (held to commit) and read its status and owner: complete_task checks the
+-- holder, then completes it in the same transaction, so no claim or release slips in between.
+-- A missing list or task reads as NULLs (task_claim_refusal's shape).
+SELECT l.id AS list_pk, t.id AS task_id, t.status, t.owner
+FROM (SELECT 1) AS one
+LEFT JOIN task_lists AS l ON l.list_id = :list_id
+LEFT JOIN LATERAL (
+    SELECT id, status, owner FROM tasks
+    WHERE list_id = l.id AND external_id = :external_id
+    FOR UPDATE
+) AS t ON true;
+
 -- name: task_release(list_id, external_id, owner)^
 -- Give an in_progress task back, in one guarded statement: only while it is in_progress and
 -- held by :owner; it becomes pending and unowned (claimable again once nothing blocks it).

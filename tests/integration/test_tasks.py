@@ -470,6 +470,27 @@ def test_release_gives_a_task_back(board: ik.Store) -> None:
     assert board.tasks.release(board.tasks.get_list("L"), "1", bob).owner is None
 
 
+def test_complete_is_the_holders(board: ik.Store) -> None:
+    """complete: the holder finishes its in_progress task (completed, activity written once,
+    the next task available); anyone else, or a task not in progress, is refused writing
+    nothing."""
+    board.tasks.claim("L", "1", "bob")
+    refused(board, ik.Conflict, lambda: board.tasks.complete("L", "1", "ann"), "held by 'bob'")
+    done = board.tasks.complete("L", "1", "bob")
+    assert (done.status, done.owner) == ("completed", "bob") and done.completed_at is not None
+    assert available(board) == ["2"]
+    assert [a.type for a in board.activities.feed(identity="bob")] == ["task_complete"]
+    refused(
+        board,
+        ik.InvalidArgument,
+        lambda: board.tasks.complete("L", "1", "bob"),
+        "is completed: only an in_progress task can be completed",
+    )
+    refused(board, ik.InvalidArgument, lambda: board.tasks.complete("L", "2", "bob"), "pending")
+    refused(board, ik.NotFound, lambda: board.tasks.complete("L", "9", "bob"), "task '9'")
+    refused(board, ik.NotFound, lambda: board.tasks.complete("nope", "1", "bob"), "'nope'")
+
+
 def test_release_refusals_say_why(board: ik.Store) -> None:
     """Only the holder releases (Conflict naming it); a task not in progress, or in progress
     without an owner, is InvalidArgument; a missing list or task NotFound; nothing written."""
