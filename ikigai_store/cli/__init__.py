@@ -39,6 +39,7 @@ from . import (  # noqa: F401
     events,
     identities,
     mail,
+    mcp,
     outbox,
     reviews,
     sessions,

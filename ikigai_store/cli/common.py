@@ -30,6 +30,7 @@ __all__ = [
     "JSON_OPTION",
     "SESSION_OPTION",
     "active_or",
+    "database_option",
     "deliver_or_queue",
     "echo_queued",
     "open_outbox",
@@ -69,6 +70,12 @@ def open_outbox() -> Outbox:
     return Outbox(_outbox_path())
 
 
+def database_option() -> str | None:
+    """The global ``--database`` option's URL (None: the configured default)."""
+    url: str | None = click.get_current_context().find_root().params.get("database")
+    return url
+
+
 @contextmanager
 def open_store(*, migrate: bool = True, drain: bool = True) -> Iterator[Store]:
     """Open the store named by the global ``--database`` option (or the configured default).
@@ -76,9 +83,7 @@ def open_store(*, migrate: bool = True, drain: bool = True) -> Iterator[Store]:
     With ``drain`` (and ``migrate``: the schema is known to be there), operations waiting in an
     existing outbox file are delivered first (a line on stderr says what happened), so they
     reach the database before this command's own."""
-    ctx = click.get_current_context()
-    url: str | None = ctx.find_root().params.get("database")
-    with open_url(url, migrate=migrate) as store:
+    with open_url(database_option(), migrate=migrate) as store:
         if drain and migrate and _outbox_path().exists():
             report = open_outbox().drain(store)
             if report.delivered or report.failed or report.expired:

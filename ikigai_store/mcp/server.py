@@ -1,0 +1,300 @@
+"""``ikigai-store mcp``: the store's operations as MCP tools, over stdio or streamable HTTP.
+
+Owns ``Face`` (the tools bound to one ``AsyncStore`` and one calling identity) and the two
+transports. The server acts as one identity: ``--as NAME``, else the agent's identity in its
+project (``store.identities.resolve``, keyed by project and role, the same one its hooks
+resolve), registered on first use. Invariants:
+- a tool acts as that identity: the parameter naming who acts (``sender``, ``identity``,
+  ``holder``, ``owner``, ...) is never offered to the caller, so an agent cannot send as
+  another or ack another's mail; an ``operator`` server offers ``as_identity`` instead;
+- every failure of a call is a tool error (``isError``) whose text is one line, the library
+  error's class and message; nothing a caller sends crashes the server, and a database that
+  goes away and comes back only fails the calls made while it was gone;
+- over HTTP the server binds to loopback unless told otherwise, and any other address needs
+  a bearer token, checked (in constant time) on every request.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+import sys
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+from pydantic import BaseModel, ValidationError
+
+from .. import __version__
+from ..aio import AsyncStore, open_async
+from ..errors import IkigaiStoreError, InvalidArgument
+from ..hooks.context import agent_role, project_key
+from ..models import Identity
+from .tools import AS_IDENTITY, Tool
+
+__all__ = ["Face", "is_loopback", "serve_http", "serve_stdio"]
+
+log = logging.getLogger("ikigai_store.mcp")
+
+#: A tool error's text is cut to this many characters (a hostile argument may be echoed).
+MAX_ERROR_CHARS = 1000
+
+INSTRUCTIONS = (
+    "ikigai-store: mail, file reservations, tasks and reviews shared with the other coding "
+    "agents of this project, in PostgreSQL. You act as one identity (`whoami`). Reserve files "
+    "before editing them; check your inbox when told mail arrived."
+)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class Face:
+    """MCP tools over one store, acting as one identity (see the module's invariants).
+
+    ``name``: the identity to act as (registered on first use); None resolves the agent's
+    identity from ``project`` and ``role``. ``operator``: tools take ``as_identity``."""
+
+    def __init__(
+        self,
+        store: AsyncStore,
+        tools: Sequence[Tool],
+        *,
+        name: str | None = None,
+        project: str | None = None,
+        role: str | None = None,
+        operator: bool = False,
+    ) -> None:
+        self.store = store
+        self.operator = operator
+        self.project = project_key(project)
+        self.role = agent_role(role)
+        self._name = name
+        self._identity: Identity | None = None
+        self._tools = {tool.name: tool for tool in tools}
+        self._arguments = {tool.name: tool.arguments(operator) for tool in tools}
+        self._listed = [
+            types.Tool(
+                name=tool.name,
+                description=tool.description(),
+                input_schema=tool.input_schema(operator),
+                output_schema=tool.output_schema,
+                annotations=types.ToolAnnotations(read_only_hint=tool.read_only or None),
+            )
+            for tool in tools
+        ]
+
+    async def identity(self) -> Identity:
+        """The identity this server acts as (resolved, and registered, on first use)."""
+        if self._identity is None:
+            self._identity = await self.store.identities.resolve(
+                self.project, role=self.role, name=self._name, working_dir=self.project
+            )
+        return self._identity
+
+    def server(self) -> Server[Any]:
+        """A low-level MCP server answering ``tools/list`` and ``tools/call``."""
+
+        async def list_tools(
+            ctx: Any, params: types.PaginatedRequestParams | None
+        ) -> types.ListToolsResult:
+            return types.ListToolsResult(tools=self._listed)
+
+        async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+            return await self.call(params.name, params.arguments)
+
+        return Server(
+            "ikigai-store",
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        """Run tool ``name``; every failure becomes a tool error (never an exception)."""
+        tool = self._tools.get(name)
+        try:
+            if tool is None:
+                raise InvalidArgument(f"unknown tool {name!r}")
+            kwargs = self._validated(tool, arguments or {})
+            acting = kwargs.pop(AS_IDENTITY, None)
+            if tool.me is not None:
+                kwargs[tool.me] = acting if acting is not None else (await self.identity()).name
+            kwargs.update(tool.fixed)
+            result = await tool.bind(self.store)(**kwargs)
+            if tool.name == "register":
+                await self._adopt(result)
+            structured = tool.structured(result)
+        except IkigaiStoreError as exc:
+            return _error(f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # a bug of ours: the caller gets one line, the log the rest
+            log.exception("tool %r failed", name)
+            return _error(f"internal error ({type(exc).__name__}); see the server's log")
+        text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], structured_content=structured
+        )
+
+    def _validated(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The call's arguments checked against the tool's schema, as keyword arguments."""
+        try:
+            model: BaseModel = self._arguments[tool.name].model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+                for error in exc.errors(include_url=False, include_input=False)
+            )
+            raise InvalidArgument(f"bad arguments for {tool.name}: {problems}") from None
+        return {field: getattr(model, field) for field in type(model).model_fields}
+
+    async def _adopt(self, registered: Identity) -> None:
+        """After ``register``: act as the new identity, and map this agent's key to it."""
+        self._identity = await self.store.identities.resolve(
+            self.project, role=self.role, name=registered.name, working_dir=self.project
+        )
+
+
+def _error(message: str) -> types.CallToolResult:
+    line = " ".join(message.split())
+    if len(line) > MAX_ERROR_CHARS:
+        line = line[: MAX_ERROR_CHARS - 1] + "…"
+    return types.CallToolResult(content=[types.TextContent(type="text", text=line)], is_error=True)
+
+
+# ---------------------------------------------------------------- transports
+
+
+async def serve_stdio(make_face: Callable[[AsyncStore], Face], url: str | None) -> None:
+    """Serve over stdin/stdout until the client closes them (what a coding agent spawns)."""
+    async with open_async(url) as store:
+        server = make_face(store).server()
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class BearerToken:
+    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers", ())).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                await _refuse(send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Send) -> None:
+    body = b'{"error": "a bearer token is required (Authorization: Bearer <token>)"}'
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"www-authenticate", b'Bearer realm="ikigai-store"'),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def http_app(face: Face, *, host: str, token: str | None) -> ASGIApp:
+    """The streamable HTTP app (``/mcp``), behind the bearer token when there is one."""
+    app: ASGIApp = face.server().streamable_http_app(host=host)
+    return BearerToken(app, token) if token else app
+
+
+async def serve_http(
+    make_face: Callable[[AsyncStore], Face],
+    url: str | None,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    ready: Callable[[int], None] | None = None,
+) -> None:
+    """Serve streamable HTTP on ``host:port`` (path ``/mcp``) until interrupted.
+
+    ``InvalidArgument`` for a non-loopback ``host`` without a token. ``ready(port)`` is
+    called once listening (the bound port, useful with ``port=0``)."""
+    import uvicorn
+
+    if not is_loopback(host) and not token:
+        raise InvalidArgument(
+            f"refusing to serve MCP on {host} without a token: give --token (or "
+            "IKIGAI_MCP_TOKEN), or bind to 127.0.0.1"
+        )
+    async with open_async(url) as store:
+        app = http_app(make_face(store), host=host, token=token)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+        server = uvicorn.Server(config)
+        async with anyio.create_task_group() as group:
+            group.start_soon(server.serve)
+            while not server.started:
+                if server.should_exit:
+                    return
+                await anyio.sleep(0.01)
+            if ready is not None:
+                ready(_bound_port(server, port))
+
+
+def _bound_port(server: Any, default: int) -> int:
+    for listening in getattr(server, "servers", ()):
+        for sock in listening.sockets:
+            return int(sock.getsockname()[1])
+    return default
+
+
+def run(
+    *,
+    url: str | None,
+    tools: Iterable[Tool],
+    name: str | None,
+    project: str | None,
+    role: str | None,
+    operator: bool,
+    http: bool,
+    host: str,
+    port: int,
+    token: str | None,
+) -> None:
+    """The ``ikigai-store mcp`` command's body (blocks until the transport ends)."""
+    chosen = tuple(tools)
+
+    def make_face(store: AsyncStore) -> Face:
+        return Face(store, chosen, name=name, project=project, role=role, operator=operator)
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
+    if not http:
+        anyio.run(serve_stdio, make_face, url)
+        return
+
+    def ready(bound: int) -> None:
+        print(f"ikigai-store mcp: serving http://{host}:{bound}/mcp", file=sys.stderr, flush=True)
+
+    anyio.run(lambda: serve_http(make_face, url, host=host, port=port, token=token, ready=ready))

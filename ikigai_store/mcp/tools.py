@@ -1,0 +1,321 @@
+"""MCP tools derived from the store's operations: one table row per tool, nothing else.
+
+Owns ``TOOLS`` (which operation each tool runs, which of its parameters the caller's identity
+fills, what the tool fixes or hides) and ``Tool``: a tool's input model, JSON schemas and
+description, all derived from the operation's own signature, type hints and docstring. A tool
+adds no SQL and no validation of its own: a value the operation refuses comes back as its
+error. Invariants:
+- a tool's parameters are the operation's, minus the identity parameter (``me``), the
+  parameters the tool fixes and those it hides; names, defaults and types are the
+  operation's, with model types dropped from unions (``str | Identity`` is a name on the
+  wire), ``timedelta`` as seconds and ``UUID`` as a string;
+- unknown arguments are refused (``extra="forbid"``), as are wrong types;
+- a result is always a JSON object (``structuredContent``): a model's fields, or
+  ``{"result": value}`` for anything else;
+- every description is at most ``MAX_DESCRIPTION`` characters (Claude Code truncates at 2 KB).
+"""
+
+from __future__ import annotations
+
+import collections.abc as abc
+import dataclasses
+import functools
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import cached_property
+from typing import Annotated, Any, Union
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+
+from .. import ops
+from ..api import NAMESPACES, Operations
+
+__all__ = ["AREAS", "CORE", "MAX_DESCRIPTION", "TOOLS", "Tool", "select"]
+
+#: Claude Code truncates a tool description at 2 KB.
+MAX_DESCRIPTION = 2048
+
+#: Where an operator server takes the identity to act as.
+AS_IDENTITY = "as_identity"
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One MCP tool: the operation ``operation`` (``"mail.send"``, or ``"search"`` for a
+    top-level one) with ``me`` (a parameter name) filled by the calling identity, ``fixed``
+    parameters set, ``hidden`` ones left at their defaults, ``defaults`` and ``maximum``
+    (numeric bounds) overriding the operation's for the wire. ``lead`` replaces the
+    docstring's first sentence when the tool is a specialisation of its operation."""
+
+    name: str
+    operation: str
+    area: str
+    me: str | None = None
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    hidden: tuple[str, ...] = ()
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    maximum: Mapping[str, float] = field(default_factory=dict)
+    lead: str | None = None
+    core: bool = False
+    read_only: bool = False
+
+    @cached_property
+    def _hints(self) -> dict[str, Any]:
+        hints = typing.get_type_hints(_operation_named(self.operation).fn)
+        returned = hints.pop("return")
+        hints["return"] = typing.get_args(returned)[2]  # Op[T] is Generator[Any, Any, T]
+        return hints
+
+    def offered(self, operator: bool) -> list[str]:
+        """The parameters the tool takes from its caller."""
+        names = [
+            name
+            for name in _operation_named(self.operation).signature().parameters
+            if name not in self.fixed and name not in self.hidden and name != self.me
+        ]
+        if operator and self.me is not None:
+            names.append(AS_IDENTITY)
+        return names
+
+    def arguments(self, operator: bool) -> type[BaseModel]:
+        """The pydantic model of the tool's arguments (validates a call's ``arguments``)."""
+        parameters = _operation_named(self.operation).signature().parameters
+        fields: dict[str, Any] = {}
+        for name in self.offered(operator):
+            if name == AS_IDENTITY:
+                described = Field(
+                    default=None, description="The identity to act as (default: the server's)."
+                )
+                fields[name] = (str | None, described)
+                continue
+            wire = _wire(self._hints[name])
+            if name in self.maximum:
+                wire = Annotated[wire, Field(ge=0, le=self.maximum[name])]
+            default = self.defaults.get(name, parameters[name].default)
+            fields[name] = (wire, ... if default is inspect.Parameter.empty else default)
+        config = ConfigDict(extra="forbid", arbitrary_types_allowed=False)
+        model: type[BaseModel] = create_model(f"{self.name}_arguments", __config__=config, **fields)
+        return model
+
+    def input_schema(self, operator: bool) -> dict[str, Any]:
+        """The JSON schema of the arguments (titles dropped: they repeat the names)."""
+        schema: dict[str, Any] = _untitled(self.arguments(operator).model_json_schema())
+        return schema
+
+    @cached_property
+    def result(self) -> TypeAdapter[Any]:
+        """Serializes the operation's result to JSON-compatible values."""
+        return TypeAdapter(self._hints["return"])
+
+    @cached_property
+    def wraps_result(self) -> bool:
+        """Whether the result travels as ``{"result": ...}`` (it is not a model)."""
+        returned = self._hints["return"]
+        return not (isinstance(returned, type) and dataclasses.is_dataclass(returned))
+
+    @cached_property
+    def output_schema(self) -> dict[str, Any]:
+        """The JSON schema of ``structuredContent``: always an object."""
+        schema: dict[str, Any] = _untitled(self.result.json_schema(mode="serialization"))
+        if not self.wraps_result:
+            return schema
+        defs = schema.pop("$defs", None)
+        wrapped: dict[str, Any] = {
+            "type": "object",
+            "properties": {"result": schema},
+            "required": ["result"],
+        }
+        if defs:
+            wrapped["$defs"] = defs
+        return wrapped
+
+    def structured(self, value: Any) -> dict[str, Any]:
+        """``value`` (the operation's result) as the tool's JSON object."""
+        dumped = self.result.dump_python(value, mode="json")
+        return {"result": dumped} if self.wraps_result else typing.cast(dict[str, Any], dumped)
+
+    def description(self) -> str:
+        """The operation's docstring, as plain text for an LLM, with who acts said."""
+        text = inspect.cleandoc(_operation_named(self.operation).fn.__doc__ or "")
+        text = re.sub(r"``([^`]+)``", r"`\1`", text)
+        if self.lead is not None:
+            text = self.lead + "\n\n" + text
+        if self.me is not None:
+            text += f"\n\nActs as the calling agent's identity (`{self.me}`)."
+        if len(text) > MAX_DESCRIPTION:
+            text = text[: MAX_DESCRIPTION - 1] + "…"
+        return text
+
+    def bind(self, store: Any) -> Callable[..., Any]:
+        """The operation bound to ``store`` (either face)."""
+        space, _, name = self.operation.rpartition(".")
+        owner = getattr(store, space) if space else store
+        bound: Callable[..., Any] = getattr(owner, name)
+        return bound
+
+
+@functools.cache
+def _operation_named(path: str) -> ops.operation[..., Any]:
+    """The operation ``path`` names (``"mail.send"``, or ``"search"`` for a top-level one)."""
+    space, _, name = path.rpartition(".")
+    owner = NAMESPACES[space] if space else Operations
+    op = inspect.getattr_static(owner, name)
+    if not isinstance(op, ops.operation):  # pragma: no cover - a table error
+        raise TypeError(f"{path} is not an operation")
+    return op
+
+
+def _untitled(schema: Any) -> Any:
+    """``schema`` without pydantic's ``title`` keys (they repeat names and cost tokens); a
+    property named ``title`` stays."""
+    if isinstance(schema, list):
+        return [_untitled(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: {name: _untitled(sub) for name, sub in value.items()}
+        if key in ("properties", "$defs")
+        else _untitled(value)
+        for key, value in schema.items()
+        if key != "title"
+    }
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
+def _wire(tp: Any) -> Any:
+    """The JSON-facing type of an operation parameter's type (see the module's invariants)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        kept: list[Any] = []
+        for arg in args:
+            if not _is_model(arg) and (wired := _wire(arg)) not in kept:
+                kept.append(wired)
+        return Union[tuple(kept)] if len(kept) > 1 else kept[0]  # noqa: UP007
+    if tp is timedelta:
+        return float
+    if tp is UUID:
+        return str
+    if origin in (abc.Sequence, abc.Iterable, list):
+        return list[_wire(args[0])]  # type: ignore[misc]
+    if origin in (abc.Mapping, dict):
+        return dict[str, Any]
+    if origin is tuple:
+        return tuple[tuple(_wire(a) for a in args)]  # type: ignore[misc]
+    return tp
+
+
+def _tools() -> tuple[Tool, ...]:
+    claim_lead = "`claim` is `[mail_id, token]` of the claim."
+    lease_lead = "`lease` is `[resource, token]` of the reservation."
+    return (
+        # identities
+        Tool("whoami", "identities.heartbeat", "identities", me="name", core=True,
+             lead="Who this agent is (its identity), marking it active."),
+        Tool("register", "identities.register", "identities",
+             hidden=("agent_uuid", "hostname"),
+             lead="Register a new identity. The server goes on acting as the one it has."),
+        Tool("list_agents", "identities.discover", "identities", read_only=True),
+        Tool("get_agent", "identities.get", "identities", read_only=True),
+        # mail
+        Tool("send_mail", "mail.send", "mail", me="sender", core=True,
+             hidden=("attachments",)),
+        Tool("reply", "mail.reply", "mail", me="sender", core=True),
+        Tool("fetch_inbox", "mail.inbox", "mail", me="identity", core=True, read_only=True),
+        Tool("read_message", "mail.read", "mail", me="identity"),
+        Tool("ack_message", "mail.ack", "mail", me="identity", core=True),
+        Tool("set_mail_state", "mail.set_state", "mail", me="identity",
+             lead="Star, snooze, archive, trash or mark read/unread one of your mails."),
+        Tool("read_thread", "mail.thread", "mail", me="identity", read_only=True),
+        Tool("search_mail", "mail.search", "mail", me="identity", read_only=True,
+             hidden=("before",)),
+        Tool("mail_status", "mail.counts", "mail", me="identity", read_only=True),
+        Tool("wait_for_mail", "mail.wait", "mail", me="identity",
+             defaults={"timeout": 30.0}, maximum={"timeout": 120.0},
+             lead="Wait (at most 120 s) for mail to arrive."),
+        # topics
+        Tool("list_topics", "topics.list", "topics", read_only=True),
+        Tool("subscribe", "topics.subscribe", "topics", me="identity"),
+        Tool("unsubscribe", "topics.unsubscribe", "topics", me="identity"),
+        Tool("publish", "mail.publish", "topics", me="sender", hidden=("attachments",)),
+        Tool("poll_topics", "topics.poll", "topics", me="identity"),
+        Tool("commit_offset", "topics.commit", "topics", me="identity"),
+        Tool("claim_message", "topics.claim", "topics", me="identity",
+             hidden=("complete",), maximum={"wait": 120.0}),
+        Tool("complete_message", "topics.complete", "topics", lead=claim_lead),
+        Tool("release_message", "topics.release", "topics", lead=claim_lead),
+        Tool("extend_claim", "topics.extend", "topics", lead=claim_lead),
+        # leases: file and resource reservations
+        Tool("reserve", "leases.acquire", "leases", me="holder", core=True,
+             lead="Reserve a file, glob or other resource (file reservations are resources "
+                  "`file:/absolute/path`; the edit hook enforces them)."),
+        Tool("renew_reservation", "leases.renew", "leases", lead=lease_lead),
+        Tool("release_reservation", "leases.release", "leases", core=True, lead=lease_lead),
+        Tool("list_reservations", "leases.held", "leases", core=True, read_only=True),
+        # reviews
+        Tool("request_review", "reviews.create", "reviews", me="requester"),
+        Tool("review_status", "reviews.get", "reviews", read_only=True),
+        Tool("list_reviews", "reviews.list", "reviews", read_only=True, hidden=("before",)),
+        Tool("record_review", "reviews.record_iteration", "reviews", me="reviewer"),
+        Tool("open_issues", "reviews.open_issues", "reviews", read_only=True),
+        Tool("resolve_issue", "reviews.resolve_issue", "reviews"),
+        Tool("review_event", "reviews.fire", "reviews", me="by"),
+        # plans
+        Tool("submit_plan", "plans.submit", "plans", me="requester"),
+        Tool("plan_status", "plans.get", "plans", read_only=True),
+        Tool("decide_plan", "plans.decide", "plans", me="reviewed_by"),
+        # tasks
+        Tool("task_lists", "tasks.lists", "tasks", read_only=True),
+        Tool("list_tasks", "tasks.list", "tasks", read_only=True),
+        Tool("upsert_task", "tasks.upsert", "tasks", core=True, hidden=("owner",)),
+        Tool("available_tasks", "tasks.available", "tasks", core=True, read_only=True),
+        Tool("claim_task", "tasks.claim", "tasks", me="owner", core=True),
+        Tool("complete_task", "tasks.complete", "tasks", me="owner", core=True),
+        Tool("release_task", "tasks.release", "tasks", me="owner"),
+        Tool("task_stats", "tasks.stats", "tasks", read_only=True),
+        # activity feed
+        Tool("activity_feed", "activities.feed", "activities", read_only=True,
+             hidden=("before",)),
+        Tool("record_activity", "activities.record", "activities", me="identity"),
+        # the agents' own history
+        Tool("search_history", "search", "history", read_only=True, hidden=("before",)),
+        Tool("replay_session", "replay_session", "history", read_only=True),
+        Tool("replay_agent", "replay_agent", "history", read_only=True),
+    )  # fmt: skip
+
+
+#: Every tool, in ``tools/list`` order.
+TOOLS: tuple[Tool, ...] = _tools()
+#: The areas ``--tools`` accepts besides ``core`` and ``full``.
+AREAS: tuple[str, ...] = tuple(dict.fromkeys(tool.area for tool in TOOLS))
+#: The default set: mail, reservations and tasks.
+CORE: tuple[Tool, ...] = tuple(tool for tool in TOOLS if tool.core)
+
+
+def select(spec: str | Sequence[str]) -> tuple[Tool, ...]:
+    """The tools named by ``spec``: ``core``, ``full`` or a comma-separated list of areas
+    and tool names (``mail,leases,claim_task``). ``ValueError`` for an unknown word."""
+    words = spec.split(",") if isinstance(spec, str) else list(spec)
+    chosen: set[str] = set()
+    names = {tool.name for tool in TOOLS}
+    for word in (w.strip() for w in words):
+        if word == "core":
+            chosen.update(tool.name for tool in CORE)
+        elif word == "full":
+            chosen.update(names)
+        elif word in AREAS:
+            chosen.update(tool.name for tool in TOOLS if tool.area == word)
+        elif word in names:
+            chosen.add(word)
+        else:
+            known = ", ".join(("core", "full", *AREAS))
+            raise ValueError(f"unknown tool set {word!r}: use {known}, or tool names")
+    return tuple(tool for tool in TOOLS if tool.name in chosen)
