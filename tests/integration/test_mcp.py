@@ -1,0 +1,538 @@
+"""``ikigai-store mcp`` through the SDK's own client, against spawned servers (stdio and HTTP).
+
+Every tool is called with valid input and with hostile input (wrong types, unknown arguments,
+unknown identities, oversized and invalid text): hostile calls are tool errors with a one-line
+message and write nothing. Two servers act as two identities; sixteen concurrent clients race
+for one reservation; the HTTP transport needs its token off loopback; a database outage fails
+only the calls made during it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import psycopg
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+import ikigai_store as ik
+from ikigai_store.mcp.tools import CORE, MAX_DESCRIPTION, TOOLS
+from ikigai_store.testing import truncate_all
+
+pytestmark = [pytest.mark.db, pytest.mark.slow]
+
+SNAPSHOT = Path(__file__).parent.parent / "fixtures" / "mcp_tools.json"
+
+
+@pytest.fixture
+def db(ikigai_module_store: ik.Store) -> ik.Store:
+    """This file's database, emptied before the test (servers are other processes)."""
+    truncate_all(ikigai_module_store)
+    return ikigai_module_store
+
+
+def server_args(url: str, *args: str) -> list[str]:
+    return ["-m", "ikigai_store", "--database", url, "mcp", *args]
+
+
+@asynccontextmanager
+async def stdio(url: str, *args: str, cwd: Path | None = None) -> AsyncIterator[ClientSession]:
+    """A client session with ``ikigai-store mcp ARGS`` spawned over stdio."""
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
+    params = StdioServerParameters(
+        command=sys.executable, args=server_args(url, *args), env=env, cwd=cwd
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, tool: str, /, **arguments: Any) -> Any:
+    """The tool's structured result; fails the test on a tool error."""
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, f"{tool}{arguments}: {result.content[0].text}"  # type: ignore[union-attr]
+    structured = result.structured_content
+    assert structured is not None
+    assert json.loads(result.content[0].text) == structured  # type: ignore[union-attr]
+    return structured.get("result", structured)
+
+
+async def error(session: ClientSession, name: str, arguments: dict[str, Any]) -> str:
+    """The one-line text of the tool error ``name(arguments)`` must give."""
+    result = await session.call_tool(name, arguments)
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert result.is_error, f"{name}{arguments} succeeded: {text[:200]}"
+    assert "\n" not in text and len(text) <= 1000 and re.match(r"^[A-Za-z]+[:( ]", text), text
+    return text
+
+
+def footprint(store: ik.Store) -> dict[str, str]:
+    """A digest of every application table but the identities' activity times."""
+    with store._connection() as conn:
+        tables = [
+            row["relname"]
+            for row in conn.execute(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = 'public' AND c.relkind = 'r'"
+                " AND c.relname NOT LIKE '\\_yoyo%' AND c.relname NOT LIKE 'yoyo%'"
+                " AND c.relname NOT IN ('identities', 'session_identities')"
+            )
+        ]
+        return {
+            table: conn.execute(
+                f"SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) AS digest"
+                f" FROM {table} AS t"
+            ).fetchone()["digest"]  # type: ignore[index]
+            for table in tables
+        }
+
+
+# ---------------------------------------------------------------- the tool list
+
+
+def test_tool_list_is_stable_small_and_derived(db: ik.Store, ikigai_db_url: str) -> None:
+    """tools/list (default: core) matches the operations' derived schemas and the snapshot;
+    core has <= 12 tools and costs <= 8,000 tokens (JSON characters / 4); every description
+    is <= 2 KB; the full list's names and input schemas match tests/fixtures/mcp_tools.json."""
+
+    async def scenario() -> tuple[list[Any], list[Any]]:
+        async with stdio(ikigai_db_url, "--as", "Ann") as core:
+            listed_core = (await core.list_tools()).tools
+        async with stdio(ikigai_db_url, "--as", "Ann", "--tools", "full") as full:
+            listed_full = (await full.list_tools()).tools
+        return listed_core, listed_full
+
+    listed_core, listed_full = anyio.run(scenario)
+    assert [t.name for t in listed_core] == [t.name for t in CORE] and len(CORE) <= 12
+    core_json = json.dumps([t.model_dump(by_alias=True, exclude_none=True) for t in listed_core])
+    assert len(core_json) / 4 <= 8000, f"core tools/list costs {len(core_json) / 4:.0f} tokens"
+    assert all(len(t.description or "") <= MAX_DESCRIPTION for t in listed_full)
+    by_name = {t.name: t for t in TOOLS}
+    for tool in listed_full:
+        assert tool.input_schema == by_name[tool.name].input_schema(False)
+        assert tool.output_schema == by_name[tool.name].output_schema
+        assert tool.output_schema["type"] == "object"
+    snapshot = {t.name: t.input_schema for t in listed_full}
+    if os.environ.get("IKIGAI_UPDATE_SNAPSHOTS") == "1":
+        SNAPSHOT.write_text(json.dumps(snapshot, indent=1, sort_keys=True) + "\n")
+    assert snapshot == json.loads(SNAPSHOT.read_text()), (
+        "the MCP tools changed: review, then IKIGAI_UPDATE_SNAPSHOTS=1 to update the snapshot"
+    )
+
+
+# ---------------------------------------------------------------- every tool
+
+
+def valid_calls(ctx: dict[str, Any]) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
+    """Every tool with valid arguments, in an order that builds what later calls need;
+    ``ctx`` collects ids from results (see test_every_tool)."""
+    return [
+        ("whoami", lambda: {}),
+        ("list_agents", lambda: {}),
+        ("get_agent", lambda: {"name": "Bob"}),
+        ("send_mail", lambda: {"to": ["Bob"], "subject": "hello", "body": "first"}),
+        ("reply", lambda: {"mail_id": ctx["from_bob"], "body": "thanks"}),
+        ("fetch_inbox", lambda: {"state": "unread", "limit": 10}),
+        ("read_message", lambda: {"mail_id": ctx["from_bob"]}),
+        ("set_mail_state", lambda: {"mail_id": ctx["from_bob"], "state": "starred"}),
+        ("ack_message", lambda: {"mail_id": ctx["from_bob"]}),
+        ("read_thread", lambda: {"thread_id": ctx["thread"]}),
+        ("search_mail", lambda: {"query": "hello"}),
+        ("mail_status", lambda: {}),
+        ("wait_for_mail", lambda: {"timeout": 0}),
+        ("list_topics", lambda: {}),
+        ("subscribe", lambda: {"topic": "news"}),
+        ("subscribe", lambda: {"topic": "jobs"}),
+        ("publish", lambda: {"topic": "news", "subject": "release", "body": "0.7"}),
+        ("poll_topics", lambda: {}),
+        ("commit_offset", lambda: {"topic": "news", "offset": 1}),
+        ("publish", lambda: {"topic": "jobs", "subject": "job", "body": "do it"}),
+        ("claim_message", lambda: {"topic": "jobs", "ttl": 30}),
+        ("extend_claim", lambda: {"claim": ctx["claim"], "ttl": 60}),
+        ("release_message", lambda: {"claim": ctx["claim"], "error": "later"}),
+        ("claim_message", lambda: {"topic": "jobs", "ttl": 30, "wait": 0.1}),
+        ("complete_message", lambda: {"claim": ctx["claim"]}),
+        ("unsubscribe", lambda: {"topic": "news"}),
+        ("reserve", lambda: {"resource": "file:/repo/src/*.py", "ttl": 60}),
+        ("renew_reservation", lambda: {"lease": ctx["lease"], "ttl": 120}),
+        ("list_reservations", lambda: {"prefix": "file:"}),
+        ("release_reservation", lambda: {"lease": ctx["lease"]}),
+        ("request_review", lambda: {"reviewers": ["Bob"], "branch": "feature"}),
+        ("review_status", lambda: {"review_id": ctx["review"]}),
+        ("list_reviews", lambda: {"state": "pending_review"}),
+        ("review_event", lambda: {"review_id": ctx["review"], "event": "cancel"}),
+        ("record_review", lambda: {
+            "review_id": ctx["bobs_review"], "decision": "request_changes", "summary": "fix",
+            "issues": [{"title": "bug", "issue_type": "bug", "severity": "high",
+                        "file_path": "a.py", "line_start": 1, "description": "off by one"}],
+        }),
+        ("open_issues", lambda: {"review_id": ctx["bobs_review"]}),
+        ("resolve_issue", lambda: {"issue_id": ctx["issue"], "status": "fixed"}),
+        ("submit_plan", lambda: {"plan_path": "/repo/plan.md", "title": "Plan",
+                                 "summary": "do things", "reviewer": "Bob"}),
+        ("plan_status", lambda: {"plan_review_id": ctx["plan"]}),
+        ("decide_plan", lambda: {"plan_review_id": ctx["bobs_plan"], "state": "approved"}),
+        ("task_lists", lambda: {}),
+        ("upsert_task", lambda: {"list_id": "L", "external_id": "1", "subject": "lexer"}),
+        ("upsert_task", lambda: {"list_id": "L", "external_id": "2", "subject": "parser",
+                                 "blocked_by": ["1"]}),
+        ("list_tasks", lambda: {"list_id": "L"}),
+        ("available_tasks", lambda: {"list_id": "L"}),
+        ("claim_task", lambda: {"list_id": "L", "external_id": "1"}),
+        ("release_task", lambda: {"list_id": "L", "external_id": "1"}),
+        ("claim_task", lambda: {"list_id": "L", "external_id": "1"}),
+        ("complete_task", lambda: {"list_id": "L", "external_id": "1"}),
+        ("task_stats", lambda: {"list_id": "L"}),
+        ("record_activity", lambda: {"activity_type": "commit", "description": "did it"}),
+        ("activity_feed", lambda: {"limit": 5}),
+        ("search_history", lambda: {"query": "hello"}),
+        ("replay_session", lambda: {"session_id": ctx["session"]}),
+        ("replay_agent", lambda: {"agent_uuid": ctx["agent"]}),
+        ("register", lambda: {"name": "Newcomer"}),
+    ]  # fmt: skip
+
+
+def _wrong(schema: dict[str, Any]) -> Any:
+    """A JSON value of a type the property's schema refuses (None: it takes any JSON)."""
+    types = set(re.findall(r'"type": "(\w+)"', json.dumps(schema)))
+    if not types:
+        return None
+    if "object" not in types:
+        return {"not": "this"}
+    return "not this" if "string" not in types else 12.5
+
+
+def test_every_tool_valid_then_hostile(db: ik.Store, ikigai_db_url: str) -> None:
+    """Every tool works with valid input; with hostile input (each parameter of a wrong type,
+    an unknown argument, a missing one, an unknown identity, text over its limit) it is a
+    one-line tool error and nothing is written."""
+    db.identities.register("Bob")
+    db.topics.create("news")
+    db.topics.create("jobs", "queue")
+    db.tasks.create_list("L", "Bob")
+    session = db.create_session("history")
+    agent = db.create_agent(session, name="coder")
+    db.append(session, "user", "hello world", agent_uuid=agent.uuid)
+    ctx: dict[str, Any] = {"session": session, "agent": agent.uuid}
+
+    async def scenario() -> None:
+        async with stdio(ikigai_db_url, "--as", "Ann", "--tools", "full") as ann:
+            await call(ann, "whoami")  # registers Ann
+            ctx["from_bob"] = db.mail.send("Bob", "Ann", "hi Ann", "from bob").id
+            bobs = db.reviews.create("Bob", reviewers="Ann")
+            ctx["bobs_review"] = bobs.review_id
+            db.reviews.submit(bobs, by="Bob")
+            db.reviews.start(bobs, by="Ann")
+            bobs_plan = db.plans.submit("Bob", "/p.md", "P", "s", reviewer="Ann")
+            ctx["bobs_plan"] = bobs_plan.plan_review_id
+            called = set()
+            for name, make in valid_calls(ctx):
+                result = await call(ann, name, **make())
+                called.add(name)
+                if name == "send_mail":
+                    ctx["thread"] = result["thread_id"]
+                elif name == "claim_message":
+                    ctx["claim"] = [result["mail"]["id"], result["token"]]
+                elif name == "reserve":
+                    ctx["lease"] = [result["resource"], result["token"]]
+                elif name == "request_review":
+                    ctx["review"] = result["review_id"]
+                elif name == "record_review":
+                    ctx["issue"] = db.reviews.open_issues(ctx["bobs_review"])[0].id
+                elif name == "submit_plan":
+                    ctx["plan"] = result["plan_review_id"]
+                elif name == "register":
+                    assert result["name"] == "Newcomer"
+                elif name == "whoami":
+                    assert result["name"] in {"Ann", "Newcomer"}
+            assert called == {t.name for t in TOOLS}
+            assert (await call(ann, "whoami"))["name"] == "Newcomer"
+
+        async with stdio(ikigai_db_url, "--as", "Ann", "--tools", "full") as ann:
+            before = footprint(db)
+            listed = {t.name: t for t in (await ann.list_tools()).tools}
+            for name, make in valid_calls(ctx):
+                good = make()
+                properties = listed[name].input_schema["properties"]
+                for param, schema in properties.items():
+                    if (wrong := _wrong(schema)) is not None:
+                        await error(ann, name, {**good, param: wrong})
+                await error(ann, name, {**good, "no_such_argument": 1})
+                for param in listed[name].input_schema.get("required", ()):
+                    await error(ann, name, {k: v for k, v in good.items() if k != param})
+            for name, arguments in [
+                ("send_mail", {"to": "Nobody", "subject": "s", "body": "b"}),
+                ("get_agent", {"name": "Nobody"}),
+                ("request_review", {"reviewers": "Nobody"}),
+                ("list_reservations", {"holder": "Nobody"}),
+                ("send_mail", {"to": "Bob", "subject": "s" * 1_000_001, "body": "b"}),
+                ("reserve", {"resource": "r" * 100_000, "ttl": 1}),
+                ("upsert_task", {"list_id": "L" * 100_000, "external_id": "1", "subject": "s"}),
+                ("search_mail", {"query": "q" * 100_000}),
+                ("send_mail", {"to": "Bob", "subject": "nul\x00", "body": "b"}),
+                ("ack_message", {"mail_id": 2**63}),
+                ("wait_for_mail", {"timeout": 121}),
+                ("no_such_tool", {}),
+            ]:
+                message = await error(ann, name, arguments)
+                assert "Nobody" in message or "Bob" not in message
+            assert footprint(db) == before, "a refused call wrote something"
+
+    anyio.run(scenario)
+
+
+def test_lone_surrogates_write_nothing(db: ik.Store, ikigai_db_url: str) -> None:
+    """A request carrying a lone surrogate (invalid Unicode) writes nothing and the server
+    answers the next request (the SDK drops a line it cannot parse; in-process, the tool
+    error names the parameter)."""
+    db.identities.register("Bob")
+    before = footprint(db)
+    proc = subprocess.Popen(
+        [sys.executable, *server_args(ikigai_db_url, "--as", "Ann")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(line: str) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(line + "\n")
+        proc.stdin.flush()
+
+    try:
+        send(
+            '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+            '"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}'
+        )
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        send(
+            '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"send_mail",'
+            '"arguments":{"to":"Bob","subject":"a\\ud800b","body":"x"}}}'
+        )
+        send('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"whoami"}}')
+        answer = json.loads(proc.stdout.readline())
+        if answer["id"] == 2:  # an SDK that parses the line answers with a tool error
+            assert answer["result"]["isError"] and "surrogate" in str(answer["result"])
+            answer = json.loads(proc.stdout.readline())
+        assert answer["id"] == 3 and answer["result"]["structuredContent"]["name"] == "Ann"
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+    assert footprint(db) == before
+
+    async def in_process() -> str:
+        from ikigai_store.mcp.server import Face
+
+        async with ik.open_async(ikigai_db_url) as store:
+            face = Face(store, TOOLS, name="Ann")
+            result = await face.call("send_mail", {"to": "Bob", "subject": "a\ud800", "body": "x"})
+            assert result.is_error
+            return result.content[0].text  # type: ignore[union-attr]
+
+    assert "subject" in anyio.run(in_process) and footprint(db) == before
+
+
+# ---------------------------------------------------------------- identities
+
+
+def test_two_servers_are_two_identities(db: ik.Store, ikigai_db_url: str, tmp_path: Path) -> None:
+    """Mail from A's server reaches B's; B cannot ack (or read) A's mail; neither can name
+    another sender; without --as each resolves its project's identity, stable across
+    restarts; an operator server acts for any identity."""
+    project = tmp_path / "project"
+    project.mkdir()
+
+    async def scenario() -> None:
+        async with stdio(ikigai_db_url, "--as", "A") as a, stdio(ikigai_db_url, "--as", "B") as b:
+            await call(b, "whoami")  # registers B
+            sent = await call(a, "send_mail", to="B", subject="ping", body="are you there")
+            assert sent["sender"] == "A"
+            await error(a, "send_mail", {"sender": "B", "to": "A", "subject": "s", "body": "b"})
+            inbox = await call(b, "fetch_inbox")
+            assert [item["mail"]["subject"] for item in inbox] == ["ping"]
+            to_a = await call(b, "reply", mail_id=sent["id"], body="yes")
+            # B holds no copy of the reply it sent to A: it cannot ack A's copy.
+            before = footprint(db)
+            assert "NotFound" in await error(b, "ack_message", {"mail_id": to_a["id"]})
+            assert footprint(db) == before
+            assert (await call(a, "ack_message", mail_id=to_a["id"]))["acked_at"] is not None
+        names = []
+        for _ in range(2):
+            async with stdio(ikigai_db_url, cwd=project) as agent:
+                names.append((await call(agent, "whoami"))["name"])
+        assert names[0] == names[1] and names[0] not in {"A", "B"}
+        async with stdio(ikigai_db_url, "--as", "Op", "--operator") as op:
+            sent = await call(op, "send_mail", as_identity="A", to="B", subject="s", body="b")
+            assert sent["sender"] == "A"
+            assert (await call(op, "whoami"))["name"] == "Op"
+
+    anyio.run(scenario)
+    mine = db.identities.resolve(str(project.resolve()))
+    assert mine.purpose == "main"
+
+
+# ---------------------------------------------------------------- HTTP
+
+
+class HttpServer:
+    """``ikigai-store mcp --http`` in a subprocess, on a free port."""
+
+    def __init__(self, url: str, *args: str, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, *server_args(url, "--http", "--port", "0", *args)],
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+        assert self.proc.stderr is not None
+        line = self.proc.stderr.readline()
+        found = re.search(r"serving (http://\S+/mcp)", line)
+        if found is None:
+            self.stop()
+            raise AssertionError(f"no server: {line}")
+        self.url = found.group(1)
+
+    def stop(self) -> str:
+        self.proc.terminate()
+        try:
+            _, err = self.proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            self.proc.kill()
+            _, err = self.proc.communicate()
+        return err
+
+
+@asynccontextmanager
+async def http_session(url: str, token: str | None = None) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as client,
+        streamable_http_client(url, http_client=client) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def test_sixteen_clients_race_for_one_reservation(db: ik.Store, ikigai_db_url: str) -> None:
+    """16 concurrent HTTP clients (as 16 identities, through an operator server) reserve one
+    file exclusively: exactly one wins, the others get Conflict naming the winner."""
+    names = [f"agent{i}" for i in range(16)]
+    for name in names:
+        db.identities.register(name)
+    server = HttpServer(ikigai_db_url, "--as", "Op", "--operator")
+    outcomes: dict[str, Any] = {}
+
+    async def one(name: str) -> None:
+        async with http_session(server.url) as session:
+            result = await session.call_tool(
+                "reserve", {"resource": "file:/repo/main.py", "ttl": 60, "as_identity": name}
+            )
+            outcomes[name] = result
+
+    async def race() -> None:
+        async with anyio.create_task_group() as group:
+            for name in names:
+                group.start_soon(one, name)
+
+    try:
+        anyio.run(race)
+    finally:
+        server.stop()
+    winners = [n for n, r in outcomes.items() if not r.is_error]
+    assert len(outcomes) == 16 and len(winners) == 1
+    for name, result in outcomes.items():
+        if name != winners[0]:
+            assert "Conflict" in result.content[0].text and winners[0] in result.content[0].text
+    assert [lease.holder for lease in db.leases.held("file:")] == winners
+
+
+def test_http_needs_its_token_and_refuses_open_binds(db: ik.Store, ikigai_db_url: str) -> None:
+    """Off loopback without a token the server refuses to start; with a token every request
+    needs it (401 without, or with a wrong one) and the tools work with it."""
+    refused = subprocess.run(
+        [sys.executable, *server_args(ikigai_db_url, "--http", "--host", "0.0.0.0")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "IKIGAI_MCP_TOKEN"},
+    )
+    assert refused.returncode == 1 and "token" in refused.stderr
+    assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+
+    server = HttpServer(ikigai_db_url, "--as", "Ann", env={"IKIGAI_MCP_TOKEN": "s3cret"})
+    try:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}):
+            response = httpx2.post(server.url, json={}, headers=headers, timeout=30)
+            assert response.status_code == 401
+
+        async def with_token() -> str:
+            async with http_session(server.url, "s3cret") as session:
+                return str((await call(session, "whoami"))["name"])
+
+        assert anyio.run(with_token) == "Ann"
+    finally:
+        server.stop()
+
+
+# ---------------------------------------------------------------- outages
+
+
+def test_database_outage_fails_calls_then_recovers(
+    db: ik.Store, ikigai_db_url: str, ikigai_server_url: str
+) -> None:
+    """While the database refuses connections a tool call is a tool error naming the outage
+    (the server lives on); once it is back the next call works."""
+    name = psycopg.conninfo.conninfo_to_dict(ikigai_db_url)["dbname"]
+
+    async def scenario() -> None:
+        async with stdio(ikigai_db_url, "--as", "Ann") as ann:
+            assert (await call(ann, "whoami"))["name"] == "Ann"
+            with psycopg.connect(ikigai_server_url, autocommit=True) as c:
+                c.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+                c.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = %s AND pid <> pg_backend_pid()",
+                    (name,),
+                )
+                try:
+                    for _ in range(2):
+                        text = await error(ann, "whoami", {})
+                        assert (
+                            "DatabaseUnavailable" in text
+                            or "ConnectionLost" in text
+                            or ("ConnectError" in text)
+                        ), text
+                finally:
+                    c.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+            deadline = time.monotonic() + 30
+            while True:
+                result = await ann.call_tool("whoami", {})
+                if not result.is_error or time.monotonic() > deadline:
+                    break
+                await anyio.sleep(0.2)
+            assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
+
+    anyio.run(scenario)
+    # This process's pooled connections were terminated too: the first call says so.
+    for _ in range(3):  # the module store has 2 connections
+        with contextlib.suppress(ik.ConnectionLost):
+            db.identities.get("Ann")
+    assert db.identities.get("Ann").name == "Ann"
