@@ -28,12 +28,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Literal, Union
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
-from .. import ops
+from .. import models, ops
 from ..api import NAMESPACES, Operations
 
 __all__ = ["AREAS", "CORE", "MAX_DESCRIPTION", "TOOLS", "Tool", "select"]
@@ -61,6 +61,7 @@ class Tool:
     hidden: tuple[str, ...] = ()
     defaults: Mapping[str, Any] = field(default_factory=dict)
     maximum: Mapping[str, float] = field(default_factory=dict)
+    choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     lead: str | None = None
     core: bool = False
     read_only: bool = False
@@ -95,6 +96,9 @@ class Tool:
                 fields[name] = (str | None, described)
                 continue
             wire = _wire(self._hints[name])
+            vocabulary = self.choices.get(name) or _VOCABULARY.get(name)
+            if vocabulary is not None:
+                wire = _restricted(wire, vocabulary)
             if name in self.maximum:
                 wire = Annotated[wire, Field(ge=0, le=self.maximum[name])]
             default = self.defaults.get(name, parameters[name].default)
@@ -187,6 +191,22 @@ def _untitled(schema: Any) -> Any:
     }
 
 
+#: Parameters whose values come from one vocabulary wherever they appear.
+_VOCABULARY: dict[str, tuple[str, ...]] = {
+    "priority": models.PRIORITIES,
+    "review_type": models.REVIEW_TYPES,
+    "decision": models.REVIEW_DECISIONS,
+    "event": models.REVIEW_EVENTS,
+    "activity_type": models.ACTIVITY_TYPES,
+}
+
+
+def _restricted(wire: Any, vocabulary: tuple[str, ...]) -> Any:
+    """``wire`` (``str`` or ``str | None``) as an enum of ``vocabulary`` for the schema."""
+    choice = Literal[vocabulary]  # type: ignore[valid-type]
+    return choice | None if type(None) in typing.get_args(wire) else choice
+
+
 def _is_model(tp: Any) -> bool:
     return isinstance(tp, type) and dataclasses.is_dataclass(tp)
 
@@ -229,10 +249,12 @@ def _tools() -> tuple[Tool, ...]:
         Tool("send_mail", "mail.send", "mail", me="sender", core=True,
              hidden=("attachments",)),
         Tool("reply", "mail.reply", "mail", me="sender", core=True),
-        Tool("fetch_inbox", "mail.inbox", "mail", me="identity", core=True, read_only=True),
+        Tool("fetch_inbox", "mail.inbox", "mail", me="identity", core=True, read_only=True,
+             choices={"state": models.MAIL_STATES}),
         Tool("read_message", "mail.read", "mail", me="identity"),
         Tool("ack_message", "mail.ack", "mail", me="identity", core=True),
         Tool("set_mail_state", "mail.set_state", "mail", me="identity",
+             choices={"state": models.MAIL_STATES},
              lead="Star, snooze, archive, trash or mark read/unread one of your mails."),
         Tool("read_thread", "mail.thread", "mail", me="identity", read_only=True),
         Tool("search_mail", "mail.search", "mail", me="identity", read_only=True,
@@ -263,19 +285,24 @@ def _tools() -> tuple[Tool, ...]:
         # reviews
         Tool("request_review", "reviews.create", "reviews", me="requester"),
         Tool("review_status", "reviews.get", "reviews", read_only=True),
-        Tool("list_reviews", "reviews.list", "reviews", read_only=True, hidden=("before",)),
+        Tool("list_reviews", "reviews.list", "reviews", read_only=True, hidden=("before",),
+             choices={"state": models.REVIEW_STATES}),
         Tool("record_review", "reviews.record_iteration", "reviews", me="reviewer"),
         Tool("open_issues", "reviews.open_issues", "reviews", read_only=True),
-        Tool("resolve_issue", "reviews.resolve_issue", "reviews"),
+        Tool("resolve_issue", "reviews.resolve_issue", "reviews",
+             choices={"status": models.ISSUE_STATUSES}),
         Tool("review_event", "reviews.fire", "reviews", me="by"),
         # plans
         Tool("submit_plan", "plans.submit", "plans", me="requester"),
         Tool("plan_status", "plans.get", "plans", read_only=True),
-        Tool("decide_plan", "plans.decide", "plans", me="reviewed_by"),
+        Tool("decide_plan", "plans.decide", "plans", me="reviewed_by",
+             choices={"state": models.PLAN_STATES}),
         # tasks
         Tool("task_lists", "tasks.lists", "tasks", read_only=True),
-        Tool("list_tasks", "tasks.list", "tasks", read_only=True),
-        Tool("upsert_task", "tasks.upsert", "tasks", core=True, hidden=("owner",)),
+        Tool("list_tasks", "tasks.list", "tasks", read_only=True,
+             choices={"status": models.TASK_STATUSES}),
+        Tool("upsert_task", "tasks.upsert", "tasks", core=True, hidden=("owner",),
+             choices={"status": models.TASK_STATUSES}),
         Tool("available_tasks", "tasks.available", "tasks", core=True, read_only=True),
         Tool("claim_task", "tasks.claim", "tasks", me="owner", core=True),
         Tool("complete_task", "tasks.complete", "tasks", me="owner", core=True),
