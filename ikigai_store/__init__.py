@@ -94,7 +94,7 @@ from .outbox import Outbox
 from .plans import PlanCalls
 from .reviews import ReviewCalls
 from .search import MAX_SEARCH_LIMIT
-from .sql import aqueries, queries
+from .sql import queries
 from .store import Store, open
 from .summaries import SummaryCalls
 from .tasks import TaskCalls
@@ -214,6 +214,10 @@ _RENAMED = {
 
 
 def __getattr__(name: str) -> object:
+    if name == "aqueries":  # loaded on first use (see ikigai_store.sql)
+        from . import sql
+
+        return sql.aqueries
     if name in _RENAMED:
         import warnings
 

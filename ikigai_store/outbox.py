@@ -38,7 +38,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import identities, mail, ops, topics
+from . import identities, mail, ops, sql, topics
 from .errors import (
     Conflict,
     DatabaseError,
@@ -59,7 +59,6 @@ from .models import (
     Queued,
     Topic,
 )
-from .sql import outbox_queries as q
 from .validate import check_duration
 
 if TYPE_CHECKING:
@@ -205,9 +204,9 @@ class Outbox:
             raise OutboxError(f"cannot open the outbox {self.path}: {exc}") from exc
         try:
             conn.row_factory = sqlite3.Row
-            version = q.outbox_version(conn)[0]
+            version = sql.outbox_queries.outbox_version(conn)[0]
             if version == 0:
-                q.outbox_setup(conn)
+                sql.outbox_queries.outbox_setup(conn)
             elif version != LAYOUT_VERSION:
                 raise OutboxError(
                     f"the outbox {self.path} has layout {version}; this ikigai_store reads "
@@ -277,7 +276,7 @@ class Outbox:
         now = time.time()
         expires = now + self._ttl
         with self._db(create=True) as conn:
-            added = q.outbox_enqueue(
+            added = sql.outbox_queries.outbox_enqueue(
                 conn,
                 key=op.key,
                 operation=op.operation,
@@ -288,7 +287,7 @@ class Outbox:
                 max_pending=self.max_pending,
             )
             if not added:
-                row = q.outbox_get(conn, key=op.key)
+                row = sql.outbox_queries.outbox_get(conn, key=op.key)
                 if row is None:
                     raise OutboxFull(
                         f"the outbox {self.path} holds {self.max_pending} undelivered "
@@ -400,23 +399,23 @@ class Outbox:
             return 0
         now = time.time()
         with self._db() as conn:
-            q.outbox_recover(
+            sql.outbox_queries.outbox_recover(
                 conn,
                 now=now,
                 stale_before=now - self._stale,
                 error="the drainer delivering it stopped before recording the outcome",
             )
-            expired: int = q.outbox_expire(conn, now=now)
-            q.outbox_purge(conn, before=now - self._ttl)
+            expired: int = sql.outbox_queries.outbox_expire(conn, now=now)
+            sql.outbox_queries.outbox_purge(conn, before=now - self._ttl)
         return expired
 
     def _claim(self, claim: str) -> _Operation | None:
         if not self._exists():
             return None
         with self._db() as conn:
-            if not q.outbox_claim(conn, claim=claim, now=time.time()):
+            if not sql.outbox_queries.outbox_claim(conn, claim=claim, now=time.time()):
                 return None
-            row = q.outbox_claimed(conn, claim=claim)
+            row = sql.outbox_queries.outbox_claimed(conn, claim=claim)
         return _Operation(row["idempotency_key"], row["operation"], row["payload"], row["sender"])
 
     def _settle(
@@ -427,7 +426,7 @@ class Outbox:
         result: object = None,
     ) -> None:
         with self._db() as conn:
-            q.outbox_settle(
+            sql.outbox_queries.outbox_settle(
                 conn,
                 claim=claim,
                 status=status,
@@ -448,7 +447,7 @@ class Outbox:
         if not self._exists():
             return []
         with self._db() as conn:
-            rows = q.outbox_list(conn, finished=bool(include_finished))
+            rows = sql.outbox_queries.outbox_list(conn, finished=bool(include_finished))
             return [PendingOperation.from_row(row) for row in rows]
 
     def get(self, idempotency_key: str) -> PendingOperation:
@@ -456,7 +455,7 @@ class Outbox:
         row = None
         if self._exists():
             with self._db() as conn:
-                row = q.outbox_get(conn, key=idempotency_key)
+                row = sql.outbox_queries.outbox_get(conn, key=idempotency_key)
         if row is None:
             raise NotFound(f"no operation with idempotency key {idempotency_key!r} in the outbox")
         return PendingOperation.from_row(row)
@@ -466,7 +465,7 @@ class Outbox:
         if not self._exists():
             return dict.fromkeys(OUTBOX_STATUSES, 0)
         with self._db() as conn:
-            row = q.outbox_stats(conn)
+            row = sql.outbox_queries.outbox_stats(conn)
         return {status: int(row[status]) for status in OUTBOX_STATUSES}
 
     def clear(self, *, everything: bool = False) -> int:
@@ -475,5 +474,5 @@ class Outbox:
         if not self._exists():
             return 0
         with self._db() as conn:
-            cleared: int = q.outbox_clear(conn, everything=bool(everything))
+            cleared: int = sql.outbox_queries.outbox_clear(conn, everything=bool(everything))
         return cleared

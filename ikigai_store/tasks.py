@@ -69,6 +69,7 @@ __all__ = [
     "get_task",
     "list_key",
     "lists",
+    "owned_tasks",
     "prune",
     "release_task",
     "sync_list",
@@ -338,6 +339,17 @@ def available_tasks(list_id: str | TaskList | None = None) -> Op[list[Task]]:
     return [Task.from_row(r) for r in rows]
 
 
+def owned_tasks(owner: str | Identity, *, status: str | None = None) -> Op[list[Task]]:
+    """The tasks of every list held by ``owner`` (an identity, or the free text a source
+    wrote), in id order: all of them, or those with ``status`` (``"in_progress"``: what it is
+    working on now)."""
+    holder = _owner(owner)
+    if status is not None:
+        check_choice(status, "status", TASK_STATUSES)
+    rows = yield many("task_owned", owner=holder, status=status)
+    return [Task.from_row(r) for r in rows]
+
+
 def claim_task(list_id: str | TaskList, external_id: str, owner: str | Identity) -> Op[Task]:
     """Make a task in_progress with ``owner``, in one guarded statement: only when it is
     pending, unowned (or assigned to ``owner``) and nothing blocks it. Of racing claimers
@@ -513,6 +525,7 @@ class TaskCalls(Area[FaceT]):
     get = operation(get_task)
     list = operation(tasks)
     available = operation(available_tasks)
+    owned = operation(owned_tasks)
     claim = operation(claim_task)
     release = operation(release_task)
     complete = operation(complete_task)

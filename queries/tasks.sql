@@ -190,6 +190,15 @@ WHERE v.list_pk = (SELECT id FROM task_lists WHERE list_id = :list_id)
   AND (CAST(:status AS text) IS NULL OR v.status = :status)
 ORDER BY v.id;
 
+-- name: task_owned(owner, status)
+-- The tasks of every list held by one owner, all of them or those of one status, in id order.
+-- Plan: a scan of tasks filtered on owner (a stop hook asks once per stop; tasks are pruned).
+SELECT v.*
+FROM task_view AS v
+WHERE v.owner = :owner
+  AND (CAST(:status AS text) IS NULL OR v.status = :status)
+ORDER BY v.id;
+
 -- name: task_available_in_list(list_id)
 -- The tasks of a list anyone may claim now: pending, unowned, and every blocker completed or
 -- deleted (a question about the blockers' rows, not a comparison of strings), in id order.

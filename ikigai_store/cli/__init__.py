@@ -21,9 +21,9 @@ store, the outbox, standard input, the common options), ``params`` (durations, t
 ``render`` (tables, times, text, JSON, the views several modules show), one module of commands
 per area (``admin``, ``sessions``, ``events``, ``agents``, ``identities``, ``mail``,
 ``topics``, ``outbox``, ``activities`` (also ``lease``), ``tasks``, ``reviews`` (also
-``plan``)) and ``demo``. A helper used by more than one module lives in ``common``, ``params``
-or ``render`` under a public name; no module imports another's ``_private`` names
-(tests/unit/test_cli_imports.py).
+``plan``), ``hooks`` (``hook ...``, ``hooks install``)) and ``demo``. A helper used by more
+than one module lives in ``common``, ``params`` or ``render`` under a public name; no module
+imports another's ``_private`` names (tests/unit/test_cli_imports.py).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from . import (  # noqa: F401
     agents,
     demo,
     events,
+    hooks,
     identities,
     mail,
     mcp,

@@ -396,6 +396,26 @@ def test_available_asks_the_blockers(board: ik.Store) -> None:
     assert available(board, "M") == ["1"]
 
 
+def test_owned_lists_an_owners_tasks_across_lists(board: ik.Store) -> None:
+    """tasks.owned: the owner's tasks of every list in id order, optionally of one status;
+    free-text owners count, other owners' tasks and unknown owners give nothing."""
+    board.tasks.create_list("M", "bob")
+    board.tasks.upsert("M", "x", subject="Elsewhere", owner="ann", status="in_progress")
+    board.tasks.claim("L", "1", "ann")
+    board.tasks.upsert("L", "3", owner="bob")
+    assert [(t.list_id, t.external_id) for t in board.tasks.owned("ann")] == [
+        ("L", "1"),
+        ("M", "x"),
+    ]
+    ann = board.identities.get("ann")
+    assert [t.external_id for t in board.tasks.owned(ann, status="in_progress")] == ["1", "x"]
+    assert board.tasks.owned("ann", status="completed") == []
+    assert [t.external_id for t in board.tasks.owned("bob")] == ["3"]
+    assert board.tasks.owned("nobody") == []
+    with pytest.raises(ik.InvalidArgument, match="status"):
+        board.tasks.owned("ann", status="done")
+
+
 def test_claim_is_guarded(board: ik.Store) -> None:
     """claim makes a task in_progress with its owner; a second claimer gets Conflict naming the
     owner; the owner claiming again gets the task unchanged."""

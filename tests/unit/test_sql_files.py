@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 from pathlib import Path
+
+import aiosql
 
 import ikigai_store as ik
 from ikigai_store import sql as sqlmod
@@ -53,6 +56,28 @@ def test_loaded_queries_are_public() -> None:
     local = set(sqlmod.query_names(queries_dir())) - set(postgres_query_names())
     assert local == set(sqlmod.outbox_queries.available_queries) - {f"{n}_cursor" for n in local}
     assert not local & set(ik.queries.available_queries)
+
+
+def test_fast_load_equals_aiosqls_own() -> None:
+    """The loader that skips aiosql's /* */ scan gives every query the same SQL, signature,
+    docstring and operation as aiosql's own loader, on both adapters and the outbox file."""
+    for adapter in ("psycopg", "apsycopg"):
+        fast = sqlmod.load_queries(adapter)
+        slow = sqlmod.load_queries(adapter, fast=False)
+        assert sorted(fast.available_queries) == sorted(slow.available_queries)
+        for name in slow.available_queries:
+            a, b = getattr(fast, name), getattr(slow, name)
+            assert (a.sql, a.__doc__, a.operation) == (b.sql, b.__doc__, b.operation), name
+            assert inspect.signature(a) == inspect.signature(b), name
+    outbox = aiosql.from_path(queries_dir() / "outbox.sql", "sqlite3")
+    for name in outbox.available_queries:
+        assert getattr(sqlmod.outbox_queries, name).sql == getattr(outbox, name).sql, name
+
+
+def test_fast_load_falls_back_on_block_comments(tmp_path: Path) -> None:
+    """Text with a /* */ comment goes through aiosql's own scan (which removes it)."""
+    (tmp_path / "a.sql").write_text("-- name: one()^\n-- One.\nSELECT /* gone */ 1 AS x;\n")
+    assert "gone" not in sqlmod.load_queries(directory=tmp_path).one.sql
 
 
 SQL_WORDS = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|TRUNCATE|WITH)\s", re.M)

@@ -1,0 +1,172 @@
+"""CLI ``hook`` commands (run by Claude Code, see ``ikigai_store.hooks.claude``) and
+``hooks install`` (registers them and the MCP server in a project, see
+``ikigai_store.hooks.install``).
+
+A ``hook`` command reads Claude Code's JSON event on stdin and always exits 0: a failure is one
+``ikigai-store hook <name>: ...`` line on stderr, never a traceback (Claude Code carries on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..hooks import claude, install
+from .app import cli
+from .common import show_help_without_command
+
+_NAME_OPTION = click.option(
+    "--as",
+    "name",
+    metavar="NAME",
+    default=None,
+    help="This agent's identity name (default: $IKIGAI_AS, else the identity of the project "
+    "and role, named on first use).",
+)
+_ROLE_OPTION = click.option(
+    "--role",
+    metavar="ROLE",
+    default=None,
+    help="This agent's role in the project (default: $IKIGAI_ROLE, else main); a subagent "
+    "is <role>/<its agent type>.",
+)
+
+
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def hook(ctx: click.Context) -> None:
+    """Claude Code hooks: read the hook's JSON event on stdin, answer on stdout.
+
+    Registered by `ikigai-store hooks install`. Every hook fails open: when anything goes
+    wrong (the database is down, the input is not JSON) it prints one line on stderr and
+    exits 0, so Claude Code carries on.
+    """
+    show_help_without_command(ctx)
+
+
+def _run(hook_name: str, **options: Any) -> None:
+    ctx = click.get_current_context()
+    database: str | None = ctx.find_root().params.get("database")
+    ctx.exit(claude.main(hook_name, claude.HookOptions(database=database, **options)))
+
+
+def _hook_command(name: str, help_text: str) -> Callable[[Callable[..., None]], click.Command]:
+    def decorate(fn: Callable[..., None]) -> click.Command:
+        return hook.command(name, help=help_text, short_help=help_text.split(".")[0] + ".")(
+            _NAME_OPTION(_ROLE_OPTION(fn))
+        )
+
+    return decorate
+
+
+@_hook_command(
+    "session-start",
+    "SessionStart: tell the agent who it is, its unread mail, the reviews waiting for it "
+    "and the tasks it may claim.",
+)
+def session_start(name: str | None, role: str | None) -> None:
+    _run("session-start", name=name, role=role)
+
+
+@_hook_command(
+    "prompt",
+    "UserPromptSubmit: show the mail that arrived since the previous prompt (nothing when "
+    "none did).",
+)
+def prompt(name: str | None, role: str | None) -> None:
+    _run("prompt", name=name, role=role)
+
+
+@_hook_command(
+    "stop",
+    "Stop: keep working while urgent unread mail or a claimed task in progress waits (once: "
+    "a second stop in a row is let through).",
+)
+def stop(name: str | None, role: str | None) -> None:
+    _run("stop", name=name, role=role)
+
+
+@_hook_command(
+    "post-tool",
+    "PostToolUse: mirror TaskCreate, TaskUpdate and TodoWrite into the store's task list "
+    "($CLAUDE_CODE_TASK_LIST_ID, else the session id).",
+)
+def post_tool(name: str | None, role: str | None) -> None:
+    _run("post-tool", name=name, role=role)
+
+
+@_hook_command(
+    "pre-tool",
+    "PreToolUse: deny Edit, Write, MultiEdit and NotebookEdit on a file another identity has "
+    "reserved (an exclusive file: lease covering it).",
+)
+@click.option(
+    "--auto-reserve",
+    "auto_reserve",
+    type=click.FloatRange(min=0, min_open=True, max=86400),
+    is_flag=False,
+    flag_value=claude.AUTO_RESERVE_SECONDS,
+    default=None,
+    metavar="[SECONDS]",
+    help="Reserve a free file for this agent before it is edited (an exclusive lease of "
+    f"SECONDS, default {claude.AUTO_RESERVE_SECONDS:g}).",
+)
+def pre_tool(name: str | None, role: str | None, auto_reserve: float | None) -> None:
+    _run("pre-tool", name=name, role=role, auto_reserve=auto_reserve)
+
+
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def hooks(ctx: click.Context) -> None:
+    """Install the Claude Code hooks and the MCP server into a project."""
+    show_help_without_command(ctx)
+
+
+@hooks.command("install", short_help="Register the hooks and the MCP server in a project.")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="The project directory (its .claude/settings.json and .mcp.json are written).",
+)
+@_NAME_OPTION
+@_ROLE_OPTION
+@click.option(
+    "--auto-reserve",
+    is_flag=True,
+    help="Make the pre-tool hook reserve each file it lets the agent edit.",
+)
+@click.option("--dry-run", is_flag=True, help="Print a diff of each file; write nothing.")
+def hooks_install(
+    project: Path, name: str | None, role: str | None, auto_reserve: bool, dry_run: bool
+) -> None:
+    """Merge the ikigai-store hooks (SessionStart, UserPromptSubmit, Stop, PostToolUse on the
+    task tools, PreToolUse on the edit tools) into PROJECT/.claude/settings.json, and the
+    ikigai-store MCP server into PROJECT/.mcp.json.
+
+    Everything else in both files is kept; our entries are found by their command and
+    replaced, so running it again changes nothing. The commands name this ikigai-store
+    executable by its absolute path. The database is not written into the files: the hooks
+    and the server use $IKIGAI_DATABASE_URL, else $DATABASE_URL, else the embedded
+    PostgreSQL.
+    """
+    changes = install.plan(
+        project.resolve(),
+        install.executable(),
+        name=name,
+        role=role,
+        auto_reserve=auto_reserve,
+    )
+    if dry_run:
+        for change in changes:
+            click.echo(change.diff() if change.changed else f"{change.path}: unchanged", nl=False)
+            if not change.changed:
+                click.echo()
+        return
+    written = install.apply_changes(changes)
+    for change in changes:
+        click.echo(f"{change.path}: {'written' if change.path in written else 'unchanged'}")

@@ -1,0 +1,556 @@
+"""Claude Code hooks: what ``ikigai-store hook <name>`` does with the event Claude Code sends.
+
+Claude Code runs a hook command with one JSON object on stdin (``session_id``,
+``transcript_path``, ``cwd``, ``hook_event_name`` and the event's own fields; a subagent's
+events also carry ``agent_id`` and ``agent_type``) and reads its answer from stdout: nothing
+(carry on), ``hookSpecificOutput.additionalContext`` (text added to the model's context),
+``{"decision": "block", "reason": ...}`` (Stop: keep working) or
+``hookSpecificOutput.permissionDecision: "deny"`` (PreToolUse: refuse the tool call).
+
+Owns reading that input, resolving the agent's identity, the store calls each hook makes and
+rendering its answer. Invariants:
+- a hook fails open: any failure (the database unreachable, bad JSON on stdin, the deadline
+  passed) exits 0 with nothing on stdout and exactly one line on stderr,
+  ``ikigai-store hook <name>: <why>``; never a traceback, never a block or a denial;
+- a hook with nothing to say prints nothing; it opens the store only when the event concerns it
+  (``pre-tool`` on a Read, ``post-tool`` on a Bash call return at once);
+- the identity is ``store.identities.resolve(project_key(cwd), role=..., name=...)`` with the
+  project, role and name rules of ``hooks.context`` (shared with the MCP server, so an agent's
+  hooks and its MCP tools act as one identity); ``source`` (startup, resume, clear, compact)
+  does not change it. A subagent's role is ``<role>/<agent_type or agent_id>`` and it never
+  takes the main agent's explicit name;
+- ``prompt`` shows each mail once: it keeps, per database and identity, the newest mail id it
+  has shown in a small JSON file under the user state directory, replaced atomically;
+- ``stop`` never blocks twice in a row (``stop_hook_active`` lets the agent stop);
+- ``pre-tool`` denies an edit only while another identity holds a live exclusive lease whose
+  resource covers the file (``context.covers``: the path, a directory above it, or a glob);
+  the agent's own leases never deny it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from types import FrameType
+from typing import IO, TYPE_CHECKING, Any
+
+from ..errors import Conflict, NotFound
+from .context import FILE_PREFIX, agent_name, agent_role, covers, file_resource, project_key
+
+if TYPE_CHECKING:
+    from ..models import Identity, InboxItem, Task
+    from ..store import Store
+
+__all__ = [
+    "EDIT_TOOLS",
+    "HOOKS",
+    "TASK_TOOLS",
+    "HookContext",
+    "HookOptions",
+    "main",
+    "parse_input",
+    "post_tool",
+    "pre_tool",
+    "prompt",
+    "session_start",
+    "state_path",
+    "stop",
+]
+
+#: Tools whose ``file_path`` (``notebook_path``) ``pre-tool`` checks against reservations.
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+#: Tools whose calls ``post-tool`` mirrors into ``store.tasks``.
+TASK_TOOLS = frozenset({"TaskCreate", "TaskUpdate", "TodoWrite"})
+#: Default length of an ``--auto-reserve`` lease, in seconds.
+AUTO_RESERVE_SECONDS = 300.0
+#: How long a hook may take in all (Claude Code's own limit is 60 s), and how long it waits
+#: for a connection (libpq's ``PGCONNECT_TIMEOUT``) or for another process's migration.
+DEADLINE_SECONDS = 10.0
+CONNECT_TIMEOUT_SECONDS = 3
+MIGRATION_WAIT_SECONDS = 5.0
+#: How many mails, reviews and tasks a context lists (the counts are always complete).
+SHOWN = 5
+_SUBJECT_CHARS = 80
+_TODO_PREFIX = "todo-"
+
+
+class HookFailed(Exception):
+    """Why a hook gave up (reported on its one stderr line)."""
+
+
+@dataclass(frozen=True)
+class HookOptions:
+    """The command-line options of every hook: who the agent is, where the database is."""
+
+    name: str | None = None
+    role: str | None = None
+    database: str | None = None
+    auto_reserve: float | None = None
+    deadline: float = DEADLINE_SECONDS
+
+
+def parse_input(text: str) -> dict[str, Any]:
+    """Claude Code's hook input: one JSON object (``HookFailed`` for anything else)."""
+    try:
+        data = json.loads(text) if text.strip() else None
+    except ValueError as exc:
+        raise HookFailed(f"standard input is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise HookFailed("standard input is not a JSON object (Claude Code's hook input)")
+    return data
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+class HookContext:
+    """One hook run: its input, and (opened on first use) its store and identity."""
+
+    def __init__(self, event: Mapping[str, Any], options: HookOptions, stack: ExitStack) -> None:
+        self.event = event
+        self.options = options
+        self._stack = stack
+
+    @cached_property
+    def cwd(self) -> str | None:
+        """The agent's working directory (the input's ``cwd``)."""
+        return _text(self.event.get("cwd"))
+
+    @cached_property
+    def project(self) -> str:
+        """The project key (``context.project_key``)."""
+        return project_key(self.cwd)
+
+    @cached_property
+    def subagent(self) -> str | None:
+        """For a subagent's event, what its role is suffixed with: its type, else its id."""
+        if _text(self.event.get("agent_id")) is None:
+            return None
+        return _text(self.event.get("agent_type")) or _text(self.event.get("agent_id"))
+
+    @cached_property
+    def role(self) -> str:
+        """``--role``/``IKIGAI_ROLE``/``main``, suffixed ``/<agent_type or agent_id>`` for a
+        subagent."""
+        role = agent_role(self.options.role)
+        return role if self.subagent is None else f"{role}/{self.subagent}"
+
+    @cached_property
+    def store(self) -> Store:
+        """The store (``--database``, ``IKIGAI_DATABASE_URL``, ``DATABASE_URL`` or the embedded
+        server), migrated, closed when the hook ends."""
+        from ..store import open as open_store
+
+        os.environ.setdefault("PGCONNECT_TIMEOUT", str(CONNECT_TIMEOUT_SECONDS))
+        store = open_store(
+            self.options.database, pool_size=1, migration_lock_timeout=MIGRATION_WAIT_SECONDS
+        )
+        return self._stack.enter_context(store)
+
+    @cached_property
+    def identity(self) -> Identity:
+        """This agent's identity (see the module docstring)."""
+        name = agent_name(self.options.name) if self.subagent is None else None
+        return self.store.identities.resolve(
+            self.project, role=self.role, name=name, working_dir=self.cwd
+        )
+
+
+# ---------------------------------------------------------------------------------- rendering
+
+
+def _short(text: str, limit: int = _SUBJECT_CHARS) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _mail_lines(items: Sequence[InboxItem]) -> list[str]:
+    return [
+        f"  #{i.mail.id} from {i.mail.sender} [{i.mail.priority}] {_short(i.mail.subject)!r}"
+        for i in items
+    ]
+
+
+def _task_line(task: Task) -> str:
+    return f"  {task.list_id}/{task.external_id}: {_short(task.subject)}"
+
+
+def _context(event: str, text: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+# ---------------------------------------------------------------------------------- the hooks
+
+
+def session_start(ctx: HookContext) -> dict[str, Any] | None:
+    """SessionStart: who the agent is, its unread mail, the reviews waiting for it and the
+    tasks anyone may claim, as additional context."""
+    store, me = ctx.store, ctx.identity
+    me = store.identities.heartbeat(me)
+    lines = [
+        f"ikigai-store: you are {me.name} (role {ctx.role}, project {ctx.project}). Other "
+        f"agents reach you by mail to {me.name!r}; the ikigai-store MCP tools read and send "
+        "mail, claim tasks and reserve files."
+    ]
+    counts = store.mail.counts(me)
+    if counts.unread:
+        urgent = f", {counts.urgent_unread} urgent" if counts.urgent_unread else ""
+        lines.append(f"Unread mail: {counts.unread}{urgent}. Newest:")
+        lines += _mail_lines(store.mail.inbox(me, state="unread", limit=SHOWN))
+    else:
+        lines.append("Unread mail: none.")
+    waiting = [
+        r
+        for r in store.reviews.active()
+        if me.name in r.reviewers and r.state in ("pending_review", "under_review", "re_review")
+    ]
+    if waiting:
+        lines.append(f"Reviews waiting for you as reviewer: {len(waiting)}.")
+        lines += [
+            f"  {r.review_id[:8]} {r.state} from {r.requester}"
+            + (f" on {r.branch}" if r.branch else "")
+            + (f" (PR #{r.pr_number})" if r.pr_number is not None else "")
+            for r in waiting[:SHOWN]
+        ]
+    available = store.tasks.available()
+    if available:
+        lines.append(f"Tasks anyone may claim: {len(available)}.")
+        lines += [_task_line(t) for t in available[:SHOWN]]
+    return _context("SessionStart", "\n".join(lines))
+
+
+def state_path(store_url: str, identity: str) -> Path:
+    """The file where ``prompt`` keeps the newest mail id it has shown to ``identity`` on the
+    database ``store_url`` (under platformdirs' user state directory)."""
+    import platformdirs
+
+    key = hashlib.sha256(f"{store_url}\x1f{identity}".encode()).hexdigest()[:16]
+    return platformdirs.user_state_path("ikigai_store") / "hooks" / f"{identity}-{key}.json"
+
+
+def _read_mark(path: Path) -> int | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8")).get("mail_seen")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _write_mark(path: Path, mail_id: int) -> None:
+    """Replace the file atomically (a temporary file in the same directory, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"mail_seen": mail_id}, f)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def prompt(ctx: HookContext) -> dict[str, Any] | None:
+    """UserPromptSubmit: the unread mail that arrived since the previous prompt (on the first
+    prompt: all unread mail), as additional context; nothing when there is none."""
+    store, me = ctx.store, ctx.identity
+    path = state_path(store.url, me.name)
+    seen = _read_mark(path)
+    unread = store.mail.inbox(me, state="unread", limit=50)
+    fresh = [i for i in unread if seen is None or i.mail.id > seen]
+    newest = max([i.mail.id for i in unread] + [seen or 0])
+    if seen is None or newest > seen:
+        _write_mark(path, newest)
+    if not fresh:
+        return None
+    lines = [f"ikigai-store: {len(fresh)} new mail for {me.name} (read them with the MCP tools):"]
+    lines += _mail_lines(fresh[:SHOWN])
+    if len(fresh) > SHOWN:
+        lines.append(f"  … and {len(fresh) - SHOWN} more")
+    return _context("UserPromptSubmit", "\n".join(lines))
+
+
+def stop(ctx: HookContext) -> dict[str, Any] | None:
+    """Stop: keep the agent working while urgent unread mail or a task it claimed (in
+    progress, owned by it) waits; never twice in a row (``stop_hook_active``)."""
+    if ctx.event.get("stop_hook_active") is True:
+        return None
+    store, me = ctx.store, ctx.identity
+    reasons = []
+    if store.mail.counts(me).urgent_unread:
+        urgent = store.mail.inbox(me, state="unread", priority="urgent", limit=SHOWN)
+        reasons.append("urgent unread mail:\n" + "\n".join(_mail_lines(urgent)))
+    working = store.tasks.owned(me, status="in_progress")
+    if working:
+        reasons.append(
+            "tasks you claimed are still in progress (complete or release them):\n"
+            + "\n".join(_task_line(t) for t in working[:SHOWN])
+        )
+    if not reasons:
+        return None
+    return {
+        "decision": "block",
+        "reason": f"ikigai-store: before stopping, {me.name} has " + "; and ".join(reasons),
+    }
+
+
+def _list_id(ctx: HookContext) -> str:
+    list_id = os.environ.get("CLAUDE_CODE_TASK_LIST_ID") or _text(ctx.event.get("session_id"))
+    if list_id is None:
+        raise HookFailed("no task list: neither CLAUDE_CODE_TASK_LIST_ID nor session_id is set")
+    return list_id
+
+
+def _ensure_list(ctx: HookContext, list_id: str) -> None:
+    """The list exists (created with this identity as its owner on first use)."""
+    try:
+        ctx.store.tasks.get_list(list_id)
+    except NotFound:
+        with contextlib.suppress(Conflict):  # made by someone else meanwhile: use it
+            ctx.store.tasks.create_list(list_id, owner=ctx.identity)
+
+
+def _get_task(store: Store, list_id: str, external_id: str) -> Task | None:
+    try:
+        return store.tasks.get(list_id, external_id)
+    except NotFound:
+        return None
+
+
+def _task_create(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> None:
+    created = data.get("tool_response")
+    task = created.get("task") if isinstance(created, Mapping) else None
+    task_id = task.get("id") if isinstance(task, Mapping) else None
+    if task_id is None:
+        raise HookFailed("TaskCreate's tool_response has no task id")
+    fields = data.get("tool_input") or {}
+    subject = _text(fields.get("subject")) or _text(task.get("subject"))  # type: ignore[union-attr]
+    metadata = fields.get("metadata")
+    ctx.store.tasks.upsert(
+        list_id,
+        str(task_id),
+        subject=subject,
+        description=_text(fields.get("description")),
+        active_form=_text(fields.get("activeForm")),
+        metadata=metadata if isinstance(metadata, Mapping) else None,
+    )
+
+
+def _ids(value: object) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _task_update(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> None:
+    result = data.get("tool_response")
+    if isinstance(result, Mapping) and result.get("success") is False:
+        return  # Claude Code refused the update: nothing changed
+    fields = data.get("tool_input") or {}
+    task_id = fields.get("taskId")
+    if task_id is None:
+        raise HookFailed("TaskUpdate's tool_input has no taskId")
+    key, store = str(task_id), ctx.store
+    existing = _get_task(store, list_id, key)
+    known = {t.external_id for t in store.tasks.list(list_id)}
+    blocked_by = None
+    add = [b for b in _ids(fields.get("addBlockedBy")) if b in known and b != key]
+    if add:
+        current = list(existing.blocked_by) if existing is not None else []
+        blocked_by = list(dict.fromkeys(current + add))
+    metadata = fields.get("metadata")
+    store.tasks.upsert(
+        list_id,
+        key,
+        # a task made before the hooks were installed is mirrored under a stand-in subject
+        subject=_text(fields.get("subject")) or (None if existing else f"Task {key}"),
+        description=_text(fields.get("description")),
+        active_form=_text(fields.get("activeForm")),
+        metadata=metadata if isinstance(metadata, Mapping) else None,
+        status=_text(fields.get("status")),
+        owner=_text(fields.get("owner")),
+        blocked_by=blocked_by,
+    )
+    for blocked in _ids(fields.get("addBlocks")):
+        other = _get_task(store, list_id, blocked) if blocked != key else None
+        if other is not None and key not in other.blocked_by:
+            store.tasks.upsert(list_id, blocked, blocked_by=[*other.blocked_by, key])
+
+
+def todo_id(content: str) -> str:
+    """The external id of a TodoWrite item (its text is all that names it)."""
+    return _TODO_PREFIX + hashlib.sha256(content.encode()).hexdigest()[:16]
+
+
+def _todo_write(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> None:
+    from ..validate import MAX_SUBJECT_CHARS
+
+    fields = data.get("tool_input") or {}
+    todos = fields.get("todos")
+    if not isinstance(todos, list):
+        raise HookFailed("TodoWrite's tool_input has no todos list")
+    store = ctx.store
+    items: dict[str, Mapping[str, Any]] = {}
+    for todo in todos:
+        if isinstance(todo, Mapping) and _text(todo.get("content")):
+            items[todo_id(todo["content"])] = todo
+    with store.transaction():
+        for key, todo in items.items():
+            content = " ".join(todo["content"].split())
+            long = len(content) > MAX_SUBJECT_CHARS
+            store.tasks.upsert(
+                list_id,
+                key,
+                subject=_short(content, MAX_SUBJECT_CHARS) if long else content,
+                description=todo["content"] if long else None,
+                active_form=_short(_text(todo.get("activeForm")) or "", MAX_SUBJECT_CHARS),
+                status=_text(todo.get("status")),
+            )
+        others = [
+            t.external_id
+            for t in store.tasks.list(list_id)
+            if not t.external_id.startswith(_TODO_PREFIX)
+        ]
+        store.tasks.sync(list_id, [*others, *items])
+
+
+def post_tool(ctx: HookContext) -> dict[str, Any] | None:
+    """PostToolUse: mirror Claude Code's task tools (TaskCreate, TaskUpdate, the older
+    TodoWrite) into the task list ``CLAUDE_CODE_TASK_LIST_ID``, else the session's id. Other
+    tools: nothing. Prints nothing."""
+    tool = ctx.event.get("tool_name")
+    if tool not in TASK_TOOLS:
+        return None
+    list_id = _list_id(ctx)
+    _ensure_list(ctx, list_id)
+    if tool == "TaskCreate":
+        _task_create(ctx, list_id, ctx.event)
+    elif tool == "TaskUpdate":
+        _task_update(ctx, list_id, ctx.event)
+    else:
+        _todo_write(ctx, list_id, ctx.event)
+    return None
+
+
+def _deny(reason: str) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+def _edited_path(ctx: HookContext) -> str | None:
+    fields = ctx.event.get("tool_input")
+    if ctx.event.get("tool_name") not in EDIT_TOOLS or not isinstance(fields, Mapping):
+        return None
+    path = _text(fields.get("file_path")) or _text(fields.get("notebook_path"))
+    if path is None:
+        return None
+    return os.path.normpath(os.path.join(ctx.cwd or ctx.project, path))
+
+
+def pre_tool(ctx: HookContext) -> dict[str, Any] | None:
+    """PreToolUse on Edit, Write, MultiEdit and NotebookEdit: deny the edit while another
+    identity holds a live exclusive lease covering the file; with ``--auto-reserve``, take an
+    exclusive lease on a free file for this identity (refused: deny, naming the holder)."""
+    path = _edited_path(ctx)
+    if path is None:
+        return None
+    targets = {path, os.path.realpath(path)}
+    store, me = ctx.store, ctx.identity
+    # Every live file lease, not only those under the project: a glob's literal prefix (or a
+    # directory above the project) may be shorter than the project's path. Live leases are few.
+    for lease in store.leases.held(FILE_PREFIX):
+        mine = lease.holder == me.name
+        if lease.exclusive and not mine and any(covers(lease.resource, t) for t in targets):
+            where = "" if lease.resource == FILE_PREFIX + path else f" ({lease.resource})"
+            return _deny(
+                f"{path} is reserved by {lease.holder} until "
+                f"{lease.expires_at.isoformat(timespec='seconds')}{where}; ask them by mail "
+                "or wait for the reservation to end"
+            )
+    if ctx.options.auto_reserve is not None:
+        try:
+            store.leases.acquire(me, file_resource(ctx.project, path), ttl=ctx.options.auto_reserve)
+        except Conflict as exc:
+            return _deny(f"{path} is reserved: {exc}")
+    return None
+
+
+#: Each hook by its command name.
+HOOKS: dict[str, Callable[[HookContext], dict[str, Any] | None]] = {
+    "session-start": session_start,
+    "prompt": prompt,
+    "stop": stop,
+    "post-tool": post_tool,
+    "pre-tool": pre_tool,
+}
+
+
+# ---------------------------------------------------------------------------------- running
+
+
+class _Deadline(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise ``_Deadline`` in the block once ``seconds`` have passed (where SIGALRM exists)."""
+    if not hasattr(signal, "setitimer") or seconds <= 0:
+        yield
+        return
+
+    def expired(signum: int, frame: FrameType | None) -> None:
+        raise _Deadline(f"gave up after {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def main(
+    name: str,
+    options: HookOptions,
+    stdin: IO[str] | None = None,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+) -> int:
+    """Run hook ``name`` on the JSON event read from ``stdin``; write its answer (if any) to
+    ``stdout``; return the exit status, always 0 (a failure is one line on ``stderr``)."""
+    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    try:
+        with _deadline(options.deadline), ExitStack() as stack:
+            event = parse_input(stdin.read())
+            answer = HOOKS[name](HookContext(event, options, stack))
+    except (Exception, _Deadline, KeyboardInterrupt) as exc:
+        why = str(exc) if isinstance(exc, (HookFailed, _Deadline)) else _one_line(exc)
+        with contextlib.suppress(Exception):
+            stderr.write(f"ikigai-store hook {name}: {' '.join(why.split())}\n")
+            stderr.flush()
+        return 0
+    if answer is not None:
+        stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+        stdout.flush()
+    return 0

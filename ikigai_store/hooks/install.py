@@ -1,0 +1,289 @@
+"""``ikigai-store hooks install``: register the Claude Code hooks and the MCP server in a project.
+
+Owns the merge of our entries into ``<project>/.claude/settings.json`` (the hooks: SessionStart,
+UserPromptSubmit, Stop, PostToolUse on the task tools, PreToolUse on the edit tools) and
+``<project>/.mcp.json`` (the ``ikigai-store`` MCP server), and writing them. Invariants:
+- nothing of the user's is lost: every other key, hook entry and MCP server stays as it was;
+  our hook entries are recognised by their command (``<...>ikigai-store ... hook <name>``) and
+  replaced where they are, so installing twice changes nothing the second time;
+- a file that is not valid JSON, or whose shape is not Claude Code's (``hooks`` not an object,
+  an event not a list, ...), is refused with a message naming it, and then no file is written;
+- files are written atomically (a temporary file in the same directory, then a rename), as
+  2-space-indented JSON, keeping an existing file's permissions; a dry run writes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import difflib
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidArgument
+
+__all__ = [
+    "HOOK_EVENTS",
+    "MCP_SERVER",
+    "Change",
+    "apply_changes",
+    "executable",
+    "hook_command",
+    "merge_mcp",
+    "merge_settings",
+    "plan",
+]
+
+#: (Claude Code event, our hook command, the tool matcher or None), in install order.
+HOOK_EVENTS: tuple[tuple[str, str, str | None], ...] = (
+    ("SessionStart", "session-start", None),
+    ("UserPromptSubmit", "prompt", None),
+    ("Stop", "stop", None),
+    ("PostToolUse", "post-tool", "TaskCreate|TaskUpdate|TodoWrite"),
+    ("PreToolUse", "pre-tool", "Edit|Write|MultiEdit|NotebookEdit"),
+)
+#: Our key under ``mcpServers``.
+MCP_SERVER = "ikigai-store"
+#: Claude Code's limit for one run of our hooks, in seconds (they give up after 10 by
+#: themselves, failing open).
+HOOK_TIMEOUT = 15
+_PROGRAM = "ikigai-store"
+
+
+def executable() -> str:
+    """The absolute path of the running ``ikigai-store`` script (``sys.argv[0]``), else the one
+    on ``PATH``: what Claude Code runs, even outside this virtualenv."""
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if argv0 is not None and argv0.name.startswith(_PROGRAM) and argv0.is_file():
+        return str(argv0.resolve())
+    found = shutil.which(_PROGRAM)
+    if found is None:
+        raise InvalidArgument(
+            f"cannot find the {_PROGRAM} executable (not run as {_PROGRAM}, none on PATH)"
+        )
+    return str(Path(found).resolve())
+
+
+def _identity_args(name: str | None, role: str | None) -> list[str]:
+    return [*(["--as", name] if name else []), *(["--role", role] if role else [])]
+
+
+def hook_command(
+    program: str,
+    hook: str,
+    *,
+    name: str | None = None,
+    role: str | None = None,
+    auto_reserve: bool = False,
+) -> str:
+    """The shell command Claude Code runs for ``hook``."""
+    extra = ["--auto-reserve"] if auto_reserve and hook == "pre-tool" else []
+    return shlex.join([program, "hook", hook, *_identity_args(name, role), *extra])
+
+
+def _our_hook(command: object) -> str | None:
+    """The hook name of one of our commands (``.../ikigai-store [options] hook <name> ...``),
+    else None."""
+    if not isinstance(command, str):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for i, word in enumerate(words):
+        if os.path.basename(word) == _PROGRAM:
+            rest = words[i + 1 :]
+            if "hook" in rest:
+                at = rest.index("hook")
+                return rest[at + 1] if at + 1 < len(rest) else None
+            return None
+    return None
+
+
+def _object(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InvalidArgument(f"{where} must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def _list(value: object, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InvalidArgument(f"{where} must be a JSON list, not {type(value).__name__}")
+    return value
+
+
+def merge_settings(
+    settings: dict[str, Any],
+    program: str,
+    *,
+    name: str | None = None,
+    role: str | None = None,
+    auto_reserve: bool = False,
+) -> dict[str, Any]:
+    """A copy of Claude Code's ``settings`` with our hook entries in it: each replaces our
+    existing entry for that hook where it stands (another of ours for the same hook is
+    dropped), else is appended to its event as a new matcher group."""
+    merged = copy.deepcopy(_object(settings, "settings"))
+    hooks = _object(merged.setdefault("hooks", {}), '"hooks"')
+    for event, hook, matcher in HOOK_EVENTS:
+        entry = {
+            "type": "command",
+            "command": hook_command(program, hook, name=name, role=role, auto_reserve=auto_reserve),
+            "timeout": HOOK_TIMEOUT,
+        }
+        groups = _list(hooks.setdefault(event, []), f'"hooks"."{event}"')
+        placed = False
+        for group in list(groups):
+            group_hooks = _object(group, f'a group of "hooks"."{event}"').get("hooks")
+            if group_hooks is None:
+                continue
+            kept = []
+            for item in _list(group_hooks, f'"hooks" of a group of "{event}"'):
+                if not isinstance(item, dict) or _our_hook(item.get("command")) != hook:
+                    kept.append(item)
+                elif not placed:
+                    kept.append({**item, **entry})
+                    placed = True
+                    if matcher is not None and len(group_hooks) == 1:
+                        group["matcher"] = matcher
+            group["hooks"] = kept
+            if not kept and group_hooks:  # it held only a duplicate of ours
+                groups.remove(group)
+        if not placed:
+            groups.append({**({"matcher": matcher} if matcher else {}), "hooks": [entry]})
+    return merged
+
+
+def merge_mcp(
+    config: dict[str, Any], program: str, *, name: str | None = None, role: str | None = None
+) -> dict[str, Any]:
+    """A copy of ``.mcp.json``'s ``config`` with our MCP server (its other keys, e.g. ``env``,
+    kept); every other server is left alone."""
+    merged = copy.deepcopy(_object(config, ".mcp.json"))
+    servers = _object(merged.setdefault("mcpServers", {}), '"mcpServers"')
+    ours = _object(servers.get(MCP_SERVER, {}), f'"mcpServers"."{MCP_SERVER}"')
+    servers[MCP_SERVER] = {
+        **ours,
+        "command": program,
+        "args": ["mcp", *_identity_args(name, role)],
+    }
+    return merged
+
+
+def _dump(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file to write: its path, its text now (None: it does not exist) and after."""
+
+    path: Path
+    before: str | None
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        """Whether writing would change the file."""
+        return self.before != self.after
+
+    def diff(self) -> str:
+        """A unified diff from the file as it is to the file as it would be written."""
+        lines = difflib.unified_diff(
+            (self.before or "").splitlines(keepends=True),
+            self.after.splitlines(keepends=True),
+            fromfile=str(self.path) if self.before is not None else "/dev/null",
+            tofile=str(self.path),
+        )
+        return "".join(lines)
+
+
+def _load(path: Path) -> tuple[str | None, dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgument(f"cannot read {path}: {exc}") from None
+    if not text.strip():
+        return text, {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidArgument(
+            f"{path} is not valid JSON ({exc}); fix or move it, then install again"
+        ) from None
+    return text, _object(data, str(path))
+
+
+def plan(
+    project: Path,
+    program: str,
+    *,
+    name: str | None = None,
+    role: str | None = None,
+    auto_reserve: bool = False,
+) -> list[Change]:
+    """What installing into ``project`` would write (reads only): ``.claude/settings.json``,
+    then ``.mcp.json``. ``InvalidArgument`` names a file that cannot be merged."""
+
+    def settings(data: dict[str, Any]) -> dict[str, Any]:
+        return merge_settings(data, program, name=name, role=role, auto_reserve=auto_reserve)
+
+    def mcp(data: dict[str, Any]) -> dict[str, Any]:
+        return merge_mcp(data, program, name=name, role=role)
+
+    changes = []
+    for path, merge in (
+        (project / ".claude" / "settings.json", settings),
+        (project / ".mcp.json", mcp),
+    ):
+        before, data = _load(path)
+        try:
+            after = _dump(merge(data))
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"{path}: {exc}; nothing was written") from None
+        changes.append(Change(path, before, after))
+    return changes
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode: int | None = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, mode if mode is not None else 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def apply_changes(changes: Sequence[Change]) -> list[Path]:
+    """Write the files that change; return their paths."""
+    written = []
+    for change in changes:
+        if change.changed:
+            _write_atomically(change.path, change.after)
+            written.append(change.path)
+    return written

@@ -1,0 +1,259 @@
+"""``ikigai-store hooks install``: merging our hooks and MCP server into a project's Claude Code
+settings without losing anything (no database)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from ikigai_store.cli import cli
+from ikigai_store.hooks import install
+
+PROGRAM = "/opt/venv/bin/ikigai-store"
+
+
+@pytest.fixture(autouse=True)
+def running_as_ikigai_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """sys.argv[0] is an ``ikigai-store`` script (as when run from a shell)."""
+    script = tmp_path / "bin" / "ikigai-store"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    monkeypatch.setattr(sys, "argv", [str(script), "hooks", "install"])
+    return script
+
+
+def installed(project: Path, *args: str) -> Result:
+    """Run ``hooks install --project PROJECT ARGS`` in-process."""
+    return CliRunner().invoke(
+        cli, ["hooks", "install", "--project", str(project), *args], catch_exceptions=False
+    )
+
+
+def read(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def ours(settings: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    """Our hook entries under ``event`` (with their group's matcher)."""
+    return [
+        {**hook, "matcher": group.get("matcher")}
+        for group in settings["hooks"][event]
+        for hook in group["hooks"]
+        if " hook " in hook.get("command", "") and "ikigai-store" in hook["command"]
+    ]
+
+
+EXISTING_SETTINGS = {
+    "permissions": {"allow": ["Bash(git status)"]},
+    "model": "opus",
+    "hooks": {
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "./check-bash.sh"}]}
+        ],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done", "timeout": 5}]}],
+        "Notification": [{"hooks": [{"type": "command", "command": "say hi"}]}],
+    },
+}
+
+
+def test_fresh_project_gets_every_hook_and_the_server(
+    tmp_path: Path, running_as_ikigai_store: Path
+) -> None:
+    """Into an empty project: the five hooks (matchers on the tool events) with this
+    executable's absolute path, and the MCP server; files are 2-space JSON."""
+    result = installed(tmp_path)
+    assert result.exit_code == 0, result.output
+    exe = str(running_as_ikigai_store.resolve())
+    settings_path = tmp_path / ".claude" / "settings.json"
+    settings = read(settings_path)
+    for event, hook, matcher in install.HOOK_EVENTS:
+        [entry] = ours(settings, event)
+        assert entry == {
+            "type": "command",
+            "command": f"{exe} hook {hook}",
+            "timeout": install.HOOK_TIMEOUT,
+            "matcher": matcher,
+        }
+    assert settings_path.read_text().startswith('{\n  "hooks": {\n    "SessionStart"')
+    assert read(tmp_path / ".mcp.json") == {
+        "mcpServers": {"ikigai-store": {"command": exe, "args": ["mcp"]}}
+    }
+    assert f"{settings_path}: written" in result.output
+
+
+def test_merge_keeps_other_keys_and_hooks_and_a_second_run_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    """Existing keys, hook entries and events are kept; our entries join them; running
+    again writes nothing (byte-identical files, "unchanged")."""
+    settings_path = tmp_path / ".claude" / "settings.json"
+    settings_path.parent.mkdir()
+    settings_path.write_text(json.dumps(EXISTING_SETTINGS, indent=4))
+    assert installed(tmp_path, "--as", "Ada", "--role", "lead").exit_code == 0
+    settings = read(settings_path)
+    assert settings["permissions"] == EXISTING_SETTINGS["permissions"]
+    assert settings["model"] == "opus"
+    assert settings["hooks"]["Notification"] == EXISTING_SETTINGS["hooks"]["Notification"]
+    assert settings["hooks"]["PreToolUse"][0] == EXISTING_SETTINGS["hooks"]["PreToolUse"][0]
+    assert settings["hooks"]["Stop"][0] == EXISTING_SETTINGS["hooks"]["Stop"][0]
+    [stop] = ours(settings, "Stop")
+    assert stop["command"].endswith("hook stop --as Ada --role lead")
+    mcp = read(tmp_path / ".mcp.json")
+    assert mcp["mcpServers"]["ikigai-store"]["args"] == ["mcp", "--as", "Ada", "--role", "lead"]
+
+    before = {p: p.read_bytes() for p in (settings_path, tmp_path / ".mcp.json")}
+    mtimes = {p: p.stat().st_mtime_ns for p in before}
+    again = installed(tmp_path, "--as", "Ada", "--role", "lead")
+    assert again.exit_code == 0 and again.output.count("unchanged") == 2
+    assert {p: p.read_bytes() for p in before} == before
+    assert {p: p.stat().st_mtime_ns for p in before} == mtimes
+
+
+def test_our_entries_are_replaced_in_place(tmp_path: Path) -> None:
+    """An older entry of ours (another path, other options, a key the user added) is
+    updated where it stands, a duplicate of it removed; the user's hooks beside it stay."""
+    settings_path = tmp_path / ".claude" / "settings.json"
+    settings_path.parent.mkdir()
+    old = {
+        "hooks": {
+            "PreToolUse": [
+                {
+                    "matcher": "Edit|Write",
+                    "hooks": [
+                        {"type": "command", "command": "lint.sh"},
+                        {
+                            "type": "command",
+                            "command": "/old/venv/bin/ikigai-store hook pre-tool --role x",
+                            "statusMessage": "checking reservations",
+                        },
+                    ],
+                },
+                {"hooks": [{"type": "command", "command": "ikigai-store hook pre-tool"}]},
+            ]
+        }
+    }
+    settings_path.write_text(json.dumps(old))
+    assert installed(tmp_path, "--auto-reserve").exit_code == 0
+    groups = read(settings_path)["hooks"]["PreToolUse"]
+    assert len(groups) == 1 and groups[0]["matcher"] == "Edit|Write"
+    lint, ours_ = groups[0]["hooks"]
+    assert lint == {"type": "command", "command": "lint.sh"}
+    assert ours_["command"].endswith("/ikigai-store hook pre-tool --auto-reserve")
+    assert not ours_["command"].startswith("/old/")
+    assert ours_["statusMessage"] == "checking reservations"
+    assert ours_["timeout"] == install.HOOK_TIMEOUT
+
+
+def test_mcp_json_keeps_other_servers(tmp_path: Path) -> None:
+    """.mcp.json's other servers and keys stay; our server's extra keys (env) are kept."""
+    path = tmp_path / ".mcp.json"
+    path.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "github": {"command": "gh-mcp", "args": ["--stdio"]},
+                    "ikigai-store": {"command": "old", "args": [], "env": {"X": "1"}},
+                },
+                "other": True,
+            }
+        )
+    )
+    assert installed(tmp_path).exit_code == 0
+    data = read(path)
+    assert data["other"] is True
+    assert data["mcpServers"]["github"] == {"command": "gh-mcp", "args": ["--stdio"]}
+    assert data["mcpServers"]["ikigai-store"]["env"] == {"X": "1"}
+    assert data["mcpServers"]["ikigai-store"]["args"] == ["mcp"]
+
+
+def test_dry_run_prints_diffs_and_writes_nothing(tmp_path: Path) -> None:
+    """--dry-run prints a unified diff per file and creates or changes no file."""
+    path = tmp_path / ".mcp.json"
+    path.write_text('{"mcpServers": {}}\n')
+    result = installed(tmp_path, "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "--- /dev/null" in result.output
+    assert f"+++ {tmp_path / '.claude' / 'settings.json'}" in result.output
+    assert f"--- {path}" in result.output and '+    "ikigai-store": {' in result.output
+    assert not (tmp_path / ".claude").exists()
+    assert path.read_text() == '{"mcpServers": {}}\n'
+    assert installed(tmp_path).exit_code == 0
+    assert installed(tmp_path, "--dry-run").output.count("unchanged") == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("{not json", "is not valid JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        ('{"hooks": []}', '"hooks" must be a JSON object'),
+        ('{"hooks": {"Stop": {}}}', '"hooks"."Stop" must be a JSON list'),
+    ],
+)
+def test_invalid_settings_are_refused_and_nothing_is_written(
+    tmp_path: Path, text: str, match: str
+) -> None:
+    """A settings file that is not JSON, or not Claude Code's shape, is refused with a
+    message naming it (exit 1, one Error: line) and neither file is written."""
+    settings_path = tmp_path / ".claude" / "settings.json"
+    settings_path.parent.mkdir()
+    settings_path.write_text(text)
+    result = installed(tmp_path)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: ") and len(result.stderr.splitlines()) == 1
+    assert match in result.stderr and str(settings_path) in result.stderr
+    assert settings_path.read_text() == text
+    assert not (tmp_path / ".mcp.json").exists()
+
+
+def test_invalid_mcp_json_is_refused_before_settings_are_written(tmp_path: Path) -> None:
+    """A broken .mcp.json stops the install before settings.json is written."""
+    (tmp_path / ".mcp.json").write_text("{,}")
+    result = installed(tmp_path)
+    assert result.exit_code == 1 and "is not valid JSON" in result.stderr
+    assert not (tmp_path / ".claude").exists()
+
+
+def test_files_are_written_atomically_keeping_their_mode(tmp_path: Path) -> None:
+    """An existing file keeps its permissions, and no temporary file is left behind."""
+    path = tmp_path / ".mcp.json"
+    path.write_text("{}")
+    os.chmod(path, 0o600)
+    assert installed(tmp_path).exit_code == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".claude", ".mcp.json", "bin"]
+    assert [p.name for p in (tmp_path / ".claude").iterdir()] == ["settings.json"]
+
+
+def test_our_commands_are_recognised_by_their_words() -> None:
+    """Ours: an ikigai-store executable (any path, options before `hook`) running `hook
+    <name>`; not ours: other programs, other hooks, unparseable commands."""
+    recognise = install._our_hook
+    assert recognise("/a/b/ikigai-store hook stop --as X") == "stop"
+    assert recognise("'/with space/ikigai-store' --database u hook prompt") == "prompt"
+    assert recognise("ikigai-store mail inbox") is None
+    assert recognise("my-ikigai-store-wrapper hook stop") is None
+    assert recognise("echo 'unbalanced") is None
+    assert recognise(None) is None
+
+
+def test_the_executable_falls_back_to_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Not run as ikigai-store (python -m, a test runner): the one on PATH, absolute."""
+    monkeypatch.setattr(sys, "argv", ["-m"])
+    bin_dir = tmp_path / "pathbin"
+    bin_dir.mkdir()
+    exe = bin_dir / "ikigai-store"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert install.executable() == str(exe.resolve())
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(Exception, match="cannot find the ikigai-store executable"):
+        install.executable()
