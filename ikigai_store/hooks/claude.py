@@ -24,7 +24,8 @@ rendering its answer. Invariants:
 - ``stop`` never blocks twice in a row (``stop_hook_active`` lets the agent stop);
 - ``pre-tool`` denies an edit only while another identity holds a live exclusive lease whose
   resource covers the file (``context.covers``: the path, a directory above it, or a glob);
-  the agent's own leases never deny it.
+  the agent's own leases never deny it, nor, for a subagent, those of the agent that started
+  it (resolved with the role and name the subagent's role was derived from).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -165,6 +167,20 @@ class HookContext:
         return self.store.identities.resolve(
             self.project, role=self.role, name=name, working_dir=self.cwd
         )
+
+    @cached_property
+    def team(self) -> frozenset[str]:
+        """The identities whose reservations are this agent's own: itself, and for a subagent
+        the agent that started it (a subagent edits what its parent reserved)."""
+        if self.subagent is None:
+            return frozenset({self.identity.name})
+        parent = self.store.identities.resolve(
+            self.project,
+            role=agent_role(self.options.role),
+            name=agent_name(self.options.name),
+            working_dir=self.cwd,
+        )
+        return frozenset({self.identity.name, parent.name})
 
 
 # ---------------------------------------------------------------------------------- rendering
@@ -469,19 +485,23 @@ def pre_tool(ctx: HookContext) -> dict[str, Any] | None:
     if path is None:
         return None
     targets = {path, os.path.realpath(path)}
-    store, me = ctx.store, ctx.identity
+    store, me, team = ctx.store, ctx.identity, ctx.team
     # Every live file lease, not only those under the project: a glob's literal prefix (or a
     # directory above the project) may be shorter than the project's path. Live leases are few.
+    held_by_team = False
     for lease in store.leases.held(FILE_PREFIX):
-        mine = lease.holder == me.name
-        if lease.exclusive and not mine and any(covers(lease.resource, t) for t in targets):
+        if not any(covers(lease.resource, t) for t in targets):
+            continue
+        if lease.holder in team:
+            held_by_team = held_by_team or lease.holder != me.name
+        elif lease.exclusive:
             where = "" if lease.resource == FILE_PREFIX + path else f" ({lease.resource})"
             return _deny(
                 f"{path} is reserved by {lease.holder} until "
                 f"{lease.expires_at.isoformat(timespec='seconds')}{where}; ask them by mail "
                 "or wait for the reservation to end"
             )
-    if ctx.options.auto_reserve is not None:
+    if ctx.options.auto_reserve is not None and not held_by_team:
         try:
             store.leases.acquire(me, file_resource(ctx.project, path), ttl=ctx.options.auto_reserve)
         except Conflict as exc:
@@ -509,7 +529,11 @@ class _Deadline(Exception):
 @contextlib.contextmanager
 def _deadline(seconds: float) -> Iterator[None]:
     """Raise ``_Deadline`` in the block once ``seconds`` have passed (where SIGALRM exists)."""
-    if not hasattr(signal, "setitimer") or seconds <= 0:
+    if (
+        not hasattr(signal, "setitimer")
+        or seconds <= 0
+        or threading.current_thread() is not threading.main_thread()
+    ):
         yield
         return
 
@@ -551,6 +575,7 @@ def main(
             stderr.flush()
         return 0
     if answer is not None:
-        stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
-        stdout.flush()
+        with contextlib.suppress(OSError):  # Claude Code stopped reading: nothing to tell
+            stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+            stdout.flush()
     return 0
