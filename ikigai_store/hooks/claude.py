@@ -44,14 +44,16 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
+
+import platformdirs
 
 from ..errors import Conflict, NotFound
+from ..models import Identity, InboxItem, Task
+from ..store import Store
+from ..store import open as open_store
+from ..validate import MAX_SUBJECT_CHARS
 from .context import FILE_PREFIX, agent_name, agent_role, covers, file_resource, project_key
-
-if TYPE_CHECKING:
-    from ..models import Identity, InboxItem, Task
-    from ..store import Store
 
 __all__ = [
     "EDIT_TOOLS",
@@ -152,8 +154,6 @@ class HookContext:
     def store(self) -> Store:
         """The store (``--database``, ``IKIGAI_DATABASE_URL``, ``DATABASE_URL`` or the embedded
         server), migrated, closed when the hook ends."""
-        from ..store import open as open_store
-
         os.environ.setdefault("PGCONNECT_TIMEOUT", str(CONNECT_TIMEOUT_SECONDS))
         store = open_store(
             self.options.database, pool_size=1, migration_lock_timeout=MIGRATION_WAIT_SECONDS
@@ -249,8 +249,6 @@ def session_start(ctx: HookContext) -> dict[str, Any] | None:
 def state_path(store_url: str, identity: str) -> Path:
     """The file where ``prompt`` keeps the newest mail id it has shown to ``identity`` on the
     database ``store_url`` (under platformdirs' user state directory)."""
-    import platformdirs
-
     key = hashlib.sha256(f"{store_url}\x1f{identity}".encode()).hexdigest()[:16]
     return platformdirs.user_state_path("ikigai_store") / "hooks" / f"{identity}-{key}.json"
 
@@ -347,11 +345,11 @@ def _get_task(store: Store, list_id: str, external_id: str) -> Task | None:
 def _task_create(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> None:
     created = data.get("tool_response")
     task = created.get("task") if isinstance(created, Mapping) else None
-    task_id = task.get("id") if isinstance(task, Mapping) else None
-    if task_id is None:
+    if not isinstance(task, Mapping) or task.get("id") is None:
         raise HookFailed("TaskCreate's tool_response has no task id")
+    task_id = task["id"]
     fields = data.get("tool_input") or {}
-    subject = _text(fields.get("subject")) or _text(task.get("subject"))  # type: ignore[union-attr]
+    subject = _text(fields.get("subject")) or _text(task.get("subject"))
     metadata = fields.get("metadata")
     ctx.store.tasks.upsert(
         list_id,
@@ -377,9 +375,11 @@ def _task_update(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> Non
         raise HookFailed("TaskUpdate's tool_input has no taskId")
     key, store = str(task_id), ctx.store
     existing = _get_task(store, list_id, key)
-    known = {t.external_id for t in store.tasks.list(list_id)}
     blocked_by = None
-    add = [b for b in _ids(fields.get("addBlockedBy")) if b in known and b != key]
+    add = [b for b in _ids(fields.get("addBlockedBy")) if b != key]
+    if add:  # blockers the mirror does not have (made before the hooks) are left out
+        known = {t.external_id for t in store.tasks.list(list_id)}
+        add = [b for b in add if b in known]
     if add:
         current = list(existing.blocked_by) if existing is not None else []
         blocked_by = list(dict.fromkeys(current + add))
@@ -408,8 +408,6 @@ def todo_id(content: str) -> str:
 
 
 def _todo_write(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> None:
-    from ..validate import MAX_SUBJECT_CHARS
-
     fields = data.get("tool_input") or {}
     todos = fields.get("todos")
     if not isinstance(todos, list):
