@@ -21,32 +21,17 @@ store, the outbox, standard input, the common options), ``params`` (durations, t
 ``render`` (tables, times, text, JSON, the views several modules show), one module of commands
 per area (``admin``, ``sessions``, ``events``, ``agents``, ``identities``, ``mail``,
 ``topics``, ``outbox``, ``activities`` (also ``lease``), ``tasks``, ``reviews`` (also
-``plan``), ``hooks`` (``hook ...``, ``hooks install``)) and ``demo``. A helper used by more
-than one module lives in ``common``, ``params`` or ``render`` under a public name; no module
-imports another's ``_private`` names (tests/unit/test_cli_imports.py).
+``plan``), ``hooks`` (``hook ...``, ``hooks install``)) and ``demo``. A command module is
+imported the first time one of its commands is looked up (``app.COMMAND_MODULES``), so a
+command does not import the others. A helper used by more than one module lives in ``common``,
+``params`` or ``render`` under a public name; no module imports another's ``_private`` names
+(tests/unit/test_cli_imports.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-# The command modules register their commands on import.
-from . import (  # noqa: F401
-    activities,
-    admin,
-    agents,
-    demo,
-    events,
-    hooks,
-    identities,
-    mail,
-    mcp,
-    outbox,
-    reviews,
-    sessions,
-    tasks,
-    topics,
-)
 from .app import cli
 
 __all__ = ["cli", "main"]

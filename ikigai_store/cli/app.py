@@ -12,6 +12,7 @@ Owns how a command line is parsed and how its errors are reported. Invariants:
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ from .. import __version__
 from ..errors import IkigaiStoreError
 from .common import show_help_without_command
 
-__all__ = ["TextArgs", "cli"]
+__all__ = ["COMMAND_MODULES", "TextArgs", "cli"]
 
 
 @contextmanager
@@ -37,8 +38,46 @@ def _one_line_usage_errors() -> Iterator[None]:
         raise click.ClickException(f"{message} (see: {where} --help)") from exc
 
 
+#: The module defining each command: imported the first time the command is looked up, so a
+#: command (a hook, run on every prompt) imports its own module, not every one.
+COMMAND_MODULES: dict[str, str] = {
+    "activity": "activities",
+    "lease": "activities",
+    "migrate": "admin",
+    "migrations-path": "admin",
+    "status": "admin",
+    "embedded": "admin",
+    "agent": "agents",
+    "demo": "demo",
+    "append": "events",
+    "replay": "events",
+    "search": "events",
+    "hook": "hooks",
+    "hooks": "hooks",
+    "identity": "identities",
+    "mail": "mail",
+    "mcp": "mcp",
+    "outbox": "outbox",
+    "review": "reviews",
+    "plan": "reviews",
+    "session": "sessions",
+    "task": "tasks",
+    "topic": "topics",
+}
+
+
 class _Cli(click.Group):
-    """The root group: library and usage errors of any subcommand become ``Error: ...``."""
+    """The root group: library and usage errors of any subcommand become ``Error: ...``;
+    commands are loaded from their module (``COMMAND_MODULES``) when first looked up."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(cmd_name)
+        if cmd_name not in self.commands and module is not None:
+            importlib.import_module(f"{__package__}.{module}")  # registers its commands
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMAND_MODULES})
 
     def make_context(
         self,

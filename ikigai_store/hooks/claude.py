@@ -24,7 +24,8 @@ rendering its answer. Invariants:
 - ``stop`` never blocks twice in a row (``stop_hook_active`` lets the agent stop);
 - ``pre-tool`` denies an edit only while another identity holds a live exclusive lease whose
   resource covers the file (``context.covers``: the path, a directory above it, or a glob);
-  the agent's own leases never deny it.
+  the agent's own leases never deny it, nor, for a subagent, those of the agent that started
+  it (resolved with the role and name the subagent's role was derived from).
 """
 
 from __future__ import annotations
@@ -36,20 +37,23 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
+
+import platformdirs
 
 from ..errors import Conflict, NotFound
+from ..models import Identity, InboxItem, Task
+from ..store import Store
+from ..store import open as open_store
+from ..validate import MAX_SUBJECT_CHARS
 from .context import FILE_PREFIX, agent_name, agent_role, covers, file_resource, project_key
-
-if TYPE_CHECKING:
-    from ..models import Identity, InboxItem, Task
-    from ..store import Store
 
 __all__ = [
     "EDIT_TOOLS",
@@ -150,8 +154,6 @@ class HookContext:
     def store(self) -> Store:
         """The store (``--database``, ``IKIGAI_DATABASE_URL``, ``DATABASE_URL`` or the embedded
         server), migrated, closed when the hook ends."""
-        from ..store import open as open_store
-
         os.environ.setdefault("PGCONNECT_TIMEOUT", str(CONNECT_TIMEOUT_SECONDS))
         store = open_store(
             self.options.database, pool_size=1, migration_lock_timeout=MIGRATION_WAIT_SECONDS
@@ -165,6 +167,20 @@ class HookContext:
         return self.store.identities.resolve(
             self.project, role=self.role, name=name, working_dir=self.cwd
         )
+
+    @cached_property
+    def team(self) -> frozenset[str]:
+        """The identities whose reservations are this agent's own: itself, and for a subagent
+        the agent that started it (a subagent edits what its parent reserved)."""
+        if self.subagent is None:
+            return frozenset({self.identity.name})
+        parent = self.store.identities.resolve(
+            self.project,
+            role=agent_role(self.options.role),
+            name=agent_name(self.options.name),
+            working_dir=self.cwd,
+        )
+        return frozenset({self.identity.name, parent.name})
 
 
 # ---------------------------------------------------------------------------------- rendering
@@ -233,8 +249,6 @@ def session_start(ctx: HookContext) -> dict[str, Any] | None:
 def state_path(store_url: str, identity: str) -> Path:
     """The file where ``prompt`` keeps the newest mail id it has shown to ``identity`` on the
     database ``store_url`` (under platformdirs' user state directory)."""
-    import platformdirs
-
     key = hashlib.sha256(f"{store_url}\x1f{identity}".encode()).hexdigest()[:16]
     return platformdirs.user_state_path("ikigai_store") / "hooks" / f"{identity}-{key}.json"
 
@@ -331,11 +345,11 @@ def _get_task(store: Store, list_id: str, external_id: str) -> Task | None:
 def _task_create(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> None:
     created = data.get("tool_response")
     task = created.get("task") if isinstance(created, Mapping) else None
-    task_id = task.get("id") if isinstance(task, Mapping) else None
-    if task_id is None:
+    if not isinstance(task, Mapping) or task.get("id") is None:
         raise HookFailed("TaskCreate's tool_response has no task id")
+    task_id = task["id"]
     fields = data.get("tool_input") or {}
-    subject = _text(fields.get("subject")) or _text(task.get("subject"))  # type: ignore[union-attr]
+    subject = _text(fields.get("subject")) or _text(task.get("subject"))
     metadata = fields.get("metadata")
     ctx.store.tasks.upsert(
         list_id,
@@ -361,9 +375,11 @@ def _task_update(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> Non
         raise HookFailed("TaskUpdate's tool_input has no taskId")
     key, store = str(task_id), ctx.store
     existing = _get_task(store, list_id, key)
-    known = {t.external_id for t in store.tasks.list(list_id)}
     blocked_by = None
-    add = [b for b in _ids(fields.get("addBlockedBy")) if b in known and b != key]
+    add = [b for b in _ids(fields.get("addBlockedBy")) if b != key]
+    if add:  # blockers the mirror does not have (made before the hooks) are left out
+        known = {t.external_id for t in store.tasks.list(list_id)}
+        add = [b for b in add if b in known]
     if add:
         current = list(existing.blocked_by) if existing is not None else []
         blocked_by = list(dict.fromkeys(current + add))
@@ -392,8 +408,6 @@ def todo_id(content: str) -> str:
 
 
 def _todo_write(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> None:
-    from ..validate import MAX_SUBJECT_CHARS
-
     fields = data.get("tool_input") or {}
     todos = fields.get("todos")
     if not isinstance(todos, list):
@@ -469,19 +483,23 @@ def pre_tool(ctx: HookContext) -> dict[str, Any] | None:
     if path is None:
         return None
     targets = {path, os.path.realpath(path)}
-    store, me = ctx.store, ctx.identity
+    store, me, team = ctx.store, ctx.identity, ctx.team
     # Every live file lease, not only those under the project: a glob's literal prefix (or a
     # directory above the project) may be shorter than the project's path. Live leases are few.
+    held_by_team = False
     for lease in store.leases.held(FILE_PREFIX):
-        mine = lease.holder == me.name
-        if lease.exclusive and not mine and any(covers(lease.resource, t) for t in targets):
+        if not any(covers(lease.resource, t) for t in targets):
+            continue
+        if lease.holder in team:
+            held_by_team = held_by_team or lease.holder != me.name
+        elif lease.exclusive:
             where = "" if lease.resource == FILE_PREFIX + path else f" ({lease.resource})"
             return _deny(
                 f"{path} is reserved by {lease.holder} until "
                 f"{lease.expires_at.isoformat(timespec='seconds')}{where}; ask them by mail "
                 "or wait for the reservation to end"
             )
-    if ctx.options.auto_reserve is not None:
+    if ctx.options.auto_reserve is not None and not held_by_team:
         try:
             store.leases.acquire(me, file_resource(ctx.project, path), ttl=ctx.options.auto_reserve)
         except Conflict as exc:
@@ -509,7 +527,11 @@ class _Deadline(Exception):
 @contextlib.contextmanager
 def _deadline(seconds: float) -> Iterator[None]:
     """Raise ``_Deadline`` in the block once ``seconds`` have passed (where SIGALRM exists)."""
-    if not hasattr(signal, "setitimer") or seconds <= 0:
+    if (
+        not hasattr(signal, "setitimer")
+        or seconds <= 0
+        or threading.current_thread() is not threading.main_thread()
+    ):
         yield
         return
 
@@ -551,6 +573,7 @@ def main(
             stderr.flush()
         return 0
     if answer is not None:
-        stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
-        stdout.flush()
+        with contextlib.suppress(OSError):  # Claude Code stopped reading: nothing to tell
+            stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+            stdout.flush()
     return 0

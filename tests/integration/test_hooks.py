@@ -457,6 +457,21 @@ def test_pre_tool_auto_reserve(store: ik.Store, project: str) -> None:
     assert denied is not None and other.name in json.dumps(denied)
 
 
+def test_a_subagent_may_edit_what_its_parent_reserved(store: ik.Store, project: str) -> None:
+    """A subagent (its own identity) is not denied by the reservations of the agent that
+    started it, and --auto-reserve leaves the parent's lease as it is; another role is
+    denied."""
+    parent = me(store, project)
+    lease = store.leases.acquire(parent, file_resource(project, "src/p.py"), ttl=60)
+    data = edit(project, "Edit", f"{project}/src/p.py")
+    sub = {**data, "agent_id": "agent-7", "agent_type": "general-purpose"}
+    assert answer("pre-tool", sub) is None
+    assert answer("pre-tool", sub, "--auto-reserve") is None
+    assert store.leases.held(file_resource(project, "src/p.py")) == [lease]
+    denied = answer("pre-tool", data, "--role", "tester")
+    assert denied is not None and f"reserved by {parent.name}" in json.dumps(denied)
+
+
 # ----------------------------------------------------------------------------- fail open
 
 

@@ -115,6 +115,22 @@ def test_second_apply_is_noop(ikigai_empty_db_url: str) -> None:
     assert migrate.pending(ikigai_empty_db_url) == []
 
 
+def test_an_up_to_date_apply_does_not_need_yoyo(ikigai_empty_db_url: str) -> None:
+    """On a database with every packaged migration applied, apply() decides without importing
+    yoyo (a fresh process: what a hook pays); with one missing, it applies it as before."""
+    migrate.apply(ikigai_empty_db_url)
+    code = (
+        "import sys\n"
+        "from ikigai_store import migrate\n"
+        f"assert migrate.apply({ikigai_empty_db_url!r}) == []\n"
+        "print('yoyo' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "False"), done.stderr
+    migrate.rollback(ikigai_empty_db_url, 1)
+    assert migrate.apply(ikigai_empty_db_url) == ALL[-1:]
+
+
 def test_store_migrate_and_schema_version(ikigai_empty_db_url: str) -> None:
     """Store.migrate() reports what it applied; schema_version() follows."""
     with ik.open(ikigai_empty_db_url, migrate=False) as store:

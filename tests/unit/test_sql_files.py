@@ -182,3 +182,13 @@ def test_mail_is_written_once() -> None:
         "plan_decide",
         "plan_resubmit",
     }
+
+
+def test_packaged_hashes_are_yoyos() -> None:
+    """migrate's yoyo-free check of an up-to-date schema hashes exactly the migrations yoyo
+    reads (so skipping yoyo when all are applied decides as yoyo would)."""
+    from yoyo import read_migrations
+
+    from ikigai_store import migrate
+
+    assert migrate._packaged_hashes() == {m.hash for m in read_migrations(str(migrations_dir()))}
