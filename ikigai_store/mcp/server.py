@@ -95,10 +95,13 @@ class Face:
     async def identity(self) -> Identity:
         """The identity this server acts as (resolved, and registered, on first use)."""
         if self._identity is None:
-            self._identity = await self.store.identities.resolve(
-                self.project, role=self.role, name=self._name, working_dir=self.project
-            )
+            self._identity = await self._resolve(self._name)
         return self._identity
+
+    async def _resolve(self, name: str | None) -> Identity:
+        return await self.store.identities.resolve(
+            self.project, role=self.role, name=name, working_dir=self.project
+        )
 
     def server(self) -> Server[Any]:
         """A low-level MCP server answering ``tools/list`` and ``tools/call``."""
@@ -158,9 +161,7 @@ class Face:
 
     async def _adopt(self, registered: Identity) -> None:
         """After ``register``: act as the new identity, and map this agent's key to it."""
-        self._identity = await self.store.identities.resolve(
-            self.project, role=self.role, name=registered.name, working_dir=self.project
-        )
+        self._identity = await self._resolve(registered.name)
 
 
 def _error(message: str) -> types.CallToolResult:
