@@ -31,13 +31,37 @@ from typing import Any, Generic, TypeVar
 
 from .sql import queries
 
-__all__ = ["MAIL", "QUEUE", "RETRY", "AsyncListener", "Listener"]
+__all__ = [
+    "ANY",
+    "CHANNELS",
+    "LEASE",
+    "MAIL",
+    "QUEUE",
+    "RETRY",
+    "SESSION",
+    "TASK",
+    "THREAD",
+    "AsyncListener",
+    "Listener",
+]
 
 #: The channel migration 0007's trigger notifies (payload: identity ids).
 MAIL = "ikigai_mail"
 #: The channel migration 0008's trigger notifies (payload: topic ids).
 QUEUE = "ikigai_queue"
-_LISTEN = tuple(getattr(queries, name).sql for name in ("listen_mail", "listen_queue"))
+#: Migration 0017's channels: task list row ids, lease holder ids, thread hashes
+#: (``hashtext(thread_id)``), session ids (only of sessions in ``session_listeners``).
+TASK = "ikigai_task"
+LEASE = "ikigai_lease"
+THREAD = "ikigai_thread"
+SESSION = "ikigai_session"
+#: Every channel a listener listens on.
+CHANNELS = (MAIL, QUEUE, TASK, LEASE, THREAD, SESSION)
+#: The id of a key that every notification of its channel wakes: ``(TASK, ANY)``.
+ANY = -1
+_LISTEN = tuple(
+    getattr(queries, name).sql for name in ("listen_mail", "listen_queue", "listen_changes")
+)
 
 Key = tuple[str, int]
 #: Seconds between looks for mail while the listener has no connection.
@@ -52,7 +76,8 @@ log = logging.getLogger("ikigai_store.notify")
 
 
 def _targets(channel: str, payload: str) -> set[Key] | None:
-    """The (channel, id) keys a notification names; None for everyone (``*`` or unreadable)."""
+    """The (channel, id) keys a notification names; None for everyone (``*`` or unreadable).
+    A waiter on ``(channel, ANY)`` is woken by every notification of ``channel``."""
     try:
         return {(channel, int(part)) for part in payload.split(",")} if payload != "*" else None
     except ValueError:
@@ -101,6 +126,7 @@ class _BaseListener(Generic[E]):
             if keys is None:
                 groups = list(self._waiters.values())
             else:
+                keys = keys | {(channel, ANY) for channel, _ in keys}
                 groups = [self._waiters[k] for k in keys if k in self._waiters]
             for events in groups:
                 for event in events:

@@ -312,3 +312,10 @@ LISTEN ikigai_mail;
 -- name: listen_queue()!
 -- Subscribe this connection to the channel migration 0008's trigger notifies (notify.py).
 LISTEN ikigai_queue;
+
+-- name: listen_changes()!
+-- Subscribe this connection to the channels migration 0017 notifies (notify.py).
+LISTEN ikigai_task;
+LISTEN ikigai_lease;
+LISTEN ikigai_thread;
+LISTEN ikigai_session;

@@ -9,19 +9,27 @@
 -- Rows are never updated: id is the order. Store.append runs it for rewinds; other events go
 -- through append_event or append_agent_event, the same statement without the checks that
 -- cannot apply (see append_event for why).
-INSERT INTO messages (session_id, agent_uuid, kind, content, data)
-SELECT s.id, :agent_uuid, :kind, :content, CAST(:data AS jsonb)
-FROM sessions AS s
-WHERE s.id = :session_id AND s.ended_at IS NULL
-  AND (CAST(:agent_uuid AS text) IS NULL OR EXISTS (
-        SELECT 1 FROM agents AS a
-        WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
-        FOR SHARE))
-  AND (CAST(:target_message_id AS bigint) IS NULL OR EXISTS (
-        SELECT 1 FROM messages AS m
-        WHERE m.id = :target_message_id AND m.session_id = s.id AND m.kind = 'mark'))
-FOR SHARE OF s
-RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
+WITH appended AS (
+    INSERT INTO messages (session_id, agent_uuid, kind, content, data)
+    SELECT s.id, :agent_uuid, :kind, :content, CAST(:data AS jsonb)
+    FROM sessions AS s
+    WHERE s.id = :session_id AND s.ended_at IS NULL
+      AND (CAST(:agent_uuid AS text) IS NULL OR EXISTS (
+            SELECT 1 FROM agents AS a
+            WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
+            FOR SHARE))
+      AND (CAST(:target_message_id AS bigint) IS NULL OR EXISTS (
+            SELECT 1 FROM messages AS m
+            WHERE m.id = :target_message_id AND m.session_id = s.id AND m.kind = 'mark'))
+    FOR SHARE OF s
+    RETURNING id, session_id, agent_uuid, kind, content, data, created_at
+)
+SELECT * FROM appended
+-- Wake the servers showing this session (session_listeners, migration 0017): one probe of its
+-- primary key, no notification unless one listens; never evaluated when nothing was appended.
+WHERE (SELECT count(pg_notify('ikigai_session', CAST(:session_id AS text)))
+       FROM session_listeners
+       WHERE session_id = :session_id AND expires_at > ikigai_now()) >= 0;
 
 -- name: append_event(session_id, kind, content, data)^
 -- append_message for an event of no agent that is not a rewind (the common case): the same
@@ -33,27 +41,43 @@ RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
 -- again on every call (pg_prepared_statements: custom_plans 6595, generic_plans 0), about a
 -- tenth of a millisecond per append. These two statements have no optional part: their plan is
 -- made once per connection. Returns the stored row, or nothing when the write is refused.
-INSERT INTO messages (session_id, kind, content, data)
-SELECT s.id, :kind, :content, CAST(:data AS jsonb)
-FROM sessions AS s
-WHERE s.id = :session_id AND s.ended_at IS NULL
-FOR SHARE OF s
-RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
+WITH appended AS (
+    INSERT INTO messages (session_id, kind, content, data)
+    SELECT s.id, :kind, :content, CAST(:data AS jsonb)
+    FROM sessions AS s
+    WHERE s.id = :session_id AND s.ended_at IS NULL
+    FOR SHARE OF s
+    RETURNING id, session_id, agent_uuid, kind, content, data, created_at
+)
+SELECT * FROM appended
+-- Wake the servers showing this session (session_listeners, migration 0017): one probe of its
+-- primary key, no notification unless one listens; never evaluated when nothing was appended.
+WHERE (SELECT count(pg_notify('ikigai_session', CAST(:session_id AS text)))
+       FROM session_listeners
+       WHERE session_id = :session_id AND expires_at > ikigai_now()) >= 0;
 
 -- name: append_agent_event(session_id, agent_uuid, kind, content, data)^
 -- append_message for an event of an agent that is not a rewind (see append_event): the session
 -- and the agent's row are locked FOR SHARE; nothing is inserted unless the session exists and
 -- has not ended and agent_uuid is a running agent of it.
-INSERT INTO messages (session_id, agent_uuid, kind, content, data)
-SELECT s.id, :agent_uuid, :kind, :content, CAST(:data AS jsonb)
-FROM sessions AS s
-WHERE s.id = :session_id AND s.ended_at IS NULL
-  AND EXISTS (
-        SELECT 1 FROM agents AS a
-        WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
-        FOR SHARE)
-FOR SHARE OF s
-RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
+WITH appended AS (
+    INSERT INTO messages (session_id, agent_uuid, kind, content, data)
+    SELECT s.id, :agent_uuid, :kind, :content, CAST(:data AS jsonb)
+    FROM sessions AS s
+    WHERE s.id = :session_id AND s.ended_at IS NULL
+      AND EXISTS (
+            SELECT 1 FROM agents AS a
+            WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
+            FOR SHARE)
+    FOR SHARE OF s
+    RETURNING id, session_id, agent_uuid, kind, content, data, created_at
+)
+SELECT * FROM appended
+-- Wake the servers showing this session (session_listeners, migration 0017): one probe of its
+-- primary key, no notification unless one listens; never evaluated when nothing was appended.
+WHERE (SELECT count(pg_notify('ikigai_session', CAST(:session_id AS text)))
+       FROM session_listeners
+       WHERE session_id = :session_id AND expires_at > ikigai_now()) >= 0;
 
 -- name: session_messages(session_id)
 -- The full audit trail of a session, in id order.

@@ -41,8 +41,9 @@ ALL = [
     "0014-leases",
     "0015-search-stored-vectors",
     "0016-post-mail",
+    "0017-watch-and-notify",
 ]
-LATEST = 16
+LATEST = 17
 
 
 def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -186,16 +187,39 @@ def test_rollback_really_undoes(ikigai_empty_db_url: str) -> None:
 
 
 def test_post_mail_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back 0016 drops post_mail() and sets version 15; applying it again restores it."""
+    """Rolling back 0017 and 0016 drops post_mail() and sets version 15; applying them again
+    restores it."""
     url = ikigai_empty_db_url
     exists = "SELECT count(*) FROM pg_proc WHERE proname = 'post_mail'"
     migrate.apply(url)
     assert _q(url, exists)[0][0] == 1
-    assert migrate.rollback(url, count=1) == ["0016-post-mail"]
+    assert migrate.rollback(url, count=2) == ["0017-watch-and-notify", "0016-post-mail"]
     assert _q(url, exists)[0][0] == 0
     assert _version(url) == 15
-    assert migrate.apply(url) == ["0016-post-mail"]
+    assert migrate.apply(url) == ["0016-post-mail", "0017-watch-and-notify"]
     assert _q(url, exists)[0][0] == 1
+    assert _version(url) == LATEST
+
+
+def test_watch_and_notify_rollback(ikigai_empty_db_url: str) -> None:
+    """Rolling back 0017 removes its tables, column and triggers, and new mail still notifies
+    ikigai_mail; applying it again restores them."""
+    url = ikigai_empty_db_url
+    added = {"watchers", "lease_waits", "session_listeners"}
+    parent = (
+        "SELECT count(*) FROM information_schema.columns "
+        "WHERE table_name = 'identities' AND column_name = 'parent_id'"
+    )
+    migrate.apply(url)
+    assert added <= _tables(url) and _q(url, parent)[0][0] == 1
+    assert migrate.rollback(url, count=1) == ["0017-watch-and-notify"]
+    assert not added & _tables(url) and _q(url, parent)[0][0] == 0
+    assert _version(url) == 16
+    triggers = _q(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
+    assert ("mail_recipients_notify_insert",) in triggers
+    assert not [t for (t,) in triggers if t.startswith(("tasks_notify", "leases_notify"))]
+    assert migrate.apply(url) == ["0017-watch-and-notify"]
+    assert added <= _tables(url)
     assert _version(url) == LATEST
 
 
