@@ -2,8 +2,11 @@
 
 Owns registering, resolving (by session key, by runtime agent), heartbeats, retiring and
 discovery, for both faces (see ``ops``). Invariants:
-- a name is unique and matches ``NAME_PATTERN``; identities are never deleted: ``retire`` keeps
-  every mail they sent or received, and a retired identity neither sends nor receives;
+- a name is unique and matches ``NAME_PATTERN``; ``retire`` (or ``retire_idle``) keeps every
+  mail they sent or received, and a retired identity neither sends nor receives; only
+  ``prune`` deletes, and only retired identities no row refers to;
+- ``resolve`` keys an agent by project and role; a subagent's identity is a child
+  (``parent``) of the agent that started it;
 - ``for_session`` resolves in Subtrate's order (the session key's mapping, then the project's
   most recently active identity, then a new identity with a memorable name) and ``for_agent``
   creates the agent's identity on first use; both hold a transaction-scoped advisory lock on
@@ -14,12 +17,15 @@ discovery, for both faces (see ``ops``). Invariants:
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
+from datetime import timedelta
 
 from .errors import Conflict, InvalidArgument, NotFound
 from .models import Identity, IdentityStatus
 from .ops import Area, FaceT, Op, atomic, many, one, operation
 from .validate import (
     NAME_PATTERN,
+    check_duration,
     check_name,
     check_text,
     check_texts,
@@ -38,9 +44,11 @@ __all__ = [
     "identity_name",
     "list_identities",
     "memorable_name",
+    "prune",
     "register",
     "resolve",
     "retire",
+    "retire_idle",
 ]
 
 
@@ -194,6 +202,7 @@ def register(
         "working_dir": working_dir,
         "hostname": hostname,
         "agent_uuid": agent_uuid,
+        "parent_id": None,
     }
     if name is None:
         return (yield from _create_memorable(memorable_name(), fields))
@@ -216,7 +225,7 @@ def register(
     return Identity.from_row(row)
 
 
-def _create_memorable(base: str, fields: dict[str, str | None]) -> Op[Identity]:
+def _create_memorable(base: str, fields: Mapping[str, str | int | None]) -> Op[Identity]:
     """A new identity named ``base`` or, when taken, ``base2``, ``base3``, ..."""
     for candidate in _candidates(base):
         row = yield one("register_identity", name=candidate, **fields)
@@ -311,6 +320,7 @@ def for_session(
                 "working_dir": None,
                 "hostname": None,
                 "agent_uuid": None,
+                "parent_id": None,
             },
         )
     row = yield one(
@@ -329,6 +339,7 @@ def resolve(
     *,
     role: str = "main",
     name: str | None = None,
+    parent: str | Identity | None = None,
     git_branch: str | None = None,
     working_dir: str | None = None,
 ) -> Op[Identity]:
@@ -339,26 +350,55 @@ def resolve(
     and the hooks of one agent resolve the same identity. With ``name``, that identity
     (registered on first use; ``InvalidArgument`` if retired) becomes the key's; without, the
     key's identity, or on first use a new one with a memorable name (``purpose`` = role).
+    ``parent`` (an existing identity, not the one resolved) makes it a child identity: a
+    subagent's, linked to the agent that started it (set on an older identity that has none).
     Refreshes ``last_active_at``. Concurrent first calls with one key resolve to one identity.
+    A key whose identity was retired (``retire_idle``) gets a new one.
     """
     project_key = _check_key(project_key, "project_key")
     role = _check_key(role, "role")
     if name is not None:
         check_name(name)
     check_texts(git_branch=git_branch, working_dir=working_dir)
+    parent_identity = None if parent is None else (yield from require(identity_name(parent)))
     key = f"role:{project_key}\x1f{role}"
     yield one("lock_identity_key", key=key)
+    identity = None
     if name is None:
         row = yield one("touch_session_identity", session_key=key)
-        if row is not None:
-            return Identity.from_row(row)
-    fields: dict[str, str | None] = {
+        identity = None if row is None else Identity.from_row(row)
+    if identity is None:
+        identity = yield from _resolve_new(
+            key, project_key, role, name, parent_identity, git_branch, working_dir
+        )
+    if parent_identity is not None and identity.parent != parent_identity.name:
+        if parent_identity.id == identity.id:
+            raise InvalidArgument(f"identity {identity.name!r} cannot be its own parent")
+        row = yield one(
+            "set_identity_parent", identity_id=identity.id, parent_id=parent_identity.id
+        )
+        identity = Identity.from_row(row)
+    return identity
+
+
+def _resolve_new(
+    key: str,
+    project_key: str,
+    role: str,
+    name: str | None,
+    parent: Identity | None,
+    git_branch: str | None,
+    working_dir: str | None,
+) -> Op[Identity]:
+    """``resolve`` on first use of ``key`` (or with ``name``): the identity, mapped to it."""
+    fields: dict[str, str | int | None] = {
         "project_key": project_key,
         "git_branch": git_branch,
         "purpose": role,
         "working_dir": working_dir,
         "hostname": None,
         "agent_uuid": None,
+        "parent_id": None if parent is None else parent.id,
     }
     if name is None:
         identity = yield from _create_memorable(memorable_name(), fields)
@@ -378,6 +418,29 @@ def resolve(
     return Identity.from_row(row)
 
 
+def retire_idle(
+    *, idle_for: timedelta | float, project_key: str | None = None
+) -> Op[list[Identity]]:
+    """Retire the identities (of one project) not active for ``idle_for`` (a timedelta or
+    seconds, > 0) that hold no live lease, and forget their role and session keys (an agent
+    that comes back later gets a new identity). Returns those retired, least recently active
+    first. Their mail stays; ``prune`` deletes them once nothing refers to them."""
+    idle = check_duration(idle_for, "idle_for", zero=False)
+    check_text(project_key, "project_key")
+    rows = yield many("retire_idle_identities", idle_for=idle, project_key=project_key)
+    return sorted((Identity.from_row(r) for r in rows), key=lambda i: (i.last_active_at, i.id))
+
+
+def prune(*, retired_for: timedelta | float) -> Op[list[str]]:
+    """Delete the identities retired for longer than ``retired_for`` (a timedelta or seconds,
+    >= 0) that nothing refers to (no mail, lease, task list, review, activity...; a parent
+    goes after its children); returns their names. The others stay retired. Their names become
+    free again."""
+    retired = check_duration(retired_for, "retired_for")
+    rows = yield many("prune_identities", retired_for=retired)
+    return [r["name"] for r in rows]
+
+
 @atomic
 def for_agent(agent_uuid: str) -> Op[Identity]:
     """The identity bound to a runtime agent, created on first use (named like the agent
@@ -390,13 +453,14 @@ def for_agent(agent_uuid: str) -> Op[Identity]:
     agent = yield one("get_agent", uuid=agent_uuid)
     if agent is None:
         raise NotFound(f"agent {agent_uuid} does not exist")
-    fields: dict[str, str | None] = {
+    fields: dict[str, str | int | None] = {
         "project_key": None,
         "git_branch": None,
         "purpose": None,
         "working_dir": None,
         "hostname": None,
         "agent_uuid": agent_uuid,
+        "parent_id": None,
     }
     name = agent["name"]
     if isinstance(name, str) and NAME_PATTERN.fullmatch(name):
@@ -420,4 +484,6 @@ class IdentityCalls(Area[FaceT]):
     for_agent = operation(for_agent)
     heartbeat = operation(heartbeat)
     retire = operation(retire)
+    retire_idle = operation(retire_idle)
+    prune = operation(prune)
     discover = operation(discover)

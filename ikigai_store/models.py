@@ -374,8 +374,10 @@ PRIORITIES: tuple[str, ...] = ("urgent", "normal", "low")
 
 @dataclass(frozen=True, slots=True)
 class Identity(FromRow):
-    """A named, long-lived participant (a person, an agent instance); never deleted, only
-    retired. ``agent_uuid`` binds it to one runtime agent when set."""
+    """A named, long-lived participant (a person, an agent instance); retired, not deleted
+    (``identities.prune`` deletes only retired identities nothing refers to). ``agent_uuid``
+    binds it to one runtime agent when set; ``parent`` names the identity that started it (a
+    coding agent's subagent)."""
 
     id: int
     name: str
@@ -388,6 +390,7 @@ class Identity(FromRow):
     created_at: datetime
     last_active_at: datetime
     retired_at: datetime | None
+    parent: str | None = None
 
     _columns = columns(id=int)
 

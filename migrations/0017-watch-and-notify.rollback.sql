@@ -14,6 +14,7 @@ DROP TRIGGER IF EXISTS tasks_notify_update ON tasks;
 DROP TRIGGER IF EXISTS tasks_notify_delete ON tasks;
 DROP FUNCTION IF EXISTS task_notify();
 DROP FUNCTION IF EXISTS ikigai_notify_ids(TEXT, TEXT);
+DROP FUNCTION IF EXISTS prune_identities(TIMESTAMPTZ);
 DROP TABLE IF EXISTS session_listeners;
 DROP TABLE IF EXISTS lease_waits;
 DROP TABLE IF EXISTS watchers;

@@ -1,7 +1,8 @@
 -- Push instead of polling (issue 24): what `ikigai-store watch`, the MCP resources and their
 -- subscriptions need from the schema. Invariants the schema keeps:
 -- - a child identity (a coding agent's subagent) names the identity that started it in
---   parent_id; an identity is never its own parent;
+--   parent_id; an identity is never its own parent; prune_identities() deletes retired
+--   identities nothing refers to (identities were never deleted before);
 -- - watchers: one row per watched identity, the mail ids and task ids its watcher has already
 --   printed and that are still pending (unread mail, available tasks), so a restarted watcher
 --   prints each thing once; written by the watcher only;
@@ -24,6 +25,33 @@ ALTER TABLE identities DROP CONSTRAINT IF EXISTS identities_parent_check;
 ALTER TABLE identities ADD CONSTRAINT identities_parent_check CHECK (parent_id <> id);
 CREATE INDEX IF NOT EXISTS identities_parent_idx ON identities (parent_id)
     WHERE parent_id IS NOT NULL;
+
+-- Delete retired identities (retired before retired_before) that no row refers to: each is
+-- tried in a subtransaction and kept when a foreign key refuses (it sent or received mail,
+-- holds history...). Children go before their parents (id descending). Their session mappings,
+-- watcher state and lease waits go with them. Returns the names deleted.
+CREATE OR REPLACE FUNCTION prune_identities(retired_before TIMESTAMPTZ) RETURNS SETOF TEXT
+LANGUAGE plpgsql
+AS $fn$
+DECLARE
+    victim RECORD;
+BEGIN
+    FOR victim IN
+        SELECT id, name FROM identities
+        WHERE retired_at < retired_before
+        ORDER BY id DESC
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        BEGIN
+            DELETE FROM session_identities WHERE identity_id = victim.id;
+            DELETE FROM identities WHERE id = victim.id;
+            RETURN NEXT victim.name;
+        EXCEPTION WHEN foreign_key_violation THEN
+            NULL;  -- still referred to: kept (retired)
+        END;
+    END LOOP;
+END
+$fn$;
 
 CREATE TABLE IF NOT EXISTS watchers (
     identity_id BIGINT PRIMARY KEY REFERENCES identities (id) ON DELETE CASCADE,

@@ -62,7 +62,8 @@ WHERE s.identity_id = i.id AND s.topic_id = t.id AND i.name = :identity AND t.na
 -- name: topic_subscribers(topic)
 -- The identities subscribed to a topic, by name.
 SELECT i.id, i.name, i.project_key, i.git_branch, i.purpose, i.working_dir, i.hostname,
-       i.agent_uuid, i.created_at, i.last_active_at, i.retired_at
+       i.agent_uuid, i.created_at, i.last_active_at, i.retired_at,
+       (SELECT p.name FROM identities AS p WHERE p.id = i.parent_id) AS parent
 FROM subscriptions AS s
 JOIN identities AS i ON i.id = s.identity_id
 JOIN topics AS t ON t.id = s.topic_id

@@ -1,17 +1,19 @@
-"""CLI ``identity`` commands: register, list, discover, retire.
+"""CLI ``identity`` commands: register, list, discover, retire, retire-idle, prune.
 
-Identities are the named participants of agent mail (see ``ikigai-store mail``). They are never
-deleted; ``retire`` keeps their mail but stops them sending and receiving.
+Identities are the named participants of agent mail (see ``ikigai-store mail``). ``retire``
+keeps their mail but stops them sending and receiving; ``prune`` deletes only retired
+identities nothing refers to.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import click
 
 from .app import cli
 from .common import JSON_OPTION, open_store, show_help_without_command
+from .params import DURATION
 from .render import age, echo_table, json_text, one_line, when
 
 #: Width a purpose is cut to in listings.
@@ -37,8 +39,8 @@ def identity(ctx: click.Context) -> None:
     """Register, list, discover and retire mail identities.
 
     An identity is a named participant of agent mail (a person, a Claude Code instance, an
-    ikigai agent). Names match [A-Za-z0-9][A-Za-z0-9._-]{0,63} and are unique forever:
-    identities are never deleted, only retired.
+    ikigai agent). Names match [A-Za-z0-9][A-Za-z0-9._-]{0,63} and are unique. Identities
+    are retired, not deleted; prune deletes long-retired ones nothing refers to.
     """
     show_help_without_command(ctx)
 
@@ -167,3 +169,49 @@ def identity_retire(name: str, as_json: bool) -> None:
         click.echo(json_text(ident, indent=2))
         return
     click.echo(f"retired {ident.name} (since {when(ident.retired_at)})")
+
+
+@identity.command("retire-idle", short_help="Retire identities idle for long; print them.")
+@click.option(
+    "--idle",
+    "idle_for",
+    default="7d",
+    show_default=True,
+    type=DURATION,
+    help="Time since the identity was last active (30m, 12h, 7d...).",
+)
+@PROJECT_OPTION
+@JSON_OPTION
+def identity_retire_idle(idle_for: timedelta, project_key: str | None, as_json: bool) -> None:
+    """Retire the identities not active for --idle that hold no live lease (a running
+    ``watch`` holds one), one name per line. Their mail stays; an agent that comes back gets
+    a new identity."""
+    with open_store() as store:
+        retired = store.identities.retire_idle(idle_for=idle_for, project_key=project_key)
+    if as_json:
+        click.echo(json_text(retired, indent=2))
+        return
+    for ident in retired:
+        click.echo(ident.name)
+
+
+@identity.command("prune", short_help="Delete long-retired identities; print their names.")
+@click.option(
+    "--retired-for",
+    default="30d",
+    show_default=True,
+    type=DURATION,
+    help="Time since the identity was retired (30m, 12h, 7d...).",
+)
+@JSON_OPTION
+def identity_prune(retired_for: timedelta, as_json: bool) -> None:
+    """Delete the identities retired for longer than --retired-for that nothing refers to (no
+    mail, lease, task list, review, activity...), one name per line; the others stay retired.
+    """
+    with open_store() as store:
+        pruned = store.identities.prune(retired_for=retired_for)
+    if as_json:
+        click.echo(json_text(pruned, indent=2))
+        return
+    for name in pruned:
+        click.echo(name)

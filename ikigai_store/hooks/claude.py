@@ -17,8 +17,9 @@ rendering its answer. Invariants:
 - the identity is ``store.identities.resolve(project_key(cwd), role=..., name=...)`` with the
   project, role and name rules of ``hooks.context`` (shared with the MCP server, so an agent's
   hooks and its MCP tools act as one identity); ``source`` (startup, resume, clear, compact)
-  does not change it. A subagent's role is ``<role>/<agent_type or agent_id>`` and it never
-  takes the main agent's explicit name;
+  does not change it. A subagent's role is ``<role>/<agent_type or agent_id>``, it never
+  takes the main agent's explicit name, and its identity is a child (``Identity.parent``) of
+  the main agent's;
 - ``prompt`` shows each mail once: it keeps, per database and identity, the newest mail id it
   has shown in a small JSON file under the user state directory, replaced atomically;
 - ``stop`` never blocks twice in a row (``stop_hook_active`` lets the agent stop);
@@ -161,26 +162,33 @@ class HookContext:
         return self._stack.enter_context(store)
 
     @cached_property
+    def parent(self) -> Identity | None:
+        """For a subagent's event, the identity of the agent that started it (``--role`` and
+        ``--as`` of the hook, as for the main agent); None otherwise."""
+        if self.subagent is None:
+            return None
+        return self.store.identities.resolve(
+            self.project,
+            role=agent_role(self.options.role),
+            name=agent_name(self.options.name),
+            working_dir=self.cwd,
+        )
+
+    @cached_property
     def identity(self) -> Identity:
-        """This agent's identity (see the module docstring)."""
+        """This agent's identity (see the module docstring); a subagent's is a child of
+        ``parent``."""
         name = agent_name(self.options.name) if self.subagent is None else None
         return self.store.identities.resolve(
-            self.project, role=self.role, name=name, working_dir=self.cwd
+            self.project, role=self.role, name=name, parent=self.parent, working_dir=self.cwd
         )
 
     @cached_property
     def team(self) -> frozenset[str]:
         """The identities whose reservations are this agent's own: itself, and for a subagent
         the agent that started it (a subagent edits what its parent reserved)."""
-        if self.subagent is None:
-            return frozenset({self.identity.name})
-        parent = self.store.identities.resolve(
-            self.project,
-            role=agent_role(self.options.role),
-            name=agent_name(self.options.name),
-            working_dir=self.cwd,
-        )
-        return frozenset({self.identity.name, parent.name})
+        parent = self.parent
+        return frozenset({self.identity.name} | ({parent.name} if parent is not None else set()))
 
 
 # ---------------------------------------------------------------------------------- rendering

@@ -111,6 +111,7 @@ IDENTITY_KEYS = {
     "created_at",
     "last_active_at",
     "retired_at",
+    "parent",
 }
 
 
@@ -199,6 +200,26 @@ def test_identity_discover(ikigai_db_url: str) -> None:
     }
     assert set(docs[0]) == {"identity", "unread", "status"}
     assert ok(ikigai_db_url, "identity", "discover", "--project", fresh()) == "no identities\n"
+
+
+def test_identity_retire_idle_and_prune(ikigai_db_url: str) -> None:
+    """`identity retire-idle` prints the project's idle identities it retired (not those active
+    since); `identity prune` deletes the retired ones nothing refers to, keeps a sender."""
+    project = fresh("proj")
+    quiet = register(ikigai_db_url, "--project", project)
+    talker = register(ikigai_db_url, "--project", project)
+    send(ikigai_db_url, talker, register(ikigai_db_url), "hi")
+    time.sleep(1.2)
+    busy = register(ikigai_db_url, "--project", project)
+    out = ok(ikigai_db_url, "identity", "retire-idle", "--idle", "1s", "--project", project)
+    assert sorted(out.split()) == sorted([quiet, talker])
+    assert (
+        ok_json(ikigai_db_url, "identity", "retire-idle", "--idle", "1s", "--project", project)
+        == []
+    )
+    pruned = ok(ikigai_db_url, "identity", "prune", "--retired-for", "0s").split()
+    assert quiet in pruned and talker not in pruned and busy not in pruned
+    assert quiet in fails(ikigai_db_url, "identity", "retire", quiet)
 
 
 def test_identity_retire(ikigai_db_url: str) -> None:

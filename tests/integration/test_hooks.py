@@ -164,7 +164,8 @@ def test_identity_is_the_same_after_startup_resume_clear_and_compact(
     store: ik.Store, project: str
 ) -> None:
     """Every SessionStart source (and a new session id each time) resolves one identity;
-    another role, a subagent and --as give others."""
+    another role, a subagent (a child linked to the main agent's identity) and --as give
+    others."""
 
     def name(*args: str, **fields: Any) -> str:
         text = context_of(
@@ -178,6 +179,8 @@ def test_identity_is_the_same_after_startup_resume_clear_and_compact(
     assert reviewer == me(store, project, "reviewer").name != me(store, project).name
     sub = name(source="startup", agent_id="a-1", agent_type="Explore")
     assert sub == me(store, project, "main/Explore").name not in names
+    assert store.identities.get(sub).parent == me(store, project).name
+    assert name(source="resume", agent_id="a-2", agent_type="Explore") == sub
     explicit = f"named-{uuid.uuid4().hex[:6]}"
     assert name("--as", explicit, source="startup") == explicit
     assert name("--as", explicit, source="compact") == explicit

@@ -217,3 +217,58 @@ def test_resolve_with_name_registers_and_maps(ikigai_store: ik.Store) -> None:
         with pytest.raises(ik.InvalidArgument):
             ikigai_store.identities.resolve(**bad)  # type: ignore[arg-type]
     assert [i.name for i in ikigai_store.identities.list(include_retired=True)] == ["Coder"]
+
+
+def test_resolve_with_parent_links_a_child(ikigai_store: ik.Store) -> None:
+    """resolve(parent=) makes a child identity linked to the parent, stable per role; an
+    existing identity without a parent gets linked; a missing parent is NotFound and an
+    identity is never its own parent (nothing written)."""
+    main = ikigai_store.identities.resolve("/p")
+    child = ikigai_store.identities.resolve("/p", role="main/Explore", parent=main)
+    assert child.parent == main.name and child.id != main.id
+    again = ikigai_store.identities.resolve("/p", role="main/Explore", parent=main.name)
+    assert again.id == child.id and ikigai_store.identities.get(child).parent == main.name
+    older = ikigai_store.identities.resolve("/p", role="main/Plan")
+    assert older.parent is None
+    assert ikigai_store.identities.resolve("/p", role="main/Plan", parent=main).parent == main.name
+    with pytest.raises(ik.NotFound):
+        ikigai_store.identities.resolve("/p", role="main/Other", parent="ghost")
+    with pytest.raises(ik.InvalidArgument, match="own parent"):
+        ikigai_store.identities.resolve("/p", parent=main)
+    assert ikigai_store.identities.get(main).parent is None
+    names = {i.name for i in ikigai_store.identities.list()}
+    assert names == {main.name, child.name, older.name}
+
+
+def test_retire_idle_and_prune(ikigai_store: ik.Store) -> None:
+    """retire_idle retires identities idle for longer than the limit that hold no live lease
+    (a resolved key gets a new identity afterwards); prune deletes retired identities nothing
+    refers to (children before parents) and keeps the others; bad input writes nothing."""
+    store, clock = ikigai_store, Clock(ikigai_store)
+    quiet = store.identities.resolve("/p")
+    child = store.identities.resolve("/p", role="main/Explore", parent=quiet)
+    talker = store.identities.register("talker", project_key="/p")
+    holder = store.identities.register("holder", project_key="/p")
+    other = store.identities.register("elsewhere", project_key="/q")
+    store.mail.send(talker, other, "hello", "b")
+    clock.advance(hours=2)
+    store.leases.acquire(holder, "build-slot", ttl=3600)
+    fresh = store.identities.register("fresh", project_key="/p")
+    for bad in ({"idle_for": 0}, {"idle_for": -1}, {"idle_for": "1h"}, {"idle_for": True}):
+        with pytest.raises(ik.InvalidArgument):
+            store.identities.retire_idle(**bad)
+    assert store.identities.retire_idle(idle_for=3600, project_key="/p")
+    retired = {i.name for i in store.identities.list(include_retired=True) if i.retired_at}
+    assert retired == {quiet.name, child.name, talker.name}
+    assert store.identities.resolve("/p").id != quiet.id
+    assert fresh.name not in retired and holder.name not in retired
+    with pytest.raises(ik.InvalidArgument):
+        store.identities.prune(retired_for=-1)
+    assert store.identities.prune(retired_for=3600) == []
+    clock.advance(hours=2)
+    pruned = store.identities.prune(retired_for=3600)
+    assert pruned == [child.name, quiet.name]
+    with pytest.raises(ik.NotFound):
+        store.identities.get(quiet.name)
+    assert store.identities.get(talker.name).retired_at is not None
+    assert store.identities.register(quiet.name).name == quiet.name

@@ -113,8 +113,9 @@ IDENTITY_ROW: dict[str, Any] = {
     "created_at": T1,
     "last_active_at": T2,
     "retired_at": None,
+    "parent": "lead",
 }
-IDENTITY = Identity(3, "ann", "pk", "main", "p", "/w", "h", None, T1, T2, None)
+IDENTITY = Identity(3, "ann", "pk", "main", "p", "/w", "h", None, T1, T2, None, "lead")
 
 TOPIC_ROW: dict[str, Any] = {
     "id": "8",
