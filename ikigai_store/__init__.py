@@ -70,6 +70,7 @@ from .models import (
     MailHit,
     Mark,
     Message,
+    Notice,
     PendingOperation,
     PlanReview,
     Poll,
@@ -80,6 +81,7 @@ from .models import (
     ReviewIssue,
     ReviewIteration,
     SearchHit,
+    Seen,
     Session,
     Task,
     TaskList,
@@ -87,6 +89,8 @@ from .models import (
     Topic,
     TopicInfo,
     UnsavedMessage,
+    Watch,
+    WatchBatch,
     is_valid_kind,
     tool_result,
 )
@@ -100,6 +104,7 @@ from .summaries import SummaryCalls
 from .tasks import TaskCalls
 from .topics import TopicCalls
 from .validate import MAX_CONTENT_BYTES, MAX_DATA_BYTES, MAX_JSON_DEPTH
+from .watch import WatchCalls
 
 __version__ = "0.6.0"
 
@@ -158,6 +163,7 @@ __all__ = [
     "Message",
     "MigrationError",
     "NotFound",
+    "Notice",
     "Outbox",
     "OutboxError",
     "OutboxFull",
@@ -173,6 +179,7 @@ __all__ = [
     "ReviewIssue",
     "ReviewIteration",
     "SearchHit",
+    "Seen",
     "Session",
     "Store",
     "StoreClosed",
@@ -185,6 +192,9 @@ __all__ = [
     "TopicCalls",
     "TopicInfo",
     "UnsavedMessage",
+    "Watch",
+    "WatchBatch",
+    "WatchCalls",
     "__version__",
     "aqueries",
     "is_valid_kind",

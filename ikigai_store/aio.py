@@ -230,7 +230,8 @@ class _AsyncSteps(ops.AsyncSteps):
 
     def __init__(self, store: AsyncStore) -> None:
         self._store = store
-        self._listening: list[tuple[tuple[str, int], asyncio.Event]] = []
+        self._listening: list[tuple[str, int]] = []
+        self._event = asyncio.Event()  # one for every key this run listens for
 
     async def step(self, step: Any) -> Any:
         if isinstance(step, ops.Blocking):
@@ -239,20 +240,20 @@ class _AsyncSteps(ops.AsyncSteps):
             return await self._store._run(step.op)
         listener = self._store._listener
         if isinstance(step, ops.Listen):
-            self._listening.append((step.key, listener.register(step.key)))
+            listener.register(step.key, self._event)
+            self._listening.append(step.key)
             return None
         if isinstance(step, ops.Sleep):
             seconds = step.seconds if listener.listening else min(step.seconds, RETRY)
             if not self._listening:
                 await asyncio.sleep(seconds)
                 return None
-            event = self._listening[-1][1]
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), seconds)
-            event.clear()
+                await asyncio.wait_for(self._event.wait(), seconds)
+            self._event.clear()
             return None
         raise TypeError(f"not a step: {step!r}")
 
     def close(self) -> None:
-        for key, event in self._listening:
-            self._store._listener.unregister(key, event)
+        for key in self._listening:
+            self._store._listener.unregister(key, self._event)

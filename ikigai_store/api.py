@@ -26,6 +26,7 @@ from .sessions import SessionOps
 from .summaries import SummaryCalls
 from .tasks import TaskCalls
 from .topics import TopicCalls
+from .watch import WatchCalls
 
 __all__ = ["NAMESPACES", "Operations"]
 
@@ -44,6 +45,7 @@ class Operations(
     leases: LeaseCalls[FaceT]
     reviews: ReviewCalls[FaceT]
     plans: PlanCalls[FaceT]
+    watch: WatchCalls[FaceT]
 
     def __init__(self, face: FaceT) -> None:
         self._face = face
@@ -65,6 +67,8 @@ class Operations(
         self.reviews = ReviewCalls(face)
         #: Plan reviews: plans approved before they are carried out (``PlanCalls``).
         self.plans = PlanCalls(face)
+        #: What concerns an identity, as it commits: ``ikigai-store watch`` (``WatchCalls``).
+        self.watch = WatchCalls(face)
 
 
 #: The namespace attributes of a store and their classes (for faces that list them: the CLI's
@@ -79,4 +83,5 @@ NAMESPACES: dict[str, type] = {
     "leases": LeaseCalls,
     "reviews": ReviewCalls,
     "plans": PlanCalls,
+    "watch": WatchCalls,
 }

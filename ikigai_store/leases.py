@@ -36,6 +36,7 @@ __all__ = [
     "held",
     "release",
     "renew",
+    "wait_for",
 ]
 
 #: Longest time a lease may be taken or renewed for.
@@ -215,6 +216,21 @@ def held(prefix: str = "", *, holder: str | Identity | None = None) -> Op[list[L
     return [Lease.from_row(r) for r in rows]
 
 
+def wait_for(waiter: str | Identity, resource: str) -> Op[None]:
+    """Record that ``waiter`` waits for ``resource`` to be free: its ``ikigai-store watch``
+    reports the resource once no other identity holds a live lease on it (released,
+    force-released or expired), then forgets the wait. Idempotent. ``NotFound`` for an unknown
+    waiter, ``InvalidArgument`` for a retired one or a bad resource."""
+    name = identity_name(waiter, "waiter")
+    res = check_resource(resource)
+    row = yield one("lease_wait", waiter=name, resource=res)
+    if row is None:
+        found = yield one("leases_identity_exists", holder=name)
+        if found is None:
+            raise NotFound(f"identity {name!r} does not exist")
+        raise InvalidArgument(f"identity {name!r} is retired: it cannot wait for leases")
+
+
 class LeaseCalls(Area[FaceT]):
     """``store.leases``: resources reserved by identities, enforced by the database (see
     ``ikigai_store.leases``). A holder is an identity's name or an ``Identity``; a lease is a
@@ -225,3 +241,4 @@ class LeaseCalls(Area[FaceT]):
     release = operation(release)
     force_release = operation(force_release)
     held = operation(held)
+    wait_for = operation(wait_for)

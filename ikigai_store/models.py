@@ -24,6 +24,7 @@ __all__ = [
     "ISSUE_STATUSES",
     "ISSUE_TYPES",
     "MAIL_STATES",
+    "NOTICE_KINDS",
     "OUTBOX_OPERATIONS",
     "OUTBOX_STATUSES",
     "PLAN_STATES",
@@ -54,6 +55,7 @@ __all__ = [
     "MailHit",
     "Mark",
     "Message",
+    "Notice",
     "PendingOperation",
     "PlanReview",
     "Poll",
@@ -64,6 +66,7 @@ __all__ = [
     "ReviewIssue",
     "ReviewIteration",
     "SearchHit",
+    "Seen",
     "Session",
     "Task",
     "TaskList",
@@ -71,6 +74,8 @@ __all__ = [
     "Topic",
     "TopicInfo",
     "UnsavedMessage",
+    "Watch",
+    "WatchBatch",
     "decode_json",
     "is_valid_kind",
     "tool_result",
@@ -777,6 +782,54 @@ class Lease(FromRow):
     expires_at: datetime
 
     _columns = columns(id=int, exclusive=bool)
+
+
+# ---------------------------------------------------------------- watch
+
+#: What a watcher reports: new unread mail, a task that became available, a waited resource
+#: that became free (see ``ikigai_store.watch``).
+NOTICE_KINDS: tuple[str, ...] = ("mail", "task", "lease")
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """What a watcher has reported that is still pending: ids of unread mail and available
+    tasks, and freed resources (whose waits are forgotten when it is saved)."""
+
+    mail: frozenset[int] = frozenset()
+    tasks: frozenset[int] = frozenset()
+    leases: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """One thing that concerns a watched identity: ``kind`` (one of ``NOTICE_KINDS``), ``id``
+    (the mail's or the task's row id; None for a freed resource or a summary), ``text`` (one
+    printable line) and ``detail`` (its fields, for JSON)."""
+
+    kind: str
+    id: int | None
+    text: str
+    detail: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchBatch:
+    """What ``watch.next`` found: the new notices (oldest first) and the watcher's ``seen``
+    once they are reported."""
+
+    notices: tuple[Notice, ...]
+    seen: Seen
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """A running watcher: the lease ``watch:<identity>`` it holds (renew it before it
+    expires) and what its identity's watchers reported before (``Seen``)."""
+
+    identity: str
+    lease: Lease
+    seen: Seen
 
 
 # ---------------------------------------------------------------- reviews and plan reviews

@@ -155,10 +155,10 @@ class Listener(_BaseListener[threading.Event]):
         self._connect = connect
         self._thread: threading.Thread | None = None
 
-    def register(self, key: Key) -> threading.Event:
-        """An event set when a notification names ``key`` = (channel, id) (starts the
-        listener)."""
-        return self._add(key, threading.Event())
+    def register(self, key: Key, event: threading.Event | None = None) -> threading.Event:
+        """An event (``event``, else a new one) set when a notification names ``key`` =
+        (channel, id) (starts the listener). One event may be registered for several keys."""
+        return self._add(key, threading.Event() if event is None else event)
 
     def _start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="ikigai_store-listener", daemon=True)
@@ -199,10 +199,10 @@ class AsyncListener(_BaseListener[asyncio.Event]):
         self._connect = connect
         self._task: asyncio.Task[None] | None = None
 
-    def register(self, key: Key) -> asyncio.Event:
-        """An event set when a notification names ``key`` = (channel, id) (starts the
-        listener)."""
-        return self._add(key, asyncio.Event())
+    def register(self, key: Key, event: asyncio.Event | None = None) -> asyncio.Event:
+        """An event (``event``, else a new one) set when a notification names ``key`` =
+        (channel, id) (starts the listener). One event may be registered for several keys."""
+        return self._add(key, asyncio.Event() if event is None else event)
 
     def _start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())

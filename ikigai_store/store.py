@@ -230,7 +230,8 @@ class _Steps(ops.Steps):
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self._listening: list[tuple[tuple[str, int], threading.Event]] = []
+        self._listening: list[tuple[str, int]] = []
+        self._event = threading.Event()  # one for every key this run listens for
 
     def step(self, step: Any) -> Any:
         if isinstance(step, ops.Blocking):
@@ -239,19 +240,19 @@ class _Steps(ops.Steps):
             return self._store._run(step.op)
         listener = self._store._listener
         if isinstance(step, ops.Listen):
-            self._listening.append((step.key, listener.register(step.key)))
+            listener.register(step.key, self._event)
+            self._listening.append(step.key)
             return None
         if isinstance(step, ops.Sleep):
             seconds = step.seconds if listener.listening else min(step.seconds, RETRY)
             if self._listening:
-                event = self._listening[-1][1]
-                event.wait(seconds)
-                event.clear()
+                self._event.wait(seconds)
+                self._event.clear()
             else:
                 threading.Event().wait(seconds)
             return None
         raise TypeError(f"not a step: {step!r}")
 
     def close(self) -> None:
-        for key, event in self._listening:
-            self._store._listener.unregister(key, event)
+        for key in self._listening:
+            self._store._listener.unregister(key, self._event)

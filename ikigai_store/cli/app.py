@@ -63,6 +63,7 @@ COMMAND_MODULES: dict[str, str] = {
     "session": "sessions",
     "task": "tasks",
     "topic": "topics",
+    "watch": "watch",
 }
 
 

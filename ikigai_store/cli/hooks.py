@@ -140,13 +140,31 @@ def hooks(ctx: click.Context) -> None:
     is_flag=True,
     help="Make the pre-tool hook reserve each file it lets the agent edit.",
 )
+@click.option(
+    "--wake",
+    type=click.Choice(install.WAKES),
+    default="none",
+    show_default=True,
+    help="How an idle agent is woken when something concerns it: rewake (an asyncRewake "
+    "Stop hook running `watch --rewake`), monitor (a project plugin whose monitor runs "
+    "`watch`), or none.",
+)
 @click.option("--dry-run", is_flag=True, help="Print a diff of each file; write nothing.")
 def hooks_install(
-    project: Path, name: str | None, role: str | None, auto_reserve: bool, dry_run: bool
+    project: Path,
+    name: str | None,
+    role: str | None,
+    auto_reserve: bool,
+    wake: str,
+    dry_run: bool,
 ) -> None:
     """Merge the ikigai-store hooks (SessionStart, UserPromptSubmit, Stop, PostToolUse on the
     task tools, PreToolUse on the edit tools) into PROJECT/.claude/settings.json, and the
-    ikigai-store MCP server into PROJECT/.mcp.json.
+    ikigai-store MCP server into PROJECT/.mcp.json. --wake rewake adds an asyncRewake Stop
+    entry running `ikigai-store watch --rewake` (it wakes the idle session when mail, a task
+    or a freed reservation arrives); --wake monitor writes a project plugin
+    (.claude/ikigai-store-plugin/, registered and enabled in settings.json) whose monitor
+    runs `ikigai-store watch`, each line of which reaches the agent.
 
     Everything else in both files is kept; our entries are found by their command and
     replaced, so running it again changes nothing. The commands name this ikigai-store
@@ -160,6 +178,7 @@ def hooks_install(
         name=name,
         role=role,
         auto_reserve=auto_reserve,
+        wake=wake,
     )
     if dry_run:
         for change in changes:

@@ -22,11 +22,13 @@ rendering its answer. Invariants:
   the main agent's;
 - ``prompt`` shows each mail once: it keeps, per database and identity, the newest mail id it
   has shown in a small JSON file under the user state directory, replaced atomically;
-- ``stop`` never blocks twice in a row (``stop_hook_active`` lets the agent stop);
+- ``stop`` never blocks twice in a row (``stop_hook_active`` lets the agent stop), and not
+  for mail while a watcher (``ikigai-store watch``) runs for the agent: it will wake it;
 - ``pre-tool`` denies an edit only while another identity holds a live exclusive lease whose
   resource covers the file (``context.covers``: the path, a directory above it, or a glob);
   the agent's own leases never deny it, nor, for a subagent, those of the agent that started
-  it (resolved with the role and name the subagent's role was derived from).
+  it (resolved with the role and name the subagent's role was derived from). A denied agent
+  waits for the lease (``leases.wait_for``): its watcher reports when the lease is freed.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from ..models import Identity, InboxItem, Task
 from ..store import Store
 from ..store import open as open_store
 from ..validate import MAX_SUBJECT_CHARS
+from ..watch import PREFIX as WATCH_PREFIX
 from .context import FILE_PREFIX, agent_name, agent_role, covers, file_resource, project_key
 
 __all__ = [
@@ -304,13 +307,14 @@ def prompt(ctx: HookContext) -> dict[str, Any] | None:
 
 
 def stop(ctx: HookContext) -> dict[str, Any] | None:
-    """Stop: keep the agent working while urgent unread mail or a task it claimed (in
-    progress, owned by it) waits; never twice in a row (``stop_hook_active``)."""
+    """Stop: keep the agent working while a task it claimed (in progress, owned by it) waits,
+    or urgent unread mail does and no ``ikigai-store watch`` runs for it (a watcher wakes it
+    when mail arrives, so it may stop); never twice in a row (``stop_hook_active``)."""
     if ctx.event.get("stop_hook_active") is True:
         return None
     store, me = ctx.store, ctx.identity
     reasons = []
-    if store.mail.counts(me).urgent_unread:
+    if store.mail.counts(me).urgent_unread and not _watched(store, me.name):
         urgent = store.mail.inbox(me, state="unread", priority="urgent", limit=SHOWN)
         reasons.append("urgent unread mail:\n" + "\n".join(_mail_lines(urgent)))
     working = store.tasks.owned(me, status="in_progress")
@@ -325,6 +329,12 @@ def stop(ctx: HookContext) -> dict[str, Any] | None:
         "decision": "block",
         "reason": f"ikigai-store: before stopping, {me.name} has " + "; and ".join(reasons),
     }
+
+
+def _watched(store: Store, name: str) -> bool:
+    """Whether an ``ikigai-store watch`` runs for ``name`` (its lease is live)."""
+    resource = WATCH_PREFIX + name
+    return any(lease.resource == resource for lease in store.leases.held(resource))
 
 
 def _list_id(ctx: HookContext) -> str:
@@ -502,10 +512,12 @@ def pre_tool(ctx: HookContext) -> dict[str, Any] | None:
             held_by_team = held_by_team or lease.holder != me.name
         elif lease.exclusive:
             where = "" if lease.resource == FILE_PREFIX + path else f" ({lease.resource})"
+            store.leases.wait_for(me, lease.resource)
             return _deny(
                 f"{path} is reserved by {lease.holder} until "
                 f"{lease.expires_at.isoformat(timespec='seconds')}{where}; ask them by mail "
-                "or wait for the reservation to end"
+                "or wait for the reservation to end (`ikigai-store watch` reports "
+                f"'lease freed: {lease.resource}' when it does)"
             )
     if ctx.options.auto_reserve is not None and not held_by_team:
         try:

@@ -1,8 +1,11 @@
 """``ikigai-store hooks install``: register the Claude Code hooks and the MCP server in a project.
 
 Owns the merge of our entries into ``<project>/.claude/settings.json`` (the hooks: SessionStart,
-UserPromptSubmit, Stop, PostToolUse on the task tools, PreToolUse on the edit tools) and
-``<project>/.mcp.json`` (the ``ikigai-store`` MCP server), and writing them. Invariants:
+UserPromptSubmit, Stop, PostToolUse on the task tools, PreToolUse on the edit tools; with
+``--wake rewake`` an asyncRewake Stop entry running ``watch --rewake``; with ``--wake monitor``
+the project's plugin, registered and enabled) and ``<project>/.mcp.json`` (the
+``ikigai-store`` MCP server), the plugin's files (``.claude/ikigai-store-plugin/``: a
+one-plugin marketplace whose monitor runs ``watch``), and writing them. Invariants:
 - nothing of the user's is lost: every other key, hook entry and MCP server stays as it was;
   our hook entries are recognised by their command (``<...>ikigai-store ... hook <name>``) and
   replaced where they are, so installing twice changes nothing the second time;
@@ -33,6 +36,8 @@ from ..errors import InvalidArgument
 __all__ = [
     "HOOK_EVENTS",
     "MCP_SERVER",
+    "PLUGIN_DIR",
+    "WAKES",
     "Change",
     "apply_changes",
     "executable",
@@ -40,6 +45,8 @@ __all__ = [
     "merge_mcp",
     "merge_settings",
     "plan",
+    "plugin_files",
+    "watch_command",
 ]
 
 #: (Claude Code event, our hook command, the tool matcher or None), in install order.
@@ -52,6 +59,16 @@ HOOK_EVENTS: tuple[tuple[str, str, str | None], ...] = (
 )
 #: Our key under ``mcpServers``.
 MCP_SERVER = "ikigai-store"
+#: How an idle agent is woken (``merge_settings``' ``wake``): not at all (the hooks only),
+#: by an asyncRewake Stop hook, or by a plugin monitor.
+WAKES = ("none", "rewake", "monitor")
+#: The project's plugin (``wake="monitor"``), its marketplace and the plugin's name.
+PLUGIN_DIR = Path(".claude") / "ikigai-store-plugin"
+MARKETPLACE = "ikigai-store-local"
+PLUGIN = "ikigai-store"
+#: Claude Code's limit for one ``watch --rewake`` run, in seconds (then it is stopped, and the
+#: next Stop starts another: what it reported is kept in the database).
+REWAKE_TIMEOUT = 86400
 #: Claude Code's limit for one run of our hooks, in seconds (they give up after 10 by
 #: themselves, failing open).
 HOOK_TIMEOUT = 15
@@ -89,9 +106,18 @@ def hook_command(
     return shlex.join([program, "hook", hook, *_identity_args(name, role), *extra])
 
 
+def watch_command(
+    program: str, *, name: str | None = None, role: str | None = None, rewake: bool = False
+) -> str:
+    """The shell command of ``ikigai-store watch`` (``--rewake``: the asyncRewake form)."""
+    return shlex.join(
+        [program, "watch", *_identity_args(name, role), *(["--rewake"] if rewake else [])]
+    )
+
+
 def _our_hook(command: object) -> str | None:
     """The hook name of one of our commands (``.../ikigai-store [options] hook <name> ...``),
-    else None."""
+    ``"watch"`` for ``.../ikigai-store [options] watch ...``, else None."""
     if not isinstance(command, str):
         return None
     try:
@@ -104,7 +130,7 @@ def _our_hook(command: object) -> str | None:
             if "hook" in rest:
                 at = rest.index("hook")
                 return rest[at + 1] if at + 1 < len(rest) else None
-            return None
+            return "watch" if "watch" in rest else None
     return None
 
 
@@ -120,6 +146,33 @@ def _list(value: object, where: str) -> list[Any]:
     return value
 
 
+def _place(
+    hooks: dict[str, Any], event: str, key: str, matcher: str | None, entry: dict[str, Any] | None
+) -> None:
+    """Put ``entry`` in place of our entry ``key`` of ``event`` (another of ours for the same
+    key is dropped), else append it as a new matcher group; ``entry`` None: drop ours."""
+    groups = _list(hooks.setdefault(event, []), f'"hooks"."{event}"')
+    placed = entry is None
+    for group in list(groups):
+        group_hooks = _object(group, f'a group of "hooks"."{event}"').get("hooks")
+        if group_hooks is None:
+            continue
+        kept = []
+        for item in _list(group_hooks, f'"hooks" of a group of "{event}"'):
+            if not isinstance(item, dict) or _our_hook(item.get("command")) != key:
+                kept.append(item)
+            elif not placed and entry is not None:
+                kept.append({**item, **entry})
+                placed = True
+                if matcher is not None and len(group_hooks) == 1:
+                    group["matcher"] = matcher
+        group["hooks"] = kept
+        if not kept and group_hooks:  # it held only ours
+            groups.remove(group)
+    if not placed and entry is not None:
+        groups.append({**({"matcher": matcher} if matcher else {}), "hooks": [entry]})
+
+
 def merge_settings(
     settings: dict[str, Any],
     program: str,
@@ -127,10 +180,17 @@ def merge_settings(
     name: str | None = None,
     role: str | None = None,
     auto_reserve: bool = False,
+    wake: str = "none",
 ) -> dict[str, Any]:
     """A copy of Claude Code's ``settings`` with our hook entries in it: each replaces our
     existing entry for that hook where it stands (another of ours for the same hook is
-    dropped), else is appended to its event as a new matcher group."""
+    dropped), else is appended to its event as a new matcher group. ``wake`` (one of
+    ``WAKES``): ``rewake`` adds the asyncRewake Stop entry running ``watch --rewake`` (any
+    other value removes it); ``monitor`` registers and enables the project's plugin (its
+    files come from ``plugin_files``), whose monitor runs ``watch`` (any other value disables
+    it if it was enabled)."""
+    if wake not in WAKES:
+        raise InvalidArgument(f"wake must be one of {', '.join(WAKES)}, got {wake!r}")
     merged = copy.deepcopy(_object(settings, "settings"))
     hooks = _object(merged.setdefault("hooks", {}), '"hooks"')
     for event, hook, matcher in HOOK_EVENTS:
@@ -139,27 +199,58 @@ def merge_settings(
             "command": hook_command(program, hook, name=name, role=role, auto_reserve=auto_reserve),
             "timeout": HOOK_TIMEOUT,
         }
-        groups = _list(hooks.setdefault(event, []), f'"hooks"."{event}"')
-        placed = False
-        for group in list(groups):
-            group_hooks = _object(group, f'a group of "hooks"."{event}"').get("hooks")
-            if group_hooks is None:
-                continue
-            kept = []
-            for item in _list(group_hooks, f'"hooks" of a group of "{event}"'):
-                if not isinstance(item, dict) or _our_hook(item.get("command")) != hook:
-                    kept.append(item)
-                elif not placed:
-                    kept.append({**item, **entry})
-                    placed = True
-                    if matcher is not None and len(group_hooks) == 1:
-                        group["matcher"] = matcher
-            group["hooks"] = kept
-            if not kept and group_hooks:  # it held only a duplicate of ours
-                groups.remove(group)
-        if not placed:
-            groups.append({**({"matcher": matcher} if matcher else {}), "hooks": [entry]})
+        _place(hooks, event, hook, matcher, entry)
+    rewake = {
+        "type": "command",
+        "command": watch_command(program, name=name, role=role, rewake=True),
+        "asyncRewake": True,
+        "timeout": REWAKE_TIMEOUT,
+    }
+    _place(hooks, "Stop", "watch", None, rewake if wake == "rewake" else None)
+    if wake == "monitor":
+        markets = _object(
+            merged.setdefault("extraKnownMarketplaces", {}), '"extraKnownMarketplaces"'
+        )
+        markets[MARKETPLACE] = {"source": {"source": "directory", "path": f"./{PLUGIN_DIR}"}}
+        enabled = _object(merged.setdefault("enabledPlugins", {}), '"enabledPlugins"')
+        enabled[f"{PLUGIN}@{MARKETPLACE}"] = True
+    elif isinstance(merged.get("enabledPlugins"), dict) and (
+        f"{PLUGIN}@{MARKETPLACE}" in merged["enabledPlugins"]
+    ):  # installed with --wake monitor before: its monitor would run beside this mode
+        merged["enabledPlugins"][f"{PLUGIN}@{MARKETPLACE}"] = False
     return merged
+
+
+def plugin_files(
+    program: str, *, name: str | None = None, role: str | None = None
+) -> dict[Path, dict[str, Any] | list[Any]]:
+    """The files of the project's plugin (paths relative to the project): a one-plugin
+    marketplace whose plugin declares a monitor running ``watch`` (Claude Code arms it at
+    session start; each line it prints reaches the agent)."""
+    from .. import __version__
+
+    manifest = {
+        "name": PLUGIN,
+        "version": __version__,
+        "description": "ikigai-store: wake the agent on new mail, tasks and freed reservations",
+    }
+    market = {
+        "name": MARKETPLACE,
+        "owner": {"name": "ikigai-store"},
+        "plugins": [{"name": PLUGIN, "source": "./", "description": manifest["description"]}],
+    }
+    monitors = [
+        {
+            "name": "ikigai-store-watch",
+            "command": watch_command(program, name=name, role=role),
+            "description": "New mail, claimable tasks and freed reservations for this agent",
+        }
+    ]
+    return {
+        PLUGIN_DIR / ".claude-plugin" / "plugin.json": manifest,
+        PLUGIN_DIR / ".claude-plugin" / "marketplace.json": market,
+        PLUGIN_DIR / "monitors" / "monitors.json": monitors,
+    }
 
 
 def merge_mcp(
@@ -231,12 +322,16 @@ def plan(
     name: str | None = None,
     role: str | None = None,
     auto_reserve: bool = False,
+    wake: str = "none",
 ) -> list[Change]:
     """What installing into ``project`` would write (reads only): ``.claude/settings.json``,
-    then ``.mcp.json``. ``InvalidArgument`` names a file that cannot be merged."""
+    then ``.mcp.json``, then (``wake="monitor"``) the plugin's files. ``InvalidArgument``
+    names a file that cannot be merged."""
 
     def settings(data: dict[str, Any]) -> dict[str, Any]:
-        return merge_settings(data, program, name=name, role=role, auto_reserve=auto_reserve)
+        return merge_settings(
+            data, program, name=name, role=role, auto_reserve=auto_reserve, wake=wake
+        )
 
     def mcp(data: dict[str, Any]) -> dict[str, Any]:
         return merge_mcp(data, program, name=name, role=role)
@@ -252,6 +347,11 @@ def plan(
         except InvalidArgument as exc:
             raise InvalidArgument(f"{path}: {exc}; nothing was written") from None
         changes.append(Change(path, before, after))
+    if wake == "monitor":
+        for relative, content in plugin_files(program, name=name, role=role).items():
+            path = project / relative
+            before, _ = _load(path) if path.suffix == ".json" else (None, {})
+            changes.append(Change(path, before, json.dumps(content, indent=2) + "\n"))
     return changes
 
 

@@ -1,0 +1,256 @@
+"""CLI ``watch``: print what concerns an identity as it commits, one line each (``store.watch``).
+
+Two ways for a coding agent to be woken instead of polling (``ikigai-store hooks install
+--wake``): as a Claude Code plugin monitor, every stdout line reaches the agent; as an
+``asyncRewake`` Stop hook (``--rewake``), the command blocks until something arrives, writes a
+digest on stderr and exits 2, which wakes the idle session. Invariants:
+- one watcher per identity: the lease ``watch:<name>``, renewed every third of ``--ttl`` and
+  released on exit (SIGTERM, SIGHUP and Ctrl-C included); a second watcher stops at once with
+  an ``Error:`` line (with ``--rewake``: silently, exit 0, the running one will wake the agent);
+- while the database is unreachable (at start or later) it retries with a backoff and says so
+  once on stderr; it then goes on from what it printed (kept in memory, saved to the database
+  after each batch), so nothing is missed and nothing printed twice; its lease, if it expired
+  meanwhile, is taken again (or, if another watcher took it, this one stops);
+- stdout carries notices only (``--json``: one JSON object per line); everything else goes to
+  stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from types import FrameType
+from typing import IO, NoReturn
+
+import click
+
+from ..errors import Conflict, DatabaseUnavailable
+from ..hooks.context import agent_name, agent_role, project_key
+from ..models import Lease, Notice, Seen
+from ..store import Store
+from ..store import open as open_url
+from ..watch import TTL
+from .app import cli
+from .common import database_option
+from .params import DURATION
+
+#: Seconds before the first reconnection; doubled up to ``MAX_DELAY``.
+FIRST_DELAY = 0.2
+MAX_DELAY = 5.0
+
+
+class _Stop(Exception):
+    """SIGTERM or SIGHUP: stop, releasing the lease."""
+
+
+def _stop(signum: int, frame: FrameType | None) -> NoReturn:
+    raise _Stop(signal.Signals(signum).name)
+
+
+@contextlib.contextmanager
+def _stoppable() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise ``_Stop`` in the block (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    names = ("SIGTERM", "SIGHUP")
+    previous = {n: signal.signal(getattr(signal, n), _stop) for n in names if hasattr(signal, n)}
+    try:
+        yield
+    finally:
+        for n, handler in previous.items():
+            signal.signal(getattr(signal, n), handler)
+
+
+class Watcher:
+    """One ``ikigai-store watch`` run (see the module docstring)."""
+
+    def __init__(
+        self,
+        url: str | None,
+        *,
+        name: str | None,
+        project: str,
+        role: str,
+        ttl: timedelta,
+        as_json: bool,
+        rewake: bool,
+        out: IO[str],
+        err: IO[str],
+    ) -> None:
+        self.url, self.name, self.project, self.role = url, name, project, role
+        self.ttl, self.as_json, self.rewake = ttl, as_json, rewake
+        self.out, self.err = out, err
+        self._delay = FIRST_DELAY
+        self._down = False
+        self._lease: Lease | None = None
+        self._seen = self._saved = Seen()
+
+    def say(self, text: str) -> None:
+        """One line on stderr."""
+        with contextlib.suppress(OSError):
+            self.err.write(f"ikigai-store watch: {' '.join(text.split())}\n")
+            self.err.flush()
+
+    def _outage(self, exc: BaseException) -> None:
+        """The database is unreachable: say so once, wait before trying again."""
+        if not self._down:
+            self.say(f"database unavailable ({exc}); reconnecting")
+            self._down = True
+        time.sleep(self._delay)
+        self._delay = min(self._delay * 2, MAX_DELAY)
+
+    def _recovered(self) -> None:
+        if self._down:
+            self.say("database reachable again")
+        self._down = False
+        self._delay = FIRST_DELAY
+
+    def _open(self) -> Store:
+        while True:
+            try:
+                store = open_url(self.url)
+            except DatabaseUnavailable as exc:
+                self._outage(exc)
+                continue
+            self._recovered()
+            return store
+
+    def _render(self, notice: Notice) -> str:
+        if self.as_json:
+            return json.dumps({**notice.detail, "text": notice.text}, ensure_ascii=False)
+        return notice.text
+
+    def run(self) -> int:
+        """Watch until stopped; the exit status (``--rewake``: 2 once something arrived)."""
+        with _stoppable(), self._open() as store:
+            while True:
+                try:
+                    me = store.identities.resolve(
+                        self.project, role=self.role, name=self.name, working_dir=self.project
+                    ).name
+                    watch = store.watch.start(me, ttl=self.ttl)
+                    break
+                except DatabaseUnavailable as exc:
+                    self._outage(exc)
+                except Conflict as exc:
+                    if self.rewake:
+                        return 0
+                    raise click.ClickException(str(exc)) from exc
+            self._recovered()
+            if not self.rewake:
+                self.say(f"watching {me} (one line per mail, task or freed lease)")
+            self._lease = watch.lease
+            self._seen = self._saved = watch.seen
+            try:
+                return self._loop(store, me)
+            except (_Stop, KeyboardInterrupt):
+                return 0
+            finally:
+                if self._seen != self._saved:  # printed, then stopped before it was saved
+                    with contextlib.suppress(Exception):
+                        store.watch.save(me, self._seen)
+                if self._lease is not None:
+                    with contextlib.suppress(Exception):
+                        store.leases.release(self._lease)
+
+    def _loop(self, store: Store, me: str) -> int:
+        period = self.ttl.total_seconds() / 3
+        renew_at = time.monotonic() + period
+        while True:
+            try:
+                if time.monotonic() >= renew_at:
+                    self._lease = self._renew(store, me)
+                    renew_at = time.monotonic() + period
+                batch = store.watch.next(
+                    me, seen=self._seen, timeout=max(0.0, renew_at - time.monotonic())
+                )
+                self._recovered()
+            except DatabaseUnavailable as exc:
+                self._outage(exc)
+                renew_at = 0.0  # renew (or take again) first thing after the outage
+                continue
+            lines = [self._render(n) for n in batch.notices]
+            if lines and not self.rewake:
+                self.out.write("".join(line + "\n" for line in lines))
+                self.out.flush()
+            self._seen = batch.seen
+            if self._seen != self._saved:
+                with contextlib.suppress(DatabaseUnavailable):  # kept in memory meanwhile
+                    store.watch.save(me, self._seen)
+                    self._saved = self._seen
+            if lines and self.rewake:
+                self.err.write(
+                    f"ikigai-store: {len(lines)} new for {me}:\n"
+                    + "".join(f"  {line}\n" for line in lines)
+                )
+                self.err.flush()
+                return 2
+
+    def _renew(self, store: Store, me: str) -> Lease:
+        """The watcher's lease renewed, or taken again if it expired (an outage); a watcher
+        that took it meanwhile stops this one."""
+        if self._lease is not None:
+            with contextlib.suppress(Conflict):
+                return store.leases.renew(self._lease, self.ttl)
+        try:
+            return store.watch.start(me, ttl=self.ttl).lease
+        except Conflict as exc:
+            if self.rewake:
+                raise _Stop("another watcher") from exc
+            raise click.ClickException(f"stopped: {exc}") from exc
+
+
+@cli.command("watch")
+@click.option("--as", "name", metavar="NAME", default=None, help="The identity to watch.")
+@click.option("--role", default=None, help="The agent's role in its project (default: main).")
+@click.option(
+    "--project", default=None, metavar="DIR", help="The project directory (default: cwd)."
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.option(
+    "--rewake",
+    is_flag=True,
+    help="For Claude Code's asyncRewake hook: wait for something new, write it on stderr "
+    "and exit 2 (exit 0 at once if the identity is already watched).",
+)
+@click.option(
+    "--ttl",
+    type=DURATION,
+    default=f"{int(TTL.total_seconds())}s",
+    show_default=True,
+    help="The watcher's lease (renewed every third of it): how long a killed watcher "
+    "keeps others out.",
+)
+def watch_command(
+    name: str | None,
+    role: str | None,
+    project: str | None,
+    as_json: bool,
+    rewake: bool,
+    ttl: timedelta,
+) -> None:
+    """Print what concerns the agent's identity as it commits: new mail (review and plan
+    events included), tasks it may claim, resources it waited for that became free.
+
+    Blocks on LISTEN (no polling); one line per thing on stdout. The identity is --as, else
+    the agent's in its project and role (the one its hooks and MCP server resolve).
+    """
+    watcher = Watcher(
+        database_option(),
+        name=agent_name(name),
+        project=project_key(project),
+        role=agent_role(role),
+        ttl=ttl,
+        as_json=as_json,
+        rewake=rewake,
+        out=sys.stdout,
+        err=sys.stderr,
+    )
+    sys.exit(watcher.run())
