@@ -270,6 +270,10 @@ def merge_mcp(
 
 
 def _dump(data: dict[str, Any]) -> str:
+    return _dump_any(data)
+
+
+def _dump_any(data: object) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -349,9 +353,14 @@ def plan(
         changes.append(Change(path, before, after))
     if wake == "monitor":
         for relative, content in plugin_files(program, name=name, role=role).items():
-            path = project / relative
-            before, _ = _load(path) if path.suffix == ".json" else (None, {})
-            changes.append(Change(path, before, json.dumps(content, indent=2) + "\n"))
+            path = project / relative  # ours: replaced whatever it holds
+            try:
+                text: str | None = path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                text = None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InvalidArgument(f"cannot read {path}: {exc}") from None
+            changes.append(Change(path, text, _dump_any(content)))
     return changes
 
 

@@ -282,6 +282,7 @@ def _tools() -> tuple[Tool, ...]:
         Tool("renew_reservation", "leases.renew", "leases", lead=lease_lead),
         Tool("release_reservation", "leases.release", "leases", core=True, lead=lease_lead),
         Tool("list_reservations", "leases.held", "leases", core=True, read_only=True),
+        Tool("wait_for_reservation", "leases.wait_for", "leases", me="waiter"),
         # reviews
         Tool("request_review", "reviews.create", "reviews", me="requester"),
         Tool("review_status", "reviews.get", "reviews", read_only=True),

@@ -228,6 +228,19 @@ def test_stop_blocks_for_urgent_mail_once(store: ik.Store, project: str) -> None
     assert run("stop", event(project, "Stop", stop_hook_active=False)) == (0, "", "")
 
 
+def test_stop_does_not_block_for_mail_while_a_watcher_runs(store: ik.Store, project: str) -> None:
+    """With a watcher (its lease) the agent may stop despite urgent mail: the watcher wakes
+    it; a claimed task in progress still blocks."""
+    agent, other = me(store, project), peer(store)
+    store.mail.send(other, agent, "Prod is down", "now", priority="urgent")
+    watching = store.watch.start(agent)
+    try:
+        assert run("stop", event(project, "Stop", stop_hook_active=False)) == (0, "", "")
+    finally:
+        store.leases.release(watching.lease)
+    assert answer("stop", event(project, "Stop", stop_hook_active=False)) is not None
+
+
 def test_stop_blocks_for_a_claimed_task_in_progress(store: ik.Store, project: str) -> None:
     """A task the identity claimed and has not finished blocks a stop; completed, it does
     not; other owners' tasks and normal mail never do."""
@@ -418,6 +431,23 @@ def test_pre_tool_denies_a_file_another_identity_reserved(store: ik.Store, proje
     store.leases.acquire(other, file_resource(project, "notes"), ttl=60)
     assert answer("pre-tool", edit(project, "NotebookEdit", f"{project}/notes/n.ipynb")) is not None
     assert answer("pre-tool", edit(project, "Edit", "src/c.txt")) is None  # relative, free
+
+
+def test_a_denied_edit_waits_and_the_watch_reports_the_freed_lease(
+    store: ik.Store, project: str
+) -> None:
+    """The denied agent waits for the lease that denied it: once released, its watch reports
+    it once; a glob lease is waited for as the glob."""
+    agent, other = me(store, project), peer(store)
+    lease = store.leases.acquire(other, file_resource(project, "src/w*.py"), ttl=60)
+    denied = answer("pre-tool", edit(project, "Edit", f"{project}/src/w1.py"))
+    assert denied is not None and "ikigai-store watch" in json.dumps(denied)
+    assert store.watch.next(agent).notices == ()
+    store.leases.release(lease)
+    batch = store.watch.next(agent)
+    assert [n.text for n in batch.notices] == [f"lease freed: {lease.resource}"]
+    store.watch.save(agent, batch.seen)
+    assert store.watch.next(agent).notices == ()
 
 
 def test_pre_tool_allows_own_reservations_shared_leases_and_other_tools(

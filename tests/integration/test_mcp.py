@@ -170,6 +170,7 @@ def valid_calls(ctx: dict[str, Any]) -> list[tuple[str, Callable[[], dict[str, A
         ("reserve", lambda: {"resource": "file:/repo/src/*.py", "ttl": 60}),
         ("renew_reservation", lambda: {"lease": ctx["lease"], "ttl": 120}),
         ("list_reservations", lambda: {"prefix": "file:"}),
+        ("wait_for_reservation", lambda: {"resource": "file:/elsewhere.py"}),
         ("release_reservation", lambda: {"lease": ctx["lease"]}),
         ("request_review", lambda: {"reviewers": ["Bob"], "branch": "feature"}),
         ("review_status", lambda: {"review_id": ctx["review"]}),

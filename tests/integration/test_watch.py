@@ -127,7 +127,7 @@ def test_start_is_one_watcher_per_identity_and_reads_what_was_saved(ikigai_store
     watch = store.watch.start("me2")
     watch = store.watch.start(me)
     assert watch.lease.resource == "watch:me" and watch.seen == Seen()
-    with pytest.raises(ik.Conflict, match="me is already watched.*watch:me"):
+    with pytest.raises(ik.Conflict, match=r"me is already watched.*watch:me"):
         store.watch.start(me)
     store.watch.save(me, store.watch.next(me).seen)
     store.leases.release(watch.lease)

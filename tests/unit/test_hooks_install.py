@@ -257,3 +257,75 @@ def test_the_executable_falls_back_to_path(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(Exception, match="cannot find the ikigai-store executable"):
         install.executable()
+
+
+def _watch_entries(settings: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        hook
+        for group in settings["hooks"]["Stop"]
+        for hook in group["hooks"]
+        if " watch" in hook.get("command", "")
+    ]
+
+
+def test_wake_rewake_adds_one_async_rewake_stop_entry(
+    tmp_path: Path, running_as_ikigai_store: Path
+) -> None:
+    """--wake rewake adds the asyncRewake Stop entry running `watch --rewake` (with --as and
+    --role), beside the user's Stop hooks and ours; again: unchanged; --wake none removes it."""
+    settings_path = tmp_path / ".claude" / "settings.json"
+    settings_path.parent.mkdir()
+    settings_path.write_text(json.dumps(EXISTING_SETTINGS))
+    assert installed(tmp_path, "--wake", "rewake", "--as", "Coder", "--role", "dev").exit_code == 0
+    settings = read(settings_path)
+    (entry,) = _watch_entries(settings)
+    assert entry == {
+        "type": "command",
+        "command": f"{running_as_ikigai_store} watch --as Coder --role dev --rewake",
+        "asyncRewake": True,
+        "timeout": install.REWAKE_TIMEOUT,
+    }
+    assert {"type": "command", "command": "notify-send done", "timeout": 5} in [
+        h for g in settings["hooks"]["Stop"] for h in g["hooks"]
+    ]
+    before = settings_path.read_text()
+    again = installed(tmp_path, "--wake", "rewake", "--as", "Coder", "--role", "dev")
+    assert "settings.json: unchanged" in again.output and settings_path.read_text() == before
+    assert installed(tmp_path, "--as", "Coder", "--role", "dev").exit_code == 0
+    assert _watch_entries(read(settings_path)) == []
+    assert len(ours(read(settings_path), "Stop")) == 1
+
+
+def test_wake_monitor_writes_an_enabled_project_plugin(
+    tmp_path: Path, running_as_ikigai_store: Path
+) -> None:
+    """--wake monitor writes a one-plugin marketplace whose monitor runs `watch`, registers
+    and enables it; a later install without it disables the plugin (not deleting files)."""
+    result = installed(tmp_path, "--wake", "monitor")
+    assert result.exit_code == 0, result.output
+    plugin = tmp_path / install.PLUGIN_DIR
+    (monitor,) = read(plugin / "monitors" / "monitors.json")
+    assert monitor["command"] == f"{running_as_ikigai_store} watch"
+    assert read(plugin / ".claude-plugin" / "plugin.json")["name"] == install.PLUGIN
+    market = read(plugin / ".claude-plugin" / "marketplace.json")
+    assert market["plugins"] == [
+        {"name": install.PLUGIN, "source": "./", "description": market["plugins"][0]["description"]}
+    ]
+    settings = read(tmp_path / ".claude" / "settings.json")
+    key = f"{install.PLUGIN}@{install.MARKETPLACE}"
+    assert settings["enabledPlugins"] == {key: True}
+    assert settings["extraKnownMarketplaces"][install.MARKETPLACE] == {
+        "source": {"source": "directory", "path": f"./{install.PLUGIN_DIR}"}
+    }
+    assert _watch_entries(settings) == []
+    assert "unchanged" in installed(tmp_path, "--wake", "monitor").output.splitlines()[-1]
+    installed(tmp_path, "--wake", "rewake")
+    settings = read(tmp_path / ".claude" / "settings.json")
+    assert settings["enabledPlugins"] == {key: False} and len(_watch_entries(settings)) == 1
+
+
+def test_watch_commands_are_recognised() -> None:
+    assert install._our_hook("/x/ikigai-store watch --rewake") == "watch"
+    assert install._our_hook("/x/ikigai-store --database u watch") == "watch"
+    assert install._our_hook("/x/ikigai-store hook stop") == "stop"
+    assert install._our_hook("watch ikigai-store-like") is None
