@@ -51,7 +51,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -432,7 +432,8 @@ def mcp_error(exc: Exception) -> MCPError:
 
 
 @contextlib.contextmanager
-def _as_mcp_errors(what: str) -> Any:
+def _as_mcp_errors(what: str) -> Iterator[None]:
+    """Turn a failure inside the block into ``mcp_error``'s (logging what is a bug of ours)."""
     try:
         yield
     except MCPError:
