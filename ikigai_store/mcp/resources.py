@@ -271,11 +271,6 @@ class PgSubscriptionBus:
 
     # -- what is watched
 
-    @property
-    def watched(self) -> frozenset[str]:
-        """The URIs watched now."""
-        return frozenset(self._watched)
-
     async def watch(self, text: str, ref: Ref) -> Unwatch:
         """Report ``text`` (the URI of ``ref``) updated from now on, until the returned
         function is awaited (idempotent). ``NotFound`` for what does not exist; when it
