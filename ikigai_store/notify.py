@@ -15,6 +15,14 @@ an event that is set when a notification names it. Invariants:
   ``RETRY`` seconds instead of sleeping blind;
 - notifications are delivered on commit only, so a waiter wakes for committed mail.
 
+An *observer* (``observe``) is told every notification as it is heard, ``(channel, ids)``
+(``ids`` None: everyone of that channel), and ``(None, None)`` whenever the listener has
+(re)connected, because what was sent while it was not listening is gone; it is how the MCP
+server's resource subscriptions (``mcp.resources``) learn what changed. An observer is called
+on the listener's thread (``Listener``) or in its task (``AsyncListener``), outside the lock,
+must not block, and must not raise (what it raises is logged and dropped). Observers and
+waiters share the one connection and do not see each other.
+
 What both share (the waiters, the key parsing, waking, the reconnection backoff) is written once
 in ``_BaseListener``, without I/O; ``Listener`` and ``AsyncListener`` only connect, LISTEN, read
 notifications and sleep, on a daemon thread or in a task.
@@ -27,7 +35,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
 from .sql import queries
 
@@ -43,6 +51,7 @@ __all__ = [
     "THREAD",
     "AsyncListener",
     "Listener",
+    "Observer",
 ]
 
 #: The channel migration 0007's trigger notifies (payload: identity ids).
@@ -64,6 +73,9 @@ _LISTEN = tuple(
 )
 
 Key = tuple[str, int]
+#: Told ``(channel, ids)`` for each notification heard (``ids`` None: everyone of the channel),
+#: ``(None, None)`` after each (re)connection (see ``observe``).
+Observer: TypeAlias = Callable[[str | None, set[int] | None], None]
 #: Seconds between looks for mail while the listener has no connection.
 RETRY = 1.0
 #: Seconds before the first reconnection; doubled after each failure up to ``_MAX_DELAY``.
@@ -75,13 +87,19 @@ E = TypeVar("E", threading.Event, asyncio.Event)
 log = logging.getLogger("ikigai_store.notify")
 
 
+def _ids(payload: str) -> set[int] | None:
+    """The ids a payload names; None for everyone (``*`` or unreadable)."""
+    try:
+        return {int(part) for part in payload.split(",")} if payload != "*" else None
+    except ValueError:
+        return None
+
+
 def _targets(channel: str, payload: str) -> set[Key] | None:
     """The (channel, id) keys a notification names; None for everyone (``*`` or unreadable).
     A waiter on ``(channel, ANY)`` is woken by every notification of ``channel``."""
-    try:
-        return {(channel, int(part)) for part in payload.split(",")} if payload != "*" else None
-    except ValueError:
-        return None
+    ids = _ids(payload)
+    return None if ids is None else {(channel, id_) for id_ in ids}
 
 
 class _BaseListener(Generic[E]):
@@ -94,6 +112,7 @@ class _BaseListener(Generic[E]):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._waiters: dict[Key, set[E]] = {}
+        self._observers: dict[object, Observer] = {}
         self._started = False
         self._closed = False
         self._delay = _FIRST_DELAY
@@ -103,13 +122,48 @@ class _BaseListener(Generic[E]):
         """Register ``event`` for ``key``; the first registration starts the listener."""
         with self._lock:
             self._waiters.setdefault(key, set()).add(event)
-            if not self._started and not self._closed:
-                self._start()
-                self._started = True
+            self._ensure_started()
         return event
+
+    def _ensure_started(self) -> None:
+        """Start the listener unless it is started or closed (the lock is held)."""
+        if not self._started and not self._closed:
+            self._start()
+            self._started = True
 
     def _start(self) -> None:
         raise NotImplementedError
+
+    def observe(self, observer: Observer) -> Callable[[], None]:
+        """Tell ``observer`` every notification from now on (see the module docstring), and
+        ``(None, None)`` at each (re)connection; starts the listener. Returns the function
+        that stops it (idempotent)."""
+        token = object()
+        with self._lock:
+            self._observers[token] = observer
+            self._ensure_started()
+
+        def stop() -> None:
+            with self._lock:
+                self._observers.pop(token, None)
+
+        return stop
+
+    def _tell(self, channel: str | None, ids: set[int] | None) -> None:
+        """Call every observer with ``(channel, ids)``, outside the lock."""
+        with self._lock:
+            observers = list(self._observers.values())
+        for observer in observers:
+            try:
+                observer(channel, ids)
+            except Exception:
+                log.exception("listener observer failed")
+
+    def _heard(self, channel: str, payload: str) -> None:
+        """A notification arrived: wake the waiters it names, then tell the observers."""
+        self._wake(_targets(channel, payload))
+        if self._observers:
+            self._tell(channel, _ids(payload))
 
     def unregister(self, key: Key, event: E) -> None:
         """Forget an event ``register`` returned (its waiter stopped waiting)."""
@@ -137,6 +191,7 @@ class _BaseListener(Generic[E]):
         self.listening = True
         self._delay = _FIRST_DELAY
         self._wake(None)
+        self._tell(None, None)
 
     def _backoff(self) -> float:
         """Before a reconnection: everyone looks (nothing is heard meanwhile); the seconds to
@@ -173,7 +228,7 @@ class Listener(_BaseListener[threading.Event]):
                     self._connected()
                     while not self._closed:
                         for note in conn.notifies(timeout=0.2):
-                            self._wake(_targets(note.channel, note.payload))
+                            self._heard(note.channel, note.payload)
             except Exception as exc:  # the connection failed or was lost: reconnect
                 log.info("mail listener reconnecting: %s", exc)
             finally:
@@ -215,7 +270,7 @@ class AsyncListener(_BaseListener[asyncio.Event]):
                         await conn.execute(sql)
                     self._connected()
                     async for note in conn.notifies():
-                        self._wake(_targets(note.channel, note.payload))
+                        self._heard(note.channel, note.payload)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

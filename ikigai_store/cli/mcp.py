@@ -1,4 +1,5 @@
-"""CLI ``mcp``: serve the store's operations to coding agents as MCP tools.
+"""CLI ``mcp``: serve the store's operations to coding agents as MCP tools, and its state as
+MCP resources (``ikigai://`` URIs, with subscriptions; ``mcp.resources``).
 
 ``ikigai-store mcp`` speaks MCP over stdio (what a coding agent spawns); ``--http`` serves
 streamable HTTP on ``/mcp``, bound to 127.0.0.1 unless ``--host`` says otherwise (any other
@@ -51,7 +52,8 @@ def mcp_command(
     operator: bool,
     tool_set: str,
 ) -> None:
-    """Serve MCP tools (mail, reservations, tasks, reviews, ...) to a coding agent."""
+    """Serve MCP tools (mail, reservations, tasks, reviews, ...) and resources to a coding
+    agent."""
     try:
         from ..mcp import server
         from ..mcp.tools import select

@@ -1,9 +1,10 @@
-"""``ikigai-store mcp``: the store's operations as MCP tools, over stdio or streamable HTTP.
+"""``ikigai-store mcp``: the store's operations as MCP tools, and its state as MCP resources
+(``resources``: ``ikigai://`` URIs, with subscriptions), over stdio or streamable HTTP.
 
-Owns ``Face`` (the tools bound to one ``AsyncStore`` and one calling identity) and the two
-transports. The server acts as one identity: ``--as NAME``, else the agent's identity in its
-project (``store.identities.resolve``, keyed by project and role, the same one its hooks
-resolve), registered on first use. Invariants:
+Owns ``Face`` (the tools and resources bound to one ``AsyncStore`` and one calling identity)
+and the two transports. The server acts as one identity: ``--as NAME``, else the agent's
+identity in its project (``store.identities.resolve``, keyed by project and role, the same one
+its hooks resolve), registered on first use. Invariants:
 - a tool acts as that identity: the parameter naming who acts (``sender``, ``identity``,
   ``holder``, ``owner``, ...) is never offered to the caller, so an agent cannot send as
   another or ack another's mail; an ``operator`` server offers ``as_identity`` instead;
@@ -35,6 +36,7 @@ from ..aio import AsyncStore, open_async
 from ..errors import IkigaiStoreError, InvalidArgument
 from ..hooks.context import agent_role, project_key
 from ..models import Identity
+from .resources import Resources
 from .tools import AS_IDENTITY, Tool
 
 __all__ = ["Face", "is_loopback", "serve_http", "serve_stdio"]
@@ -58,7 +60,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class Face:
-    """MCP tools over one store, acting as one identity (see the module's invariants).
+    """MCP tools and resources over one store, acting as one identity (see the module's
+    invariants; the resources' own are in ``resources``).
 
     ``name``: the identity to act as (registered on first use); None resolves the agent's
     identity from ``project`` and ``role``. ``operator``: tools take ``as_identity``."""
@@ -91,6 +94,8 @@ class Face:
             )
             for tool in tools
         ]
+        #: The resources and their subscriptions (``close`` ends them).
+        self.resources = Resources(self)
 
     async def identity(self) -> Identity:
         """The identity this server acts as (resolved, and registered, on first use)."""
@@ -104,7 +109,8 @@ class Face:
         )
 
     def server(self) -> Server[Any]:
-        """A low-level MCP server answering ``tools/list`` and ``tools/call``."""
+        """A low-level MCP server answering ``tools/list`` and ``tools/call``, the
+        ``resources/*`` requests and ``subscriptions/listen``."""
 
         async def list_tools(
             ctx: Any, params: types.PaginatedRequestParams | None
@@ -120,7 +126,17 @@ class Face:
             instructions=INSTRUCTIONS,
             on_list_tools=list_tools,
             on_call_tool=call_tool,
+            on_list_resources=self.resources.list_resources,
+            on_list_resource_templates=self.resources.list_templates,
+            on_read_resource=self.resources.read_resource,
+            on_subscribe_resource=self.resources.subscribe_resource,
+            on_unsubscribe_resource=self.resources.unsubscribe_resource,
+            on_subscriptions_listen=self.resources.subscriptions_listen,
         )
+
+    async def close(self) -> None:
+        """End the resource subscriptions (before the store closes)."""
+        await self.resources.close()
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         """Run tool ``name``; every failure becomes a tool error (never an exception)."""
@@ -177,9 +193,13 @@ def _error(message: str) -> types.CallToolResult:
 async def serve_stdio(make_face: Callable[[AsyncStore], Face], url: str | None) -> None:
     """Serve over stdin/stdout until the client closes them (what a coding agent spawns)."""
     async with open_async(url) as store:
-        server = make_face(store).server()
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        face = make_face(store)
+        server = face.server()
+        try:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+        finally:
+            await face.close()
 
 
 def is_loopback(host: str) -> bool:
@@ -251,17 +271,21 @@ async def serve_http(
             "IKIGAI_MCP_TOKEN), or bind to 127.0.0.1"
         )
     async with open_async(url) as store:
-        app = http_app(make_face(store), host=host, token=token)
+        face = make_face(store)
+        app = http_app(face, host=host, token=token)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         server = uvicorn.Server(config)
-        async with anyio.create_task_group() as group:
-            group.start_soon(server.serve)
-            while not server.started:
-                if server.should_exit:
-                    return
-                await anyio.sleep(0.01)
-            if ready is not None:
-                ready(_bound_port(server, port))
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(server.serve)
+                while not server.started:
+                    if server.should_exit:
+                        return
+                    await anyio.sleep(0.01)
+                if ready is not None:
+                    ready(_bound_port(server, port))
+        finally:
+            await face.close()
 
 
 def _bound_port(server: Any, default: int) -> int:

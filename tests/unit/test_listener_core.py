@@ -86,3 +86,28 @@ def test_backoff_doubles_to_five_seconds_and_resets_on_connect() -> None:
     assert delays == [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0]
     core._connected()
     assert core._backoff() == 0.1
+
+
+def test_observers_hear_every_notification_and_each_connection() -> None:
+    """An observer is told (channel, ids) for each notification (None for '*') and
+    (None, None) on each connection; observing starts the listener; a raising observer does
+    not stop the others or the waiters; after stop() it hears nothing."""
+    core = Core()
+    heard: list[tuple[str | None, set[int] | None]] = []
+
+    def broken(channel: str | None, ids: set[int] | None) -> None:
+        raise RuntimeError("observer bug")
+
+    core.observe(broken)
+    stop = core.observe(lambda channel, ids: heard.append((channel, ids)))
+    assert core.starts == 1
+    event = core._add((MAIL, 1), threading.Event())
+    core._connected()
+    core._heard(MAIL, "1,2")
+    core._heard(QUEUE, "*")
+    assert heard == [(None, None), (MAIL, {1, 2}), (QUEUE, None)]
+    assert event.is_set()
+    stop()
+    stop()
+    core._heard(MAIL, "1")
+    assert len(heard) == 3
