@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from ikigai_store.notify import MAIL, QUEUE, _BaseListener, _targets
+from ikigai_store.notify import ANY, LEASE, MAIL, QUEUE, TASK, _BaseListener, _targets
 
 
 class Core(_BaseListener[threading.Event]):
@@ -111,3 +111,19 @@ def test_observers_hear_every_notification_and_each_connection() -> None:
     stop()
     core._heard(MAIL, "1")
     assert len(heard) == 3
+
+
+def test_any_key_hears_its_whole_channel_and_one_event_serves_several_keys() -> None:
+    """(channel, ANY) is woken by every notification of its channel, not another's; one event
+    registered for several keys is set by any of them."""
+    core = Core()
+    anything, shared = threading.Event(), threading.Event()
+    core._add((TASK, ANY), anything)
+    core._add((MAIL, 7), shared)
+    core._add((LEASE, 3), shared)
+    core._wake(_targets(MAIL, "1"))
+    assert not anything.is_set() and not shared.is_set()
+    core._wake(_targets(TASK, "42"))
+    assert anything.is_set() and not shared.is_set()
+    core._wake(_targets(LEASE, "3,9"))
+    assert shared.is_set()
