@@ -8,7 +8,9 @@ events also carry ``agent_id`` and ``agent_type``) and reads its answer from std
 ``hookSpecificOutput.permissionDecision: "deny"`` (PreToolUse: refuse the tool call).
 
 Owns reading that input, resolving the agent's identity, the store calls each hook makes and
-rendering its answer. Invariants:
+rendering its answer. ``run`` is one hook on one event; ``main`` is the command around it, and
+``hooks.http`` answers Claude Code's ``http`` hooks with it inside a running server (its store
+injected, so no process start and no store open per hook). Invariants:
 - a hook fails open: any failure (the database unreachable, bad JSON on stdin, the deadline
   passed) exits 0 with nothing on stdout and exactly one line on stderr,
   ``ikigai-store hook <name>: <why>``; never a traceback, never a block or a denial;
@@ -70,6 +72,7 @@ __all__ = [
     "post_tool",
     "pre_tool",
     "prompt",
+    "run",
     "session_start",
     "state_path",
     "stop",
@@ -98,13 +101,19 @@ class HookFailed(Exception):
 
 @dataclass(frozen=True)
 class HookOptions:
-    """The command-line options of every hook: who the agent is, where the database is."""
+    """The options of every hook: who the agent is, where the database is.
+
+    ``project`` and ``task_list`` stand in for ``CLAUDE_PROJECT_DIR`` and
+    ``CLAUDE_CODE_TASK_LIST_ID`` where the hook has no environment of the agent's (an ``http``
+    hook, answered by a server): given, they win over the environment."""
 
     name: str | None = None
     role: str | None = None
     database: str | None = None
     auto_reserve: float | None = None
     deadline: float = DEADLINE_SECONDS
+    project: str | None = None
+    task_list: str | None = None
 
 
 def parse_input(text: str) -> dict[str, Any]:
@@ -123,12 +132,23 @@ def _text(value: object) -> str | None:
 
 
 class HookContext:
-    """One hook run: its input, and (opened on first use) its store and identity."""
+    """One hook run: its input, and (opened on first use) its store and identity.
 
-    def __init__(self, event: Mapping[str, Any], options: HookOptions, stack: ExitStack) -> None:
+    ``store``: an open store to use (a server's, shared by its requests; left open), instead
+    of opening one for this run."""
+
+    def __init__(
+        self,
+        event: Mapping[str, Any],
+        options: HookOptions,
+        stack: ExitStack,
+        *,
+        store: Store | None = None,
+    ) -> None:
         self.event = event
         self.options = options
         self._stack = stack
+        self._given_store = store
 
     @cached_property
     def cwd(self) -> str | None:
@@ -137,7 +157,9 @@ class HookContext:
 
     @cached_property
     def project(self) -> str:
-        """The project key (``context.project_key``)."""
+        """The project key: ``options.project`` (resolved), else ``context.project_key``."""
+        if self.options.project:
+            return os.path.realpath(self.options.project)
         return project_key(self.cwd)
 
     @cached_property
@@ -156,8 +178,11 @@ class HookContext:
 
     @cached_property
     def store(self) -> Store:
-        """The store (``--database``, ``IKIGAI_DATABASE_URL``, ``DATABASE_URL`` or the embedded
-        server), migrated, closed when the hook ends."""
+        """The store given, else one opened for this run (``--database``,
+        ``IKIGAI_DATABASE_URL``, ``DATABASE_URL`` or the embedded server), migrated, closed when
+        the hook ends."""
+        if self._given_store is not None:
+            return self._given_store
         os.environ.setdefault("PGCONNECT_TIMEOUT", str(CONNECT_TIMEOUT_SECONDS))
         store = open_store(
             self.options.database, pool_size=1, migration_lock_timeout=MIGRATION_WAIT_SECONDS
@@ -338,7 +363,11 @@ def _watched(store: Store, name: str) -> bool:
 
 
 def _list_id(ctx: HookContext) -> str:
-    list_id = os.environ.get("CLAUDE_CODE_TASK_LIST_ID") or _text(ctx.event.get("session_id"))
+    list_id = (
+        ctx.options.task_list
+        or os.environ.get("CLAUDE_CODE_TASK_LIST_ID")
+        or _text(ctx.event.get("session_id"))
+    )
     if list_id is None:
         raise HookFailed("no task list: neither CLAUDE_CODE_TASK_LIST_ID nor session_id is set")
     return list_id
@@ -572,6 +601,21 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def run(
+    name: str,
+    event: Mapping[str, Any],
+    options: HookOptions,
+    *,
+    store: Store | None = None,
+) -> dict[str, Any] | None:
+    """Run hook ``name`` (a key of ``HOOKS``) on Claude Code's ``event``: its answer, None
+    when it has nothing to say. Any failure raises (``HookFailed``, the store's errors, ...):
+    failing open is the caller's part. ``store``: an open store to use (left open), else one
+    is opened for this run and closed after it."""
+    with ExitStack() as stack:
+        return HOOKS[name](HookContext(event, options, stack, store=store))
+
+
 def main(
     name: str,
     options: HookOptions,
@@ -583,9 +627,8 @@ def main(
     ``stdout``; return the exit status, always 0 (a failure is one line on ``stderr``)."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     try:
-        with _deadline(options.deadline), ExitStack() as stack:
-            event = parse_input(stdin.read())
-            answer = HOOKS[name](HookContext(event, options, stack))
+        with _deadline(options.deadline):
+            answer = run(name, parse_input(stdin.read()), options)
     except (Exception, _Deadline, KeyboardInterrupt) as exc:
         why = str(exc) if isinstance(exc, (HookFailed, _Deadline)) else _one_line(exc)
         with contextlib.suppress(Exception):
