@@ -149,6 +149,14 @@ def hooks(ctx: click.Context) -> None:
     "Stop hook running `watch --rewake`), monitor (a project plugin whose monitor runs "
     "`watch`), or none.",
 )
+@click.option(
+    "--http",
+    "http",
+    metavar="URL",
+    default=None,
+    help="Write http hooks posting to the running `ikigai-store mcp --http` at URL (e.g. "
+    "http://127.0.0.1:8765) instead of commands: a request per hook, no process start.",
+)
 @click.option("--dry-run", is_flag=True, help="Print a diff of each file; write nothing.")
 def hooks_install(
     project: Path,
@@ -156,6 +164,7 @@ def hooks_install(
     role: str | None,
     auto_reserve: bool,
     wake: str,
+    http: str | None,
     dry_run: bool,
 ) -> None:
     """Merge the ikigai-store hooks (SessionStart, UserPromptSubmit, Stop, PostToolUse on the
@@ -171,6 +180,12 @@ def hooks_install(
     executable by its absolute path. The database is not written into the files: the hooks
     and the server use $IKIGAI_DATABASE_URL, else $DATABASE_URL, else the embedded
     PostgreSQL.
+
+    With --http URL the hooks are Claude Code http hooks posting to that server's
+    /hooks/NAME (the project, --as, --role and --auto-reserve in the URL); Claude Code fills
+    in the Authorization header from $IKIGAI_MCP_TOKEN (the token is never written), and
+    forwards $IKIGAI_ROLE, $IKIGAI_AS and $CLAUDE_CODE_TASK_LIST_ID in headers. The server
+    must be running (`ikigai-store mcp --http`); while it is not, the hooks do nothing.
     """
     changes = install.plan(
         project.resolve(),
@@ -179,6 +194,7 @@ def hooks_install(
         role=role,
         auto_reserve=auto_reserve,
         wake=wake,
+        http=http,
     )
     if dry_run:
         for change in changes:

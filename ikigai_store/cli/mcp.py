@@ -2,8 +2,9 @@
 MCP resources (``ikigai://`` URIs, with subscriptions; ``mcp.resources``).
 
 ``ikigai-store mcp`` speaks MCP over stdio (what a coding agent spawns); ``--http`` serves
-streamable HTTP on ``/mcp``, bound to 127.0.0.1 unless ``--host`` says otherwise (any other
-address needs ``--token`` / ``IKIGAI_MCP_TOKEN``). The server acts as one identity (``--as``,
+streamable HTTP on ``/mcp``, and Claude Code's ``http`` hooks on ``/hooks/NAME``, bound to
+127.0.0.1 unless ``--host`` says otherwise (any other address needs ``--token`` /
+``IKIGAI_MCP_TOKEN``). The server acts as one identity (``--as``,
 else the agent's identity in its project and role, the one its hooks resolve). Needs the
 ``mcp`` extra; without it the command is one ``Error:`` line saying how to install it.
 """
@@ -24,7 +25,13 @@ TOOLS_HELP = (
 
 
 @cli.command("mcp")
-@click.option("--http", "http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
+@click.option(
+    "--http",
+    "http",
+    is_flag=True,
+    help="Serve streamable HTTP (/mcp) instead of stdio, and Claude Code's http hooks "
+    "(POST /hooks/NAME).",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
 @click.option(

@@ -5,10 +5,19 @@ UserPromptSubmit, Stop, PostToolUse on the task tools, PreToolUse on the edit to
 ``--wake rewake`` an asyncRewake Stop entry running ``watch --rewake``; with ``--wake monitor``
 the project's plugin, registered and enabled) and ``<project>/.mcp.json`` (the
 ``ikigai-store`` MCP server), the plugin's files (``.claude/ikigai-store-plugin/``: a
-one-plugin marketplace whose monitor runs ``watch``), and writing them. Invariants:
+one-plugin marketplace whose monitor runs ``watch``), and writing them. The hooks are
+``command`` hooks (``ikigai-store hook <name>``, a process per hook), or with ``http`` (the
+base URL of a running ``ikigai-store mcp --http``) Claude Code ``http`` hooks posting to its
+``/hooks/<name>``: the project, ``--as``, ``--role`` and ``--auto-reserve`` go into the URL's
+query, the token and the agent's environment into headers filled in by Claude Code
+(``Authorization: Bearer $IKIGAI_MCP_TOKEN``, ``X-Ikigai-Role: $IKIGAI_ROLE``, ...; listed in
+``allowedEnvVars``), never a secret into the file (``watch`` stays a command). Invariants:
 - nothing of the user's is lost: every other key, hook entry and MCP server stays as it was;
-  our hook entries are recognised by their command (``<...>ikigai-store ... hook <name>``) and
-  replaced where they are, so installing twice changes nothing the second time;
+  our hook entries are recognised by their command (``<...>ikigai-store ... hook <name>``) or,
+  for ``http`` ones, by their URL's path (``.../hooks/<name>``) together with
+  ``IKIGAI_MCP_TOKEN`` in their ``allowedEnvVars``, and replaced where they are (a command by
+  an ``http`` entry and back, keeping the keys the user added), so installing twice changes
+  nothing the second time;
 - a file that is not valid JSON, or whose shape is not Claude Code's (``hooks`` not an object,
   an event not a list, ...), is refused with a message naming it, and then no file is written;
 - files are written atomically (a temporary file in the same directory, then a rename), as
@@ -30,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
 
 from ..errors import InvalidArgument
 
@@ -42,10 +52,13 @@ __all__ = [
     "apply_changes",
     "executable",
     "hook_command",
+    "hook_url",
+    "http_hook",
     "merge_mcp",
     "merge_settings",
     "plan",
     "plugin_files",
+    "server_url",
     "watch_command",
 ]
 
@@ -72,7 +85,22 @@ REWAKE_TIMEOUT = 86400
 #: Claude Code's limit for one run of our hooks, in seconds (they give up after 10 by
 #: themselves, failing open).
 HOOK_TIMEOUT = 15
+#: The variable holding the server's bearer token, in the agent's environment.
+TOKEN_VARIABLE = "IKIGAI_MCP_TOKEN"
+#: (header, variable): the agent's environment an ``http`` hook forwards to the server, where
+#: a command hook would read it (``hooks.http`` reads these headers).
+FORWARDED_ENV: tuple[tuple[str, str], ...] = (
+    ("X-Ikigai-Role", "IKIGAI_ROLE"),
+    ("X-Ikigai-As", "IKIGAI_AS"),
+    ("X-Ikigai-Task-List", "CLAUDE_CODE_TASK_LIST_ID"),
+)
+#: ``--auto-reserve``'s lease, in seconds (``claude.AUTO_RESERVE_SECONDS``, not imported: this
+#: module stays free of the store).
+AUTO_RESERVE_SECONDS = 300
 _PROGRAM = "ikigai-store"
+_HOOK_NAMES = frozenset(hook for _, hook, _ in HOOK_EVENTS)
+#: The keys of a hook entry that say how it runs: replaced (or dropped) by ours.
+_FORM_KEYS = frozenset({"type", "command", "url", "headers", "allowedEnvVars", "timeout"})
 
 
 def executable() -> str:
@@ -115,6 +143,89 @@ def watch_command(
     )
 
 
+def server_url(url: str) -> str:
+    """The base URL of an ``ikigai-store mcp --http`` server (``http://127.0.0.1:8765``; a
+    trailing ``/`` or ``/mcp`` is dropped); ``InvalidArgument`` for anything else."""
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - a bad port raises here
+    except ValueError as exc:
+        raise InvalidArgument(f"--http: {url!r} is not a URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidArgument(f"--http: {url!r} is not an http:// or https:// URL with a host")
+    if parts.query or parts.fragment:
+        raise InvalidArgument(f"--http: {url!r} has a query or fragment; give the server's URL")
+    path = parts.path.rstrip("/")
+    path = path.removesuffix("/mcp")
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def hook_url(
+    server: str,
+    hook: str,
+    *,
+    project: str,
+    name: str | None = None,
+    role: str | None = None,
+    auto_reserve: bool = False,
+) -> str:
+    """The URL Claude Code posts ``hook``'s event to, on the server at ``server``."""
+    query = [("project", project)]
+    query += [("role", role)] if role else []
+    query += [("as", name)] if name else []
+    if auto_reserve and hook == "pre-tool":
+        query.append(("auto_reserve", str(AUTO_RESERVE_SECONDS)))
+    return f"{server_url(server)}/hooks/{hook}?{urlencode(query, quote_via=quote, safe='/')}"
+
+
+def http_hook(
+    server: str,
+    hook: str,
+    *,
+    project: str,
+    name: str | None = None,
+    role: str | None = None,
+    auto_reserve: bool = False,
+) -> dict[str, Any]:
+    """The ``http`` hook entry for ``hook`` (its URL, the token and environment headers)."""
+    headers = {"Authorization": f"Bearer ${TOKEN_VARIABLE}"}
+    headers |= {header: f"${variable}" for header, variable in FORWARDED_ENV}
+    return {
+        "type": "http",
+        "url": hook_url(
+            server, hook, project=project, name=name, role=role, auto_reserve=auto_reserve
+        ),
+        "headers": headers,
+        "allowedEnvVars": [TOKEN_VARIABLE, *(variable for _, variable in FORWARDED_ENV)],
+        "timeout": HOOK_TIMEOUT,
+    }
+
+
+def _our_http_hook(item: dict[str, Any]) -> str | None:
+    """The hook name of one of our ``http`` entries, else None."""
+    url, variables = item.get("url"), item.get("allowedEnvVars")
+    if not isinstance(url, str) or not isinstance(variables, list):
+        return None
+    if TOKEN_VARIABLE not in variables:
+        return None
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        return None
+    head, _, hook = path.rpartition("/")
+    return hook if head.endswith("/hooks") and hook in _HOOK_NAMES else None
+
+
+def _ours(item: object) -> str | None:
+    """The key of one of our entries (a hook's name, command or ``http``; ``"watch"``), else
+    None."""
+    if not isinstance(item, dict):
+        return None
+    if item.get("type") == "http":
+        return _our_http_hook(item)
+    return _our_hook(item.get("command"))
+
+
 def _our_hook(command: object) -> str | None:
     """The hook name of one of our commands (``.../ikigai-store [options] hook <name> ...``),
     ``"watch"`` for ``.../ikigai-store [options] watch ...``, else None."""
@@ -146,6 +257,13 @@ def _list(value: object, where: str) -> list[Any]:
     return value
 
 
+def _replaced(item: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` in place of our ``item``: the keys the user added kept, in their order; those
+    of the other form (``command`` for an ``http`` entry, ``url``... for a command) dropped."""
+    kept = {k: v for k, v in item.items() if k in entry or k not in _FORM_KEYS}
+    return {**kept, **entry}
+
+
 def _place(
     hooks: dict[str, Any], event: str, key: str, matcher: str | None, entry: dict[str, Any] | None
 ) -> None:
@@ -159,10 +277,10 @@ def _place(
             continue
         kept = []
         for item in _list(group_hooks, f'"hooks" of a group of "{event}"'):
-            if not isinstance(item, dict) or _our_hook(item.get("command")) != key:
+            if _ours(item) != key:
                 kept.append(item)
             elif not placed and entry is not None:
-                kept.append({**item, **entry})
+                kept.append(_replaced(item, entry))
                 placed = True
                 if matcher is not None and len(group_hooks) == 1:
                     group["matcher"] = matcher
@@ -181,24 +299,37 @@ def merge_settings(
     role: str | None = None,
     auto_reserve: bool = False,
     wake: str = "none",
+    http: str | None = None,
+    project: str | None = None,
 ) -> dict[str, Any]:
     """A copy of Claude Code's ``settings`` with our hook entries in it: each replaces our
     existing entry for that hook where it stands (another of ours for the same hook is
-    dropped), else is appended to its event as a new matcher group. ``wake`` (one of
+    dropped), else is appended to its event as a new matcher group. With ``http`` (a server's
+    URL) the hook entries are ``http`` hooks posting to it for ``project`` (required then).
+    ``wake`` (one of
     ``WAKES``): ``rewake`` adds the asyncRewake Stop entry running ``watch --rewake`` (any
     other value removes it); ``monitor`` registers and enables the project's plugin (its
     files come from ``plugin_files``), whose monitor runs ``watch`` (any other value disables
     it if it was enabled)."""
     if wake not in WAKES:
         raise InvalidArgument(f"wake must be one of {', '.join(WAKES)}, got {wake!r}")
+    if http is not None and project is None:
+        raise InvalidArgument("http hooks need the project directory")
     merged = copy.deepcopy(_object(settings, "settings"))
     hooks = _object(merged.setdefault("hooks", {}), '"hooks"')
     for event, hook, matcher in HOOK_EVENTS:
-        entry = {
-            "type": "command",
-            "command": hook_command(program, hook, name=name, role=role, auto_reserve=auto_reserve),
-            "timeout": HOOK_TIMEOUT,
-        }
+        if http is not None and project is not None:
+            entry = http_hook(
+                http, hook, project=project, name=name, role=role, auto_reserve=auto_reserve
+            )
+        else:
+            entry = {
+                "type": "command",
+                "command": hook_command(
+                    program, hook, name=name, role=role, auto_reserve=auto_reserve
+                ),
+                "timeout": HOOK_TIMEOUT,
+            }
         _place(hooks, event, hook, matcher, entry)
     rewake = {
         "type": "command",
@@ -327,14 +458,25 @@ def plan(
     role: str | None = None,
     auto_reserve: bool = False,
     wake: str = "none",
+    http: str | None = None,
 ) -> list[Change]:
     """What installing into ``project`` would write (reads only): ``.claude/settings.json``,
     then ``.mcp.json``, then (``wake="monitor"``) the plugin's files. ``InvalidArgument``
-    names a file that cannot be merged."""
+    names a file that cannot be merged. With ``http`` (a running server's URL) the hooks are
+    ``http`` hooks; ``.mcp.json`` is the same."""
+    if http is not None:
+        http = server_url(http)
 
     def settings(data: dict[str, Any]) -> dict[str, Any]:
         return merge_settings(
-            data, program, name=name, role=role, auto_reserve=auto_reserve, wake=wake
+            data,
+            program,
+            name=name,
+            role=role,
+            auto_reserve=auto_reserve,
+            wake=wake,
+            http=http,
+            project=str(project),
         )
 
     def mcp(data: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,10 @@ its hooks resolve), registered on first use. Invariants:
   error's class and message; nothing a caller sends crashes the server, and a database that
   goes away and comes back only fails the calls made while it was gone;
 - over HTTP the server binds to loopback unless told otherwise, and any other address needs
-  a bearer token, checked (in constant time) on every request.
+  a bearer token, checked (in constant time) on every request;
+- over HTTP the same app answers Claude Code's ``http`` hooks on ``POST /hooks/{name}``
+  (``hooks.http``), behind the same token, with the server's ``--as``/``--role``/``--project``
+  as their defaults.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from .. import __version__
 from ..aio import AsyncStore, open_async
 from ..errors import IkigaiStoreError, InvalidArgument
 from ..hooks.context import agent_role, project_key
+from ..hooks.http import HookEndpoint
 from ..models import Identity
 from .resources import Resources
 from .tools import AS_IDENTITY, Tool
@@ -244,9 +248,13 @@ async def _refuse(send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def http_app(face: Face, *, host: str, token: str | None) -> ASGIApp:
-    """The streamable HTTP app (``/mcp``), behind the bearer token when there is one."""
-    app: ASGIApp = face.server().streamable_http_app(host=host)
+def http_app(
+    face: Face, *, host: str, token: str | None, hooks: HookEndpoint | None = None
+) -> ASGIApp:
+    """The streamable HTTP app (``/mcp``, and ``/hooks/{name}`` with ``hooks``), behind the
+    bearer token when there is one."""
+    routes = hooks.routes() if hooks is not None else None
+    app: ASGIApp = face.server().streamable_http_app(host=host, custom_starlette_routes=routes)
     return BearerToken(app, token) if token else app
 
 
@@ -258,8 +266,10 @@ async def serve_http(
     port: int,
     token: str | None,
     ready: Callable[[int], None] | None = None,
+    hooks: HookEndpoint | None = None,
 ) -> None:
-    """Serve streamable HTTP on ``host:port`` (path ``/mcp``) until interrupted.
+    """Serve streamable HTTP on ``host:port`` (path ``/mcp``; ``/hooks/{name}`` with
+    ``hooks``, closed when the server stops) until interrupted.
 
     ``InvalidArgument`` for a non-loopback ``host`` without a token. ``ready(port)`` is
     called once listening (the bound port, useful with ``port=0``)."""
@@ -272,7 +282,7 @@ async def serve_http(
         )
     async with open_async(url) as store:
         face = make_face(store)
-        app = http_app(face, host=host, token=token)
+        app = http_app(face, host=host, token=token, hooks=hooks)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         server = uvicorn.Server(config)
         try:
@@ -285,7 +295,12 @@ async def serve_http(
                 if ready is not None:
                     ready(_bound_port(server, port))
         finally:
-            await face.close()
+            try:
+                await face.close()
+            finally:
+                if hooks is not None:
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(hooks.close)
 
 
 def _bound_port(server: Any, default: int) -> int:
@@ -322,4 +337,9 @@ def run(
     def ready(bound: int) -> None:
         print(f"ikigai-store mcp: serving http://{host}:{bound}/mcp", file=sys.stderr, flush=True)
 
-    anyio.run(lambda: serve_http(make_face, url, host=host, port=port, token=token, ready=ready))
+    hooks = HookEndpoint(url, name=name, role=role, project=project, loopback=is_loopback(host))
+    anyio.run(
+        lambda: serve_http(
+            make_face, url, host=host, port=port, token=token, ready=ready, hooks=hooks
+        )
+    )

@@ -329,3 +329,148 @@ def test_watch_commands_are_recognised() -> None:
     assert install._our_hook("/x/ikigai-store --database u watch") == "watch"
     assert install._our_hook("/x/ikigai-store hook stop") == "stop"
     assert install._our_hook("watch ikigai-store-like") is None
+
+
+# ------------------------------------------------------------------------ http hooks
+
+SERVER = "http://127.0.0.1:8765"
+
+
+def http_ours(settings: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    """Our http hook entries under ``event`` (with their group's matcher)."""
+    return [
+        {**hook, "matcher": group.get("matcher")}
+        for group in settings["hooks"][event]
+        for hook in group["hooks"]
+        if hook.get("type") == "http" and "/hooks/" in hook.get("url", "")
+    ]
+
+
+def test_http_hooks_post_to_the_server_and_never_hold_the_token(tmp_path: Path) -> None:
+    """--http URL: each hook is an http entry posting to URL/hooks/<name> with the project in
+    the query, the token and the agent's environment as $VARIABLE headers listed in
+    allowedEnvVars, the same timeout and matcher; no token value is written; .mcp.json is
+    what the command form writes."""
+    project = tmp_path / "my project"
+    project.mkdir()
+    result = CliRunner().invoke(
+        cli,
+        ["hooks", "install", "--project", str(project), "--http", SERVER],
+        catch_exceptions=False,
+        env={"IKIGAI_MCP_TOKEN": "s3cret-value"},
+    )
+    assert result.exit_code == 0, result.output
+    text = (project / ".claude" / "settings.json").read_text()
+    assert "s3cret-value" not in text
+    settings = json.loads(text)
+    quoted = str(project.resolve()).replace(" ", "%20")
+    for event, hook, matcher in install.HOOK_EVENTS:
+        [entry] = http_ours(settings, event)
+        assert entry == {
+            "type": "http",
+            "url": f"{SERVER}/hooks/{hook}?project={quoted}",
+            "headers": {
+                "Authorization": "Bearer $IKIGAI_MCP_TOKEN",
+                "X-Ikigai-Role": "$IKIGAI_ROLE",
+                "X-Ikigai-As": "$IKIGAI_AS",
+                "X-Ikigai-Task-List": "$CLAUDE_CODE_TASK_LIST_ID",
+            },
+            "allowedEnvVars": [
+                "IKIGAI_MCP_TOKEN",
+                "IKIGAI_ROLE",
+                "IKIGAI_AS",
+                "CLAUDE_CODE_TASK_LIST_ID",
+            ],
+            "timeout": install.HOOK_TIMEOUT,
+            "matcher": matcher,
+        }
+    assert read(project / ".mcp.json")["mcpServers"]["ikigai-store"]["args"] == ["mcp"]
+
+
+def test_http_options_go_into_the_query(tmp_path: Path) -> None:
+    """--as, --role and --auto-reserve (pre-tool only, as seconds) are query parameters; the
+    server URL may end in / or /mcp."""
+    assert (
+        installed(
+            tmp_path, "--http", SERVER + "/mcp/", "--as", "Ada", "--role", "lead", "--auto-reserve"
+        ).exit_code
+        == 0
+    )
+    settings = read(tmp_path / ".claude" / "settings.json")
+    project = str(tmp_path.resolve())
+    [pre] = http_ours(settings, "PreToolUse")
+    assert pre["url"] == (
+        f"{SERVER}/hooks/pre-tool?project={project}&role=lead&as=Ada"
+        f"&auto_reserve={install.AUTO_RESERVE_SECONDS}"
+    )
+    [stop] = http_ours(settings, "Stop")
+    assert stop["url"] == f"{SERVER}/hooks/stop?project={project}&role=lead&as=Ada"
+
+
+def test_auto_reserve_seconds_agree_with_the_hook() -> None:
+    """install's copy of the default lease length is the hook's."""
+    from ikigai_store.hooks.claude import AUTO_RESERVE_SECONDS
+
+    assert install.AUTO_RESERVE_SECONDS == AUTO_RESERVE_SECONDS
+
+
+def test_switching_between_command_and_http_replaces_in_place(tmp_path: Path) -> None:
+    """A command install, then --http: each entry of ours becomes an http one where it
+    stood (the user's keys kept, no command left), and running it again changes nothing;
+    installing without --http turns them back into commands (no url, headers left)."""
+    settings_path = tmp_path / ".claude" / "settings.json"
+    settings_path.parent.mkdir()
+    settings_path.write_text(json.dumps(EXISTING_SETTINGS))
+    assert installed(tmp_path).exit_code == 0
+    settings = read(settings_path)
+    settings["hooks"]["PreToolUse"][1]["hooks"][0]["statusMessage"] = "checking reservations"
+    settings_path.write_text(json.dumps(settings))
+
+    assert installed(tmp_path, "--http", SERVER).exit_code == 0
+    settings = read(settings_path)
+    bash, ours_ = settings["hooks"]["PreToolUse"]
+    assert bash == EXISTING_SETTINGS["hooks"]["PreToolUse"][0]
+    [entry] = ours_["hooks"]
+    assert entry["type"] == "http" and "command" not in entry
+    assert entry["statusMessage"] == "checking reservations"
+    assert settings["hooks"]["Stop"][0] == EXISTING_SETTINGS["hooks"]["Stop"][0]
+    for event, _, _ in install.HOOK_EVENTS:
+        assert len(http_ours(settings, event)) == 1 and ours(settings, event) == []
+    again = installed(tmp_path, "--http", SERVER)
+    assert again.exit_code == 0 and again.output.count("unchanged") == 2
+
+    assert installed(tmp_path).exit_code == 0
+    settings = read(settings_path)
+    [entry] = settings["hooks"]["PreToolUse"][1]["hooks"]
+    assert set(entry) == {"type", "command", "timeout", "statusMessage"}
+    assert entry["command"].endswith("hook pre-tool")
+    for event, _, _ in install.HOOK_EVENTS:
+        assert len(ours(settings, event)) == 1 and http_ours(settings, event) == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["ftp://127.0.0.1:8765", "127.0.0.1:8765", "http://", "http://h:99999", "http://h/?q=1"],
+)
+def test_a_bad_server_url_is_refused(tmp_path: Path, url: str) -> None:
+    """--http takes an http(s) URL with a host (no query): else one Error: line, no file."""
+    result = installed(tmp_path, "--http", url)
+    assert result.exit_code == 1 and result.stderr.startswith("Error: --http: ")
+    assert not (tmp_path / ".claude").exists() and not (tmp_path / ".mcp.json").exists()
+
+
+def test_our_http_entries_are_recognised_by_path_and_token_variable() -> None:
+    """Ours: an http entry posting to .../hooks/<one of our hooks> that lists
+    IKIGAI_MCP_TOKEN; not ours: another path or hook, or a user's hook without it."""
+    token = {"allowedEnvVars": ["IKIGAI_MCP_TOKEN"]}
+    recognise = install._ours
+    assert recognise({"type": "http", "url": f"{SERVER}/hooks/pre-tool?x=1", **token}) == (
+        "pre-tool"
+    )
+    assert recognise({"type": "http", "url": "https://h/base/hooks/stop", **token}) == "stop"
+    assert recognise({"type": "http", "url": f"{SERVER}/hooks/pre-tool"}) is None
+    assert recognise({"type": "http", "url": f"{SERVER}/hooks/other", **token}) is None
+    assert recognise({"type": "http", "url": f"{SERVER}/pre-tool", **token}) is None
+    assert recognise({"type": "http", "url": 7, **token}) is None
+    assert recognise({"type": "command", "command": "ikigai-store hook stop"}) == "stop"
+    assert recognise("not an entry") is None
