@@ -2,7 +2,9 @@
 
 Most tests run the command in-process with click's CliRunner (the same code path as the
 console script: stdin, stdout, exit status); the outage, bad-input and end-to-end tests run
-real ``ikigai-store`` processes. The database is this file's, shared by its tests, and the
+real ``ikigai-store`` processes. The pre-tool decisions run over both transports: the command,
+and an ``http`` hook posted to a real ``ikigai-store mcp --http`` (``tests.hookserver``; its
+own tests are in test_hooks_http.py). The database is this file's, shared by its tests, and the
 hooks commit for real: every test works in its own project directory (so its own identities)
 and its own task list ids.
 """
@@ -15,7 +17,7 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ import ikigai_store as ik
 from ikigai_store.cli import cli
 from ikigai_store.hooks.claude import todo_id
 from ikigai_store.hooks.context import file_resource
+from tests.hookserver import HookServer
 
 pytestmark = pytest.mark.db
 
@@ -81,6 +84,29 @@ def answer(hook: str, data: dict[str, Any], *args: str) -> dict[str, Any] | None
     code, out, err = run(hook, data, *args)
     assert (code, err) == (0, ""), err
     return json.loads(out) if out.strip() else None
+
+
+Ask = Callable[..., dict[str, Any] | None]
+
+
+@pytest.fixture(scope="module")
+def hook_server(
+    ikigai_db_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HookServer]:
+    """One ``ikigai-store mcp --http`` on this file's database, for the http transport."""
+    server = HookServer(ikigai_db_url, tmp_path_factory.mktemp("hook-server"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["command", "http"])
+def ask(request: pytest.FixtureRequest) -> Ask:
+    """``answer`` through the command, or through an http hook to the running server (the
+    command's options become query parameters)."""
+    if request.param == "command":
+        return answer
+    server: HookServer = request.getfixturevalue("hook_server")
+    return server.hook
 
 
 def context_of(output: dict[str, Any] | None, event_name: str) -> str:
@@ -408,7 +434,9 @@ def edit(project: str, tool: str, path: str) -> dict[str, Any]:
     return event(project, "PreToolUse", tool_name=tool, tool_input={key: path, "content": "x"})
 
 
-def test_pre_tool_denies_a_file_another_identity_reserved(store: ik.Store, project: str) -> None:
+def test_pre_tool_denies_a_file_another_identity_reserved(
+    store: ik.Store, project: str, ask: Ask
+) -> None:
     """An exclusive lease of another identity on the file, or a glob or directory covering
     it, denies Edit/Write/MultiEdit/NotebookEdit naming the holder and the expiry; other
     files are allowed (no output)."""
@@ -416,21 +444,21 @@ def test_pre_tool_denies_a_file_another_identity_reserved(store: ik.Store, proje
     other = peer(store)
     lease = store.leases.acquire(other, file_resource(project, "src/a.py"), ttl=60)
     for tool in ("Edit", "Write", "MultiEdit"):
-        denied = answer("pre-tool", edit(project, tool, f"{project}/src/a.py"))
+        denied = ask("pre-tool", edit(project, tool, f"{project}/src/a.py"))
         assert denied is not None
         specific = denied["hookSpecificOutput"]
         assert (specific["hookEventName"], specific["permissionDecision"]) == ("PreToolUse", "deny")
         reason = specific["permissionDecisionReason"]
         assert reason.startswith(f"{project}/src/a.py is reserved by {other.name} until ")
         assert lease.expires_at.isoformat(timespec="seconds") in reason
-    assert answer("pre-tool", edit(project, "Write", f"{project}/src/b.py")) is None
+    assert ask("pre-tool", edit(project, "Write", f"{project}/src/b.py")) is None
 
     store.leases.acquire(other, file_resource(project, "src/*.py"), ttl=60)
-    denied = answer("pre-tool", edit(project, "Write", f"{project}/src/b.py"))
+    denied = ask("pre-tool", edit(project, "Write", f"{project}/src/b.py"))
     assert denied is not None and f"({file_resource(project, 'src/*.py')})" in json.dumps(denied)
     store.leases.acquire(other, file_resource(project, "notes"), ttl=60)
-    assert answer("pre-tool", edit(project, "NotebookEdit", f"{project}/notes/n.ipynb")) is not None
-    assert answer("pre-tool", edit(project, "Edit", "src/c.txt")) is None  # relative, free
+    assert ask("pre-tool", edit(project, "NotebookEdit", f"{project}/notes/n.ipynb")) is not None
+    assert ask("pre-tool", edit(project, "Edit", "src/c.txt")) is None  # relative, free
 
 
 def test_a_denied_edit_waits_and_the_watch_reports_the_freed_lease(
@@ -451,46 +479,48 @@ def test_a_denied_edit_waits_and_the_watch_reports_the_freed_lease(
 
 
 def test_pre_tool_allows_own_reservations_shared_leases_and_other_tools(
-    store: ik.Store, project: str
+    store: ik.Store, project: str, ask: Ask
 ) -> None:
     """The agent's own lease, another's shared lease and an expired or released lease never
     deny; a Read is not checked at all."""
     agent, other = me(store, project), peer(store)
     store.leases.acquire(agent, file_resource(project, "src/mine.py"), ttl=60)
-    assert answer("pre-tool", edit(project, "Edit", f"{project}/src/mine.py")) is None
+    assert ask("pre-tool", edit(project, "Edit", f"{project}/src/mine.py")) is None
     store.leases.acquire(other, file_resource(project, "src/shared.py"), ttl=60, exclusive=False)
-    assert answer("pre-tool", edit(project, "Edit", f"{project}/src/shared.py")) is None
+    assert ask("pre-tool", edit(project, "Edit", f"{project}/src/shared.py")) is None
     gone = store.leases.acquire(other, file_resource(project, "src/gone.py"), ttl=60)
     store.leases.release(gone)
-    assert answer("pre-tool", edit(project, "Edit", f"{project}/src/gone.py")) is None
+    assert ask("pre-tool", edit(project, "Edit", f"{project}/src/gone.py")) is None
     read = event(project, "PreToolUse", tool_name="Read", tool_input={"file_path": "/etc/passwd"})
     assert run_offline("pre-tool", read) == (0, "", "")
 
 
-def test_pre_tool_auto_reserve(store: ik.Store, project: str) -> None:
+def test_pre_tool_auto_reserve(store: ik.Store, project: str, ask: Ask) -> None:
     """--auto-reserve takes an exclusive lease on a free file for the agent (default 300 s,
     or the seconds given), which then denies another identity; a file another identity holds
     (even shared) is denied naming it."""
     agent = me(store, project)
     path = f"{project}/src/auto.py"
-    assert answer("pre-tool", edit(project, "Write", path), "--auto-reserve") is None
+    assert ask("pre-tool", edit(project, "Write", path), "--auto-reserve") is None
     [lease] = store.leases.held(file_resource(project, "src/auto.py"))
     assert (lease.holder, lease.exclusive) == (agent.name, True)
     assert 290 < (lease.expires_at - lease.acquired_at).total_seconds() <= 300
-    assert answer("pre-tool", edit(project, "Edit", path), "--auto-reserve", "30") is None
+    assert ask("pre-tool", edit(project, "Edit", path), "--auto-reserve", "30") is None
     [renewed] = store.leases.held(file_resource(project, "src/auto.py"))
     assert renewed.token != lease.token and renewed.expires_at < lease.expires_at
 
-    denied = answer("pre-tool", edit(project, "Edit", path), "--role", "other", "--auto-reserve")
+    denied = ask("pre-tool", edit(project, "Edit", path), "--role", "other", "--auto-reserve")
     assert denied is not None and f"reserved by {agent.name}" in json.dumps(denied)
 
     other = peer(store)
     store.leases.acquire(other, file_resource(project, "src/read.py"), ttl=60, exclusive=False)
-    denied = answer("pre-tool", edit(project, "Edit", f"{project}/src/read.py"), "--auto-reserve")
+    denied = ask("pre-tool", edit(project, "Edit", f"{project}/src/read.py"), "--auto-reserve")
     assert denied is not None and other.name in json.dumps(denied)
 
 
-def test_a_subagent_may_edit_what_its_parent_reserved(store: ik.Store, project: str) -> None:
+def test_a_subagent_may_edit_what_its_parent_reserved(
+    store: ik.Store, project: str, ask: Ask
+) -> None:
     """A subagent (its own identity) is not denied by the reservations of the agent that
     started it, and --auto-reserve leaves the parent's lease as it is; another role is
     denied."""
@@ -498,10 +528,10 @@ def test_a_subagent_may_edit_what_its_parent_reserved(store: ik.Store, project: 
     lease = store.leases.acquire(parent, file_resource(project, "src/p.py"), ttl=60)
     data = edit(project, "Edit", f"{project}/src/p.py")
     sub = {**data, "agent_id": "agent-7", "agent_type": "general-purpose"}
-    assert answer("pre-tool", sub) is None
-    assert answer("pre-tool", sub, "--auto-reserve") is None
+    assert ask("pre-tool", sub) is None
+    assert ask("pre-tool", sub, "--auto-reserve") is None
     assert store.leases.held(file_resource(project, "src/p.py")) == [lease]
-    denied = answer("pre-tool", data, "--role", "tester")
+    denied = ask("pre-tool", data, "--role", "tester")
     assert denied is not None and f"reserved by {parent.name}" in json.dumps(denied)
 
 
