@@ -20,14 +20,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import anyio
 import psycopg
 import pytest
 from click.testing import CliRunner
 
 import ikigai_store as ik
 from ikigai_store.cli import cli
+from ikigai_store.hooks.claude import HookOptions
 from ikigai_store.hooks.context import file_resource
-from ikigai_store.hooks.http import MAX_BODY_BYTES
+from ikigai_store.hooks.http import MAX_BODY_BYTES, HookEndpoint
 from tests.hookserver import IDENTITY_ENV, HookServer
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
@@ -344,3 +346,27 @@ def test_hooks_fail_open_while_the_database_is_away(
         for _ in range(3):  # this process's pooled connections were terminated too
             with contextlib.suppress(ik.ConnectionLost):
                 store.identities.get(other.name)
+
+
+def test_a_hook_past_its_deadline_answers_nothing_at_once(
+    ikigai_db_url: str, ikigai_server_url: str, project: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hook still blocked at its deadline (on the identity's advisory lock, held by another
+    transaction) is answered None (nothing to say) when the deadline passes, with one log
+    line, without waiting for its thread (in-process: the deadline is not a server option)."""
+    endpoint = HookEndpoint(ikigai_db_url, deadline=0.5)
+    data = edit(project, f"{project}/src/slow.py")
+    key = f"role:{project}\x1fmain"
+    try:
+        with psycopg.connect(ikigai_db_url) as holder:
+            holder.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))", (key,))
+            started = time.monotonic()
+            answer = anyio.run(endpoint._answer, "pre-tool", data, HookOptions())
+            waited = time.monotonic() - started
+            assert answer is None and 0.5 <= waited < 5, waited
+            holder.rollback()
+        assert [r.getMessage() for r in caplog.records if r.name == "ikigai_store.hooks"] == [
+            "hook pre-tool (http): gave up after 0.5 s"
+        ]
+    finally:
+        endpoint.close()
