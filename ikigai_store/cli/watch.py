@@ -128,8 +128,16 @@ class Watcher:
         return notice.text
 
     def run(self) -> int:
-        """Watch until stopped; the exit status (``--rewake``: 2 once something arrived)."""
-        with _stoppable(), self._open() as store:
+        """Watch until stopped; the exit status (``--rewake``: 2 once something arrived; 0
+        when stopped, even while still connecting)."""
+        with _stoppable():
+            try:
+                return self._run()
+            except (_Stop, KeyboardInterrupt):
+                return 0
+
+    def _run(self) -> int:
+        with self._open() as store:
             while True:
                 try:
                     me = store.identities.resolve(
@@ -150,8 +158,6 @@ class Watcher:
             self._seen = self._saved = watch.seen
             try:
                 return self._loop(store, me)
-            except (_Stop, KeyboardInterrupt):
-                return 0
             finally:
                 if self._seen != self._saved:  # printed, then stopped before it was saved
                     with contextlib.suppress(Exception):
