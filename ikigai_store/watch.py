@@ -46,6 +46,7 @@ __all__ = [
     "next_batch",
     "save",
     "start",
+    "watching",
 ]
 
 #: The lease a watcher holds: ``watch:<identity name>``.
@@ -79,6 +80,14 @@ def _target(name: str) -> Op[int]:
     return int(row["id"])
 
 
+def watching(identity: str | Identity) -> Op[Lease | None]:
+    """The live lease of the watcher of ``identity`` (``watch:<name>``), None when no watcher
+    runs."""
+    resource = PREFIX + identity_name(identity)
+    rows = yield many("leases_held", prefix=resource, holder=None)
+    return next((Lease.from_row(r) for r in rows if r["resource"] == resource), None)
+
+
 @atomic
 def start(identity: str | Identity, *, ttl: timedelta | float = TTL) -> Op[Watch]:
     """Start watching ``identity``: take the lease ``watch:<name>`` for ``ttl`` (renew it with
@@ -89,20 +98,17 @@ def start(identity: str | Identity, *, ttl: timedelta | float = TTL) -> Op[Watch
     length = check_ttl(ttl)
     identity_id = yield from _target(name)
     yield one("watch_lock", identity=name)
-    resource = PREFIX + name
-    rows = yield many("leases_held", prefix=resource, holder=None)
-    for row in rows:
-        if row["resource"] == resource:
-            lease = Lease.from_row(row)
-            raise Conflict(
-                f"{name} is already watched: another `ikigai-store watch` holds {resource} "
-                f"(since {lease.acquired_at.isoformat(timespec='seconds')}, until "
-                f"{lease.expires_at.isoformat(timespec='seconds')} unless renewed); stop it "
-                "first, one watcher per identity",
-                constraint=None,
-                sqlstate=None,
-            )
-    lease = yield from acquire(name, resource, ttl=length)
+    running = yield from watching(name)
+    if running is not None:
+        raise Conflict(
+            f"{name} is already watched: another `ikigai-store watch` holds {running.resource} "
+            f"(since {running.acquired_at.isoformat(timespec='seconds')}, until "
+            f"{running.expires_at.isoformat(timespec='seconds')} unless renewed); stop it "
+            "first, one watcher per identity",
+            constraint=None,
+            sqlstate=None,
+        )
+    lease = yield from acquire(name, PREFIX + name, ttl=length)
     row = yield one("watch_seen", identity_id=identity_id)
     seen = Seen() if row is None else Seen(frozenset(row["mail"]), frozenset(row["tasks"]))
     return Watch(name, lease, seen)
@@ -253,5 +259,6 @@ class WatchCalls(Area[FaceT]):
     the CLI's ``ikigai-store watch`` runs it)."""
 
     start = operation(start)
+    watching = operation(watching)
     next = operation(next_batch)
     save = operation(save)

@@ -58,7 +58,6 @@ from ..models import Identity, InboxItem, Task
 from ..store import Store
 from ..store import open as open_store
 from ..validate import MAX_SUBJECT_CHARS
-from ..watch import PREFIX as WATCH_PREFIX
 from .context import FILE_PREFIX, agent_name, agent_role, covers, file_resource, project_key
 
 __all__ = [
@@ -339,7 +338,7 @@ def stop(ctx: HookContext) -> dict[str, Any] | None:
         return None
     store, me = ctx.store, ctx.identity
     reasons = []
-    if store.mail.counts(me).urgent_unread and not _watched(store, me.name):
+    if store.mail.counts(me).urgent_unread and store.watch.watching(me) is None:
         urgent = store.mail.inbox(me, state="unread", priority="urgent", limit=SHOWN)
         reasons.append("urgent unread mail:\n" + "\n".join(_mail_lines(urgent)))
     working = store.tasks.owned(me, status="in_progress")
@@ -354,12 +353,6 @@ def stop(ctx: HookContext) -> dict[str, Any] | None:
         "decision": "block",
         "reason": f"ikigai-store: before stopping, {me.name} has " + "; and ".join(reasons),
     }
-
-
-def _watched(store: Store, name: str) -> bool:
-    """Whether an ``ikigai-store watch`` runs for ``name`` (its lease is live)."""
-    resource = WATCH_PREFIX + name
-    return any(lease.resource == resource for lease in store.leases.held(resource))
 
 
 def _list_id(ctx: HookContext) -> str:
