@@ -185,7 +185,7 @@ def test_live_stream_reports_changes_and_resumes(server: Server, ikigai_db_url: 
         assert events.status == 200
         time.sleep(0.3)  # the server's LISTEN is in place before the first page asks
         store.mail.send(a, b, "hello", "body")
-        event, first_id, data = _next_mail(events, b.id)
+        event, first_id, _ = _next_mail(events, b.id)
         assert event == "change"
         events.close()
         store.mail.send(a, b, "while away 1", "body")
@@ -222,7 +222,7 @@ def test_hub_resumes_from_its_buffer_or_resets() -> None:
     assert hub._missed(f"{hub.epoch}-9") is None
     assert hub._missed("00000000-1") is None
     assert hub._missed(f"{hub.epoch}-x") is None
-    for n in range(live.BUFFER):
+    for _ in range(live.BUFFER):
         hub.publish("change", "{}")
     assert hub._missed(f"{hub.epoch}-1") is None
 
