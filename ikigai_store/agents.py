@@ -8,7 +8,7 @@ Owns the agent operations shared by both faces (see ``ops``). Invariants:
 - "agent zero" is the session's oldest *running* root: ``ensure_root_agent`` never returns a dead
   root (when every root has died it creates a new one);
 - lineage replay is one statement at any depth (the range walk of queries/agents.sql joined to
-  each range's events) and folds exactly like session replay;
+  each range's events) and folds exactly like session replay (clear, mark, rewind and pop);
 - agent uuids made here are 22 characters of base64url that never start with "-".
 """
 
@@ -37,6 +37,7 @@ __all__ = [
     "kill_agent",
     "mark",
     "new_agent_uuid",
+    "pop",
     "query_range",
     "reap_agent",
     "replay_agent",
@@ -345,6 +346,29 @@ def rewind(agent_uuid: str, label: str | None = None) -> Op[Message]:
     )
 
 
+@atomic
+def pop(agent_uuid: str) -> Op[Message | None]:
+    """Remove the newest event from the agent's replayed context and return it (None, and
+    nothing written, when the context is empty).
+
+    Appends a ``pop`` for the agent aimed at it (``data.target_message_id``; history keeps
+    both), holding the session's row lock until it is stored, so concurrent pops each remove a
+    different event. ``NotFound`` if the agent does not exist; ``InvalidArgument`` if it is not
+    running or its session has ended (and its context is not empty).
+    """
+    check_uuid(agent_uuid)
+    agent = yield from require_agent(agent_uuid)
+    yield one("lock_session", session_id=agent.session_id)
+    context = (yield from replay_agent(agent_uuid)).messages
+    if not context:
+        return None
+    target = context[-1]
+    yield from append(
+        agent.session_id, "pop", None, {"target_message_id": target.id}, agent_uuid=agent_uuid
+    )
+    return target
+
+
 def clear(agent_uuid: str) -> Op[Message]:
     """Append a clear for the agent: its context (and what later forks inherit) restarts."""
     agent = yield from get_agent(agent_uuid)
@@ -367,6 +391,7 @@ class AgentOps(Area[FaceT]):
     replay_agent = operation(replay_agent)
     mark = operation(mark)
     rewind = operation(rewind)
+    pop = operation(pop)
     clear = operation(clear)
     # Internals (the seed's steps of replay, for tests and the CLI's range view).
     _find_clear = operation(find_clear)

@@ -3,26 +3,44 @@
 Owns appending events and reading them back, for both faces (see ``ops``). Invariants:
 - events are ordered by ``id`` only; ``messages`` rows are never updated or deleted here;
 - an append is one statement that inserts only into a session that exists and has not ended,
-  for no agent or a running agent of that session, and for a rewind only if its target is a
-  mark of the same session: the checks cannot race the insert (the rows are locked FOR SHARE),
-  so no event ever lands in an ended session or on a dead agent;
+  for no agent or a running agent of that session, for a rewind only if its target is a mark of
+  the same session, and for a pop only if its target is an event of the same session that is
+  not a clear or a pop: the checks cannot race the insert (the rows are locked FOR SHARE), so no
+  event ever lands in an ended session or on a dead agent; ``append_many`` stores any number of
+  events with one such statement (all or none);
 - bad input raises ``InvalidArgument`` before anything is written; why a write was refused is
   worked out only on that rare path;
-- replay reads only the events after the session's newest clear and folds them (``replay.fold``).
+- replay reads only the events after the session's newest clear and folds them (``replay.fold``);
+  ``replay_tail`` returns the newest events of that context in one statement that folds only
+  the mark, rewind and pop events (queries/replay.sql), so its cost does not grow with history;
+- ``pop_session`` appends a ``pop`` aimed at the newest event of the context while holding the
+  session's row lock, so concurrent pops each remove a different event.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .errors import InvalidArgument, NotFound
 from .models import VALID_KINDS, Message, ReplayContext, is_valid_kind
-from .ops import Area, FaceT, Op, message_rows, one, operation
-from .replay import fold, rewind_target
+from .ops import Area, FaceT, Op, atomic, message_rows, one, operation
+from .replay import fold, target_id
 from .sessions import require_session
-from .validate import check_content, check_id, check_int, check_uuid, dump_json
+from .validate import check_content, check_id, check_int, check_limit, check_uuid, dump_json
 
-__all__ = ["append", "count_messages", "messages", "replay_session"]
+__all__ = [
+    "append",
+    "append_many",
+    "count_messages",
+    "messages",
+    "pop_session",
+    "replay_session",
+    "replay_tail",
+]
+
+#: Kinds that aim at another event (``data.target_message_id``).
+TARGETED = frozenset({"rewind", "pop"})
 
 
 def append(
@@ -38,29 +56,24 @@ def append(
     Raises (and writes nothing) ``NotFound`` for a missing session or agent, and
     ``InvalidArgument`` for an unknown kind, a bad session id, an ended session, an
     ``agent_uuid`` that is not a running agent of that session, NUL characters, data that is
-    not JSON, a mark whose ``data.label`` is not a string or null, or a rewind whose
-    ``data.target_message_id`` is not the id of a mark event of the same session.
+    not JSON, a mark whose ``data.label`` is not a string or null, a rewind whose
+    ``data.target_message_id`` is not the id of a mark event of the same session, or a pop
+    whose ``data.target_message_id`` is not the id of an event of the same session that is not
+    a clear or a pop (a pop removes its target from the replayed context; ``replay.fold``).
     """
     check_id(session_id, "session_id")
-    if not is_valid_kind(kind):
-        raise InvalidArgument(
-            f"invalid event kind {kind!r}; valid kinds: {', '.join(sorted(VALID_KINDS))}"
-        )
     if agent_uuid is not None:
         check_uuid(agent_uuid)
-    check_content(content)
-    data_json = dump_json(data)
-    label = data.get("label") if kind == "mark" and isinstance(data, dict) else None
-    if label is not None and not isinstance(label, str):
-        raise InvalidArgument("a mark's data.label must be a string or null")
+    data_json = _check_event(kind, content, data)
     target = None
-    if kind == "rewind":
-        target = rewind_target(data)
+    if kind in TARGETED:
+        target = target_id(data)
         if target is None:
-            raise InvalidArgument("a rewind needs an integer data.target_message_id")
+            raise InvalidArgument(f"a {kind} needs an integer data.target_message_id")
         check_int(target, "data.target_message_id", minimum=1)
     # One statement per case (queries/messages.sql, append_event says why): the general one
-    # only for rewinds; without a target, a statement free of checks that could not apply.
+    # only for rewinds and pops; without a target, a statement free of checks that could not
+    # apply.
     # The stored row comes back as a Message straight from binary tuple rows (message_rows),
     # like replay's reads: no dict row, no conversion (append's hot path).
     if target is not None:
@@ -88,12 +101,77 @@ def append(
         )
     stored: list[Message] | None = yield call
     if not stored:
-        raise (yield from _why_refused(session_id, agent_uuid, target))
+        raise (yield from _why_refused(session_id, agent_uuid, target, kind))
     return stored[0]
 
 
+def _check_event(kind: str, content: str | None, data: Any) -> str | None:
+    """Validate one event's kind, content and data; its data as JSON text."""
+    if not is_valid_kind(kind):
+        raise InvalidArgument(
+            f"invalid event kind {kind!r}; valid kinds: {', '.join(sorted(VALID_KINDS))}"
+        )
+    check_content(content)
+    data_json = dump_json(data)
+    label = data.get("label") if kind == "mark" and isinstance(data, dict) else None
+    if label is not None and not isinstance(label, str):
+        raise InvalidArgument("a mark's data.label must be a string or null")
+    return data_json
+
+
+def append_many(
+    session_id: int,
+    events: Sequence[tuple[str, str | None, Any]],
+    *,
+    agent_uuid: str | None = None,
+) -> Op[list[Message]]:
+    """Append ``events``, each ``(kind, content, data)``, in one statement; return them as
+    stored, in order (consecutive ids unless other appends run at the same time).
+
+    Every event is checked as by ``append`` before anything is written, and either all are
+    stored or none. Rewinds and pops (which aim at other events) go through ``append``:
+    ``InvalidArgument`` here. An empty ``events`` returns ``[]`` without touching the database.
+    """
+    check_id(session_id, "session_id")
+    if agent_uuid is not None:
+        check_uuid(agent_uuid)
+    if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
+        raise InvalidArgument("events must be a sequence of (kind, content, data) tuples")
+    kinds: list[str] = []
+    contents: list[str | None] = []
+    datas: list[str | None] = []
+    for i, event in enumerate(events):
+        if not isinstance(event, tuple) or len(event) != 3:
+            raise InvalidArgument(f"events[{i}] must be a (kind, content, data) tuple")
+        kind, content, data = event
+        if kind in TARGETED:
+            raise InvalidArgument(f"events[{i}] is a {kind}: append it with append()")
+        datas.append(_check_event(kind, content, data))
+        kinds.append(kind)
+        contents.append(content)
+    if not kinds:
+        return []
+    if agent_uuid is None:
+        call = message_rows(
+            "append_events", session_id=session_id, kinds=kinds, contents=contents, datas=datas
+        )
+    else:
+        call = message_rows(
+            "append_agent_events",
+            session_id=session_id,
+            agent_uuid=agent_uuid,
+            kinds=kinds,
+            contents=contents,
+            datas=datas,
+        )
+    stored: list[Message] | None = yield call
+    if not stored:
+        raise (yield from _why_refused(session_id, agent_uuid, None, None))
+    return stored
+
+
 def _why_refused(
-    session_id: int, agent_uuid: str | None, target: int | None
+    session_id: int, agent_uuid: str | None, target: int | None, kind: str | None
 ) -> Op[InvalidArgument | NotFound]:
     """Why an append wrote nothing (only computed on that rare path)."""
     session = yield one("session_exists", session_id=session_id)
@@ -112,6 +190,11 @@ def _why_refused(
                 f"agent {agent_uuid} is {agent['status']}: it accepts no more events "
                 "(append agent_killed before kill_agent)"
             )
+    if kind == "pop":
+        return InvalidArgument(
+            f"pop target {target} is not an event of session {session_id} that a pop can "
+            "remove (any but a clear or a pop)"
+        )
     return InvalidArgument(f"rewind target {target} is not a mark event of session {session_id}")
 
 
@@ -146,10 +229,48 @@ def replay_session(session_id: int) -> Op[ReplayContext]:
     return fold(found or [])
 
 
+def replay_tail(session_id: int, *, limit: int | None = None) -> Op[list[Message]]:
+    """The newest ``limit`` events of the session's replayed context (all when None), in
+    order: ``replay_session(session_id).messages[-limit:]``, read in one statement whose cost
+    does not grow with the session's history (it folds only marks, rewinds and pops)."""
+    check_id(session_id, "session_id")
+    if limit is not None:
+        check_limit(limit)
+    found = yield message_rows("session_replay_tail", session_id=session_id, lim=limit)
+    if found is None:
+        yield from require_session(session_id)
+    return found or []
+
+
+@atomic
+def pop_session(session_id: int) -> Op[Message | None]:
+    """Remove the newest event from the session's replayed context and return it (None, and
+    nothing written, when the context is empty).
+
+    History keeps it: a ``pop`` event aimed at it (``data.target_message_id``) is appended,
+    which replay honours. The session's row is locked until the pop is stored, so concurrent
+    pops (and appends) take turns: each pop removes a different event. ``NotFound`` for a
+    missing session; ``InvalidArgument`` for an ended one whose context is not empty.
+    """
+    check_id(session_id, "session_id")
+    session = yield one("lock_session", session_id=session_id)
+    if session is None:
+        raise NotFound(f"session {session_id} does not exist")
+    newest = yield message_rows("session_replay_tail", session_id=session_id, lim=1)
+    if not newest:
+        return None
+    target = newest[-1]
+    yield from append(session_id, "pop", None, {"target_message_id": target.id})
+    return target
+
+
 class EventOps(Area[FaceT]):
     """The events operations of a store (``Store``, ``AsyncStore``)."""
 
     append = operation(append)
+    append_many = operation(append_many)
     messages = operation(messages)
     count_messages = operation(count_messages)
     replay_session = operation(replay_session)
+    replay_tail = operation(replay_tail)
+    pop_session = operation(pop_session)

@@ -81,7 +81,8 @@ __all__ = [
     "tool_result",
 ]
 
-#: Kinds of the seed schema followed by the kinds the ikigai program added later.
+#: Kinds of the seed schema, the kinds the ikigai program added later, and ``pop`` (removes one
+#: event from the replayed context: ``replay.fold``; migration 0019).
 VALID_KINDS: frozenset[str] = frozenset(
     {
         "clear",
@@ -97,6 +98,7 @@ VALID_KINDS: frozenset[str] = frozenset(
         "usage",
         "interrupted",
         "agent_killed",
+        "pop",
     }
 )
 

@@ -9,17 +9,24 @@ Owns ``fold``, a pure function (no I/O) shared by session replay. Invariants, fo
   just after that mark, pops the marks above it (the target stays), and is appended; any other
   rewind (target rewound past, cleared away, unknown or malformed) is skipped and its id recorded
   in ``ReplayContext.skipped`` (since the newest clear) — replay never fails on old data;
+- ``pop`` whose ``data.target_message_id`` is an event in the context removes that event from
+  the context (a mark also leaves the stack; the marks above it move down one place) and is
+  not kept; any other pop (target popped already, rewound past, cleared away, not yet written,
+  unknown or malformed) is skipped and its id recorded in ``skipped`` like a rewind's. History
+  keeps both events: a pop only changes what replay shows (``pop_session``/``pop`` always
+  target the newest event of the context: "pop the newest item");
 - every other kind is appended.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable
 from typing import Any
 
 from .models import Mark, Message, ReplayContext
 
-__all__ = ["fold", "mark_label", "rewind_target"]
+__all__ = ["fold", "mark_label", "rewind_target", "target_id"]
 
 
 def mark_label(data: Any) -> str | None:
@@ -31,13 +38,18 @@ def mark_label(data: Any) -> str | None:
     return None
 
 
-def rewind_target(data: Any) -> int | None:
-    """A rewind's ``data["target_message_id"]`` when it is an integer (not a bool), else None."""
+def target_id(data: Any) -> int | None:
+    """A rewind's or a pop's ``data["target_message_id"]`` when it is an integer (not a bool),
+    else None."""
     if isinstance(data, dict):
         target = data.get("target_message_id")
         if isinstance(target, int) and not isinstance(target, bool):
             return target
     return None
+
+
+#: The old name of ``target_id`` (rewinds were the only events with a target).
+rewind_target = target_id
 
 
 def fold(events: Iterable[Message], into: ReplayContext | None = None) -> ReplayContext:
@@ -54,7 +66,7 @@ def fold(events: Iterable[Message], into: ReplayContext | None = None) -> Replay
             marks.append(Mark(event.id, mark_label(event.data), len(context)))
             context.append(event)
         elif kind == "rewind":
-            target = rewind_target(event.data)
+            target = target_id(event.data)
             depth = next(
                 (i for i in range(len(marks) - 1, -1, -1) if marks[i].message_id == target),
                 None,
@@ -65,6 +77,33 @@ def fold(events: Iterable[Message], into: ReplayContext | None = None) -> Replay
             del context[marks[depth].context_idx + 1 :]
             del marks[depth + 1 :]
             context.append(event)
+        elif kind == "pop":
+            target = target_id(event.data)
+            at = _position(context, target)
+            if at is None:
+                ctx.skipped.append(event.id)
+                continue
+            del context[at]
+            for i in range(len(marks) - 1, -1, -1):
+                mark = marks[i]
+                if mark.context_idx < at:
+                    break
+                if mark.context_idx == at:
+                    del marks[i]
+                else:
+                    marks[i] = Mark(mark.message_id, mark.label, mark.context_idx - 1)
         else:
             context.append(event)
     return ctx
+
+
+def _position(context: list[Message], target: int | None) -> int | None:
+    """Where the event ``target`` is in ``context`` (kept in id order), or None."""
+    if target is None:
+        return None
+    at = bisect_left(context, target, key=_id)
+    return at if at < len(context) and context[at].id == target else None
+
+
+def _id(message: Message) -> int:
+    return message.id

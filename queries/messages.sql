@@ -1,12 +1,13 @@
 -- name: append_message(session_id, agent_uuid, kind, content, data, target_message_id)^
 -- Append one event; returns the stored row, or nothing when the write is refused: the session
--- is missing or ended, agent_uuid is not a running agent of that session, or (a rewind, when
--- target_message_id is given) the target is not a mark event of the same session. One
+-- is missing or ended, agent_uuid is not a running agent of that session, or (when
+-- target_message_id is given) the target is not an event of the same session that the kind can
+-- aim at: a mark for a rewind, anything but a clear or a pop for a pop. One
 -- statement, so no check can race the insert; the rows checked are locked FOR SHARE until
 -- commit, so a concurrent end_session or kill_agent either waits for this append or is seen by
 -- it (READ COMMITTED re-checks a locked row's newest version): no event lands in an ended
 -- session or on a dead agent. data is JSON text, validated and serialised once by the caller.
--- Rows are never updated: id is the order. Store.append runs it for rewinds; other events go
+-- Rows are never updated: id is the order. Store.append runs it for rewinds and pops; others go
 -- through append_event or append_agent_event, the same statement without the checks that
 -- cannot apply (see append_event for why).
 WITH appended AS (
@@ -20,7 +21,9 @@ WITH appended AS (
             FOR SHARE))
       AND (CAST(:target_message_id AS bigint) IS NULL OR EXISTS (
             SELECT 1 FROM messages AS m
-            WHERE m.id = :target_message_id AND m.session_id = s.id AND m.kind = 'mark'))
+            WHERE m.id = :target_message_id AND m.session_id = s.id
+              AND CASE WHEN CAST(:kind AS text) = 'rewind' THEN m.kind = 'mark'
+                       ELSE m.kind NOT IN ('clear', 'pop') END))
     FOR SHARE OF s
     RETURNING id, session_id, agent_uuid, kind, content, data, created_at
 )
@@ -78,6 +81,55 @@ SELECT * FROM appended
 WHERE (SELECT count(pg_notify('ikigai_session', CAST(:session_id AS text)))
        FROM session_listeners
        WHERE session_id = :session_id AND expires_at > ikigai_now()) >= 0;
+
+-- name: append_events(session_id, kinds, contents, datas)
+-- append_event for many events in one statement (Store.append_many, an OpenAI Agents SDK
+-- session's add_items): the i-th event is (kinds[i], contents[i], datas[i]) and takes the i-th
+-- id (unnest WITH ORDINALITY, sorted before the insert draws ids). The session row is locked FOR
+-- SHARE and checked once: every event is stored, or none (session missing or ended).
+WITH appended AS (
+    INSERT INTO messages (session_id, kind, content, data)
+    SELECT s.id, e.kind, e.content, CAST(e.data AS jsonb)
+    FROM sessions AS s
+    CROSS JOIN unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]),
+                      CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
+    WHERE s.id = :session_id AND s.ended_at IS NULL
+    ORDER BY e.n
+    FOR SHARE OF s
+    RETURNING id, session_id, agent_uuid, kind, content, data, created_at
+)
+SELECT * FROM appended
+-- Wake the servers showing this session (session_listeners, migration 0017): evaluated once
+-- per statement (an uncorrelated subquery), never when nothing was appended.
+WHERE (SELECT count(pg_notify('ikigai_session', CAST(:session_id AS text)))
+       FROM session_listeners
+       WHERE session_id = :session_id AND expires_at > ikigai_now()) >= 0
+ORDER BY id;
+
+-- name: append_agent_events(session_id, agent_uuid, kinds, contents, datas)
+-- append_events for events of one agent (append_agent_event's checks): nothing is stored unless
+-- the session exists and has not ended and agent_uuid is a running agent of it (both rows
+-- locked FOR SHARE, checked once for every event).
+WITH appended AS (
+    INSERT INTO messages (session_id, agent_uuid, kind, content, data)
+    SELECT s.id, :agent_uuid, e.kind, e.content, CAST(e.data AS jsonb)
+    FROM sessions AS s
+    CROSS JOIN unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]),
+                      CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
+    WHERE s.id = :session_id AND s.ended_at IS NULL
+      AND EXISTS (
+            SELECT 1 FROM agents AS a
+            WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
+            FOR SHARE)
+    ORDER BY e.n
+    FOR SHARE OF s
+    RETURNING id, session_id, agent_uuid, kind, content, data, created_at
+)
+SELECT * FROM appended
+WHERE (SELECT count(pg_notify('ikigai_session', CAST(:session_id AS text)))
+       FROM session_listeners
+       WHERE session_id = :session_id AND expires_at > ikigai_now()) >= 0
+ORDER BY id;
 
 -- name: session_messages(session_id)
 -- The full audit trail of a session, in id order.

@@ -49,12 +49,25 @@ FROM messages AS m
 WHERE m.id = :message_id;
 
 -- name: web_session_controls(session_id)
--- The session's mark, rewind and clear events in id order (migration 0018's partial index):
--- all that decides which events replay keeps. Rows in messages' column order (Message).
-SELECT m.id, m.session_id, m.agent_uuid, m.kind, m.content, m.data, m.created_at
-FROM messages AS m
-WHERE m.session_id = :session_id AND m.kind IN ('mark', 'rewind', 'clear')
-ORDER BY m.id;
+-- The session's mark, rewind, clear and pop events (migration 0019's partial index), and the
+-- events of the session the pops aim at (a primary-key probe each), in id order: all that
+-- decides which events replay keeps. Rows in messages' column order (Message).
+WITH controls AS (
+    SELECT m.id, m.session_id, m.agent_uuid, m.kind, m.content, m.data, m.created_at
+    FROM messages AS m
+    WHERE m.session_id = :session_id AND m.kind IN ('mark', 'rewind', 'clear', 'pop')
+)
+SELECT id, session_id, agent_uuid, kind, content, data, created_at FROM controls
+UNION
+SELECT t.id, t.session_id, t.agent_uuid, t.kind, t.content, t.data, t.created_at
+FROM controls AS c
+JOIN messages AS t
+  ON t.id = CASE WHEN jsonb_typeof(c.data -> 'target_message_id') = 'number'
+                      AND (c.data ->> 'target_message_id') ~ '^-?[0-9]{1,18}$'
+                 THEN CAST(c.data ->> 'target_message_id' AS bigint) END
+ AND t.session_id = :session_id
+WHERE c.kind = 'pop'
+ORDER BY id;
 
 -- name: web_lock_timeout()^
 -- web_session_tail waits at most 200 ms for the appends in flight (this transaction only).

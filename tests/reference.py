@@ -13,6 +13,10 @@ Spec (events processed in ``id`` order):
 - ``rewind``: if ``data["target_message_id"]`` is an int (not a bool) naming a mark still on the
   stack, cut the context to end just after that mark, drop the marks above it (it stays and can be
   reused) and append the rewind. Otherwise the rewind is not appended; its id goes to ``skipped``.
+- ``pop``: if ``data["target_message_id"]`` is an int (not a bool) naming an event in the
+  context, that event leaves the context (and the mark stack, if it is a mark; every mark's
+  ``context_idx`` stays its index in the context). The pop itself is never appended. Otherwise
+  its id goes to ``skipped``.
 - any other kind: append.
 
 Invariants: every mark on the stack is in the context at its ``context_idx``; stack entries have
@@ -107,6 +111,17 @@ def replay_events(events: list[RefEvent]) -> tuple[list[int], list[RefMark], lis
             context = context[: context_idx + 1]
             marks = marks[: position + 1]
             context.append(event.id)
+        elif event.kind == "pop":
+            target = _target(event.data)
+            if target is None or target not in context:
+                skipped.append(event.id)
+                continue
+            context = [i for i in context if i != target]
+            marks = [
+                (mark_id, label, context.index(mark_id))
+                for mark_id, label, _ in marks
+                if mark_id != target
+            ]
         else:
             context.append(event.id)
     return context, marks, skipped

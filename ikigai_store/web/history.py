@@ -70,7 +70,7 @@ async def session_timeline(request: Request) -> Response:
 
 async def session_tail(request: Request) -> Response:
     """The events after ``?after=`` as rows to append (header ``X-Reload`` when one is a mark,
-    rewind or clear: earlier rows change state, the page refreshes the whole list)."""
+    rewind, clear or pop: earlier rows change state, the page refreshes the whole list)."""
     web = web_of(request)
     session_id = int_param(request, "session_id", path=True)
     after = int_param(request, "after") or 0
@@ -82,7 +82,7 @@ async def session_tail(request: Request) -> Response:
         raise
     except DatabaseError:  # lock_timeout: an append held the session open; the page asks again
         return Response("", headers={"X-Retry": "1"})
-    reload = any(r.kind in ("mark", "rewind", "clear") for r in rows)
+    reload = any(r.kind in ("mark", "rewind", "clear", "pop") for r in rows)
     controls = await web.store._run(timeline.controls(session_id)) if reload else None
     agents = await web.store._run(timeline.agents(session_id))
     response = render(

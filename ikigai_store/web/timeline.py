@@ -5,9 +5,10 @@ Owns the reads of the history pages (``sessions_page``, ``events_page``, ``tail`
 - a page reads a bounded number of rows by keyset (ids), never the whole session: a page of a
   100,000-event session costs what one of a 1,000-event session does; long texts are cut in
   the database (``queries/web.sql``);
-- which events a rewind cut and which a clear walled off is decided by the library's own fold
-  (``replay.fold``) run over the session's mark, rewind and clear events only (they alone move
-  the mark stack), so the timeline agrees with ``replay_session`` without replaying it;
+- which events a rewind cut, a pop removed and a clear walled off is decided by the library's
+  own fold (``replay.fold``) run over the session's mark, rewind, clear and pop events and the
+  events the pops aim at only (the others are merely appended: leaving them out changes no
+  verdict), so the timeline agrees with ``replay_session`` without replaying it;
 - ``tail`` returns every event committed after an id, and none can commit later with a lower
   id (it waits for the appends in flight: ``web_session_tail_lock``).
 """
@@ -20,7 +21,7 @@ from typing import Any
 
 from ..models import Message, ReplayContext
 from ..ops import Op, atomic, many, message_rows, one
-from ..replay import fold, mark_label, rewind_target
+from ..replay import fold, mark_label, target_id
 from ..sessions import require_session
 from ..validate import check_id
 
@@ -73,25 +74,33 @@ class EventRow:
 
 @dataclass(slots=True)
 class Controls:
-    """A session's mark, rewind and clear events, folded: what replay keeps of any event."""
+    """A session's mark, rewind, clear and pop events, folded: what replay keeps of any event."""
 
     #: (mark id, rewind id) of every rewind replay honoured: the events strictly between
     #: were cut.
     spans: list[tuple[int, int]] = field(default_factory=list)
     #: The ids of the clears, oldest first: everything before the newest is walled off.
     clears: list[int] = field(default_factory=list)
-    #: Rewinds replay skipped (their target was gone), and the labels of marks.
+    #: Rewinds and pops replay skipped (their target was gone), and the labels of marks.
     skipped: set[int] = field(default_factory=set)
+    #: The pops replay honoured, and the events they removed from the context.
+    pops: set[int] = field(default_factory=set)
+    popped: set[int] = field(default_factory=set)
     labels: dict[int, str | None] = field(default_factory=dict)
     targets: dict[int, int | None] = field(default_factory=dict)
 
     def state(self, event_id: int) -> str:
         """What replay does with the event: ``live`` (kept), else space-separated: ``walled``
-        (before the newest clear), ``cut`` (inside a rewound span), ``skipped`` (a rewind replay
-        skipped), ``wall`` (a clear: never kept itself)."""
+        (before the newest clear), ``cut`` (inside a rewound span), ``skipped`` (a rewind or pop
+        replay skipped), ``wall`` (a clear: never kept itself), ``pop`` (a pop replay honoured:
+        never kept itself), ``popped`` (removed by a pop)."""
         found = []
         if event_id in self.clears:
             found.append("wall")
+        if event_id in self.pops:
+            found.append("pop")
+        if event_id in self.popped:
+            found.append("popped")
         if event_id in self.skipped:
             found.append("skipped")
         if self.clears and event_id < self.clears[-1]:
@@ -110,18 +119,22 @@ def _fold_controls(events: list[Message]) -> Controls:
             found.clears.append(event.id)
         elif event.kind == "mark":
             found.labels[event.id] = mark_label(event.data)
-        else:
-            target = rewind_target(event.data)
+        elif event.kind in ("rewind", "pop"):
+            target = target_id(event.data)
             found.targets[event.id] = target
             if event.id in ctx.skipped or target is None:
                 found.skipped.add(event.id)
+            elif event.kind == "pop":
+                found.pops.add(event.id)
+                found.popped.add(target)
             else:
                 found.spans.append((target, event.id))
     return found
 
 
 def controls(session_id: int) -> Op[Controls]:
-    """The session's ``Controls`` (migration 0018's partial index: only those events)."""
+    """The session's ``Controls`` (migration 0019's partial index: only those events, and the
+    events the pops aim at)."""
     rows = yield message_rows("web_session_controls", session_id=session_id)
     return _fold_controls(rows or [])
 

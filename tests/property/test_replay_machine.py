@@ -85,6 +85,20 @@ class ReplayMachine(RuleBasedStateMachine):
     def rewind(self, target: int) -> int:
         return self.append("rewind", None, {"target_message_id": target})
 
+    def pop(self, target: int) -> int:
+        return self.append("pop", None, {"target_message_id": target})
+
+    def context_ids(self) -> list[int]:
+        return self.model.replay()[0]
+
+    def poppable_ids(self) -> list[int]:
+        """Events a pop may aim at (``append`` accepts): any but clears and pops."""
+        return [e.id for e in self.model.events if e.kind not in ("clear", "pop")]
+
+    def out_of_context_ids(self) -> list[int]:
+        live = set(self.context_ids())
+        return [i for i in self.poppable_ids() if i not in live]
+
     # -- rules ---------------------------------------------------------------------------------
 
     @initialize()
@@ -119,12 +133,54 @@ class ReplayMachine(RuleBasedStateMachine):
         """A rewind to a mark rewound past or cleared away is stored but skipped by replay."""
         self.rewind(data.draw(st.sampled_from(self.stale_ids()), label="target"))
 
+    @rule()
+    def pop_session(self) -> None:
+        """store.pop_session removes the newest event of the context and returns it (None on
+        an empty context, with nothing written)."""
+        assert self.sid is not None
+        context = self.context_ids()
+        popped = self.store.pop_session(self.sid)
+        if not context:
+            assert popped is None
+            assert self.store.count_messages(self.sid) == len(self.model.events)
+            return
+        assert popped is not None and popped.id == context[-1]
+        stored = self.store.messages(self.sid)[-1]
+        assert stored.kind == "pop" and stored.data == {"target_message_id": context[-1]}
+        self.model.append(stored.id, "pop", None, stored.data)
+
+    @precondition(lambda self: self.context_ids())
+    @rule(data=st.data())
+    def pop_from_the_middle(self, data: st.DataObject) -> None:
+        """A pop aimed at any event of the context removes exactly that event."""
+        self.pop(data.draw(st.sampled_from(self.context_ids()), label="target"))
+
+    @precondition(lambda self: self.out_of_context_ids())
+    @rule(data=st.data())
+    def pop_out_of_context(self, data: st.DataObject) -> None:
+        """A pop aimed at an event no longer in the context (popped, rewound past, cleared
+        away, or a skipped rewind) is stored but skipped by replay."""
+        self.pop(data.draw(st.sampled_from(self.out_of_context_ids()), label="target"))
+
+    @rule(data=st.data())
+    def pop_of_clear_pop_or_nothing_is_rejected(self, data: st.DataObject) -> None:
+        """A pop aimed at a clear, a pop or no event of the session raises InvalidArgument
+        and stores nothing."""
+        assert self.sid is not None
+        bad = [e.id for e in self.model.events if e.kind in ("clear", "pop")]
+        missing = (self.model.ids[-1] if self.model.ids else 0) + 10**9
+        target = data.draw(st.sampled_from([*bad, missing]), label="target")
+        with pytest.raises(ik.InvalidArgument):
+            self.store.append(self.sid, "pop", None, {"target_message_id": target})
+
     @rule(data=st.data())
     def append_several_in_one_transaction(self, data: st.DataObject) -> None:
         """Events grouped in store.transaction() replay as if appended one by one."""
         steps = data.draw(
             st.lists(
-                st.sampled_from(["ordinary", "mark", "clear", "rewind"]), min_size=1, max_size=6
+                st.sampled_from(["ordinary", "mark", "clear", "rewind", "pop", "many"]),
+                min_size=1,
+                max_size=6,
             ),
             label="steps",
         )
@@ -133,10 +189,31 @@ class ReplayMachine(RuleBasedStateMachine):
                 self._batch_step(step, data)
 
     def _batch_step(self, step: str, data: st.DataObject) -> None:
-        """One event of a batch; a rewind targets any mark of the session, live or stale."""
+        """One event of a batch; a rewind targets any mark of the session, live or stale, a pop
+        any event it may aim at; ``many`` appends several events with one append_many."""
+        assert self.sid is not None
         mark_ids = self.model.mark_ids()
         if step == "rewind" and mark_ids:
             self.rewind(data.draw(st.sampled_from(mark_ids), label="target"))
+        elif step == "pop" and self.poppable_ids():
+            self.pop(data.draw(st.sampled_from(self.poppable_ids()), label="target"))
+        elif step == "many":
+            events = data.draw(
+                st.lists(
+                    st.tuples(
+                        st.sampled_from([*ORDINARY_KINDS, "mark", "clear"]),
+                        st.none() | texts,
+                        ordinary_data,
+                    ),
+                    max_size=4,
+                ),
+                label="events",
+            )
+            stored = self.store.append_many(self.sid, events)
+            assert [(m.kind, m.content, m.data) for m in stored] == events
+            assert [m.id for m in stored] == sorted({m.id for m in stored})
+            for message, (kind, content, event_data) in zip(stored, events, strict=True):
+                self.model.append(message.id, kind, content, event_data)
         elif step == "mark":
             self.append_mark(data.draw(labels, label="label"), "dict")
         elif step == "clear":
@@ -188,9 +265,22 @@ class ReplayMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.sid is not None)
     @invariant()
+    def replay_tail_matches_model(self) -> None:
+        """store.replay_tail (folded in SQL) returns the model's context, whole or its newest
+        1 or 3 events."""
+        assert self.sid is not None
+        context_ids = self.model.replay()[0]
+        assert [m.id for m in self.store.replay_tail(self.sid)] == context_ids
+        for limit in (1, 3):
+            tail = self.store.replay_tail(self.sid, limit=limit)
+            assert [m.id for m in tail] == context_ids[-limit:]
+
+    @precondition(lambda self: self.sid is not None)
+    @invariant()
     def timeline_agrees_with_replay(self) -> None:
         """The web timeline's verdict on every event (``web.timeline.Controls``, which folds the
-        marks, rewinds and clears alone) is replay's: ``live`` exactly for the replayed ones."""
+        marks, rewinds, clears and pops, and the pops' targets, alone) is replay's: ``live``
+        exactly for the replayed ones."""
         assert self.sid is not None
         controls = self.store._run(timeline.controls(self.sid))
         live = [e.id for e in self.model.events if controls.state(e.id) == "live"]
