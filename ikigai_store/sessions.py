@@ -2,12 +2,14 @@
 
 Owns the session operations shared by both faces (see ``ops``). Invariants: a session is active
 until ``end_session`` sets ``ended_at`` (ending it again keeps the first time); "the active
-session" is the most recently started one that has not ended, ties broken by id.
+session" is the most recently started one that has not ended, ties broken by id; a
+(namespace, key) of ``session_for_key`` names one session forever (migration 0020), even when
+its first uses race.
 """
 
 from __future__ import annotations
 
-from .errors import NotFound
+from .errors import Conflict, InvalidArgument, NotFound
 from .models import Session
 from .ops import Area, FaceT, Op, many, one, operation
 from .validate import check_id, check_limit, check_text
@@ -19,6 +21,7 @@ __all__ = [
     "get_session",
     "list_sessions",
     "require_session",
+    "session_for_key",
     "set_session_title",
 ]
 
@@ -69,6 +72,26 @@ def set_session_title(session_id: int, title: str | None) -> Op[None]:
         raise NotFound(f"session {session_id} does not exist")
 
 
+def session_for_key(namespace: str, key: str, *, title: str | None = None) -> Op[int]:
+    """The id of the session ``key`` names in ``namespace`` (a framework's own name for a
+    conversation: the OpenAI Agents SDK's ``session_id`` under ``"openai-agents"``), started
+    (with ``title``) on first use. Concurrent first uses get the same session."""
+    for name, value in (("namespace", namespace), ("key", key)):
+        if not isinstance(value, str) or not value:
+            raise InvalidArgument(f"{name} must be a non-empty string")
+        check_text(value, name)
+    check_text(title, "title")
+    for attempt in range(2):
+        try:
+            row = yield one("session_for_key", namespace=namespace, key=key, title=title)
+        except Conflict:  # another first use named it meanwhile: it is there now
+            if attempt:
+                raise
+            continue
+        return int(row["session_id"])
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def require_session(session_id: int) -> Op[None]:
     """``NotFound`` unless the session exists (asked only on rare paths)."""
     row = yield one("session_exists", session_id=session_id)
@@ -85,3 +108,4 @@ class SessionOps(Area[FaceT]):
     get_session = operation(get_session)
     list_sessions = operation(list_sessions)
     set_session_title = operation(set_session_title)
+    session_for_key = operation(session_for_key)

@@ -39,3 +39,25 @@ UPDATE sessions
 SET title = :title
 WHERE id = :session_id
 RETURNING id, started_at, ended_at, title;
+
+-- name: session_for_key(namespace, key, title)^
+-- The session (namespace, key) names, created (with :title) and named so when there is none,
+-- in one statement: when two first uses race, the second's key insert waits for the first and
+-- fails on session_keys' primary key, which undoes its whole statement (no session is left
+-- behind unnamed); the caller runs it again and finds the first one's.
+WITH found AS (
+    SELECT session_id FROM session_keys WHERE namespace = :namespace AND key = :key
+),
+created AS (
+    INSERT INTO sessions (title)
+    SELECT :title WHERE NOT EXISTS (SELECT 1 FROM found)
+    RETURNING id
+),
+named AS (
+    INSERT INTO session_keys (namespace, key, session_id)
+    SELECT :namespace, :key, id FROM created
+    RETURNING session_id
+)
+SELECT session_id FROM found
+UNION ALL
+SELECT session_id FROM named;
