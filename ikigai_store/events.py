@@ -256,7 +256,9 @@ def pop_session(session_id: int) -> Op[Message | None]:
     session = yield one("lock_session", session_id=session_id)
     if session is None:
         raise NotFound(f"session {session_id} does not exist")
-    newest = yield message_rows("session_replay_tail", session_id=session_id, lim=1)
+    newest: list[Message] | None = yield message_rows(
+        "session_replay_tail", session_id=session_id, lim=1
+    )
     if not newest:
         return None
     target = newest[-1]

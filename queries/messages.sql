@@ -85,8 +85,13 @@ WHERE (SELECT count(pg_notify('ikigai_session', CAST(:session_id AS text)))
 -- name: append_events(session_id, kinds, contents, datas)
 -- append_event for many events in one statement (Store.append_many, an OpenAI Agents SDK
 -- session's add_items): the i-th event is (kinds[i], contents[i], datas[i]) and takes the i-th
--- id (unnest WITH ORDINALITY, sorted before the insert draws ids). The session row is locked FOR
--- SHARE and checked once: every event is stored, or none (session missing or ended).
+-- id (unnest WITH ORDINALITY, sorted before the insert draws ids). The session row is checked
+-- once: every event is stored, or none (session missing or ended). It is locked FOR NO KEY
+-- UPDATE (not FOR SHARE like a single append) before any id is drawn: ids are drawn row by
+-- row, so two batches (or a batch and single appends) sharing the lock would interleave their
+-- ids; this way a batch waits for the appends in flight, later ones wait for it, and its ids
+-- are consecutive. (A transaction that appended to the session before, FOR SHARE, and then
+-- batches while another does the same can deadlock: PostgreSQL then fails one of them.)
 WITH appended AS (
     INSERT INTO messages (session_id, kind, content, data)
     SELECT s.id, e.kind, e.content, CAST(e.data AS jsonb)
@@ -95,7 +100,7 @@ WITH appended AS (
                       CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
     WHERE s.id = :session_id AND s.ended_at IS NULL
     ORDER BY e.n
-    FOR SHARE OF s
+    FOR NO KEY UPDATE OF s
     RETURNING id, session_id, agent_uuid, kind, content, data, created_at
 )
 SELECT * FROM appended
@@ -108,8 +113,9 @@ ORDER BY id;
 
 -- name: append_agent_events(session_id, agent_uuid, kinds, contents, datas)
 -- append_events for events of one agent (append_agent_event's checks): nothing is stored unless
--- the session exists and has not ended and agent_uuid is a running agent of it (both rows
--- locked FOR SHARE, checked once for every event).
+-- the session exists and has not ended and agent_uuid is a running agent of it (checked once
+-- for every event; the agent's row locked FOR SHARE, the session's FOR NO KEY UPDATE as in
+-- append_events: consecutive ids).
 WITH appended AS (
     INSERT INTO messages (session_id, agent_uuid, kind, content, data)
     SELECT s.id, :agent_uuid, e.kind, e.content, CAST(e.data AS jsonb)
@@ -122,7 +128,7 @@ WITH appended AS (
             WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
             FOR SHARE)
     ORDER BY e.n
-    FOR SHARE OF s
+    FOR NO KEY UPDATE OF s
     RETURNING id, session_id, agent_uuid, kind, content, data, created_at
 )
 SELECT * FROM appended
