@@ -32,8 +32,8 @@ def test_append_round_trip(ikigai_store: ik.Store, sid: int) -> None:
 
 
 def test_every_valid_kind_is_accepted(ikigai_store: ik.Store, sid: int) -> None:
-    """All valid kinds except rewind (which needs a mark) append without data."""
-    for kind in sorted(ik.VALID_KINDS - {"rewind"}):
+    """All valid kinds except rewind and pop (which need a target) append without data."""
+    for kind in sorted(ik.VALID_KINDS - {"rewind", "pop"}):
         assert ikigai_store.append(sid, kind, kind).kind == kind
 
 
@@ -83,6 +83,10 @@ BAD_APPENDS: list[tuple[str, tuple[Any, ...]]] = [
     ("rewind target bool", ("rewind", None, {"target_message_id": True})),
     ("rewind target float", ("rewind", None, {"target_message_id": 1.0})),
     ("rewind target missing", ("rewind", None, {"target_message_id": 10**12})),
+    ("pop no data", ("pop",)),
+    ("pop target str", ("pop", None, {"target_message_id": "1"})),
+    ("pop target bool", ("pop", None, {"target_message_id": True})),
+    ("pop target missing", ("pop", None, {"target_message_id": 10**12})),
 ]
 
 
@@ -119,6 +123,86 @@ def test_rewind_target_must_be_mark_of_same_session(ikigai_store: ik.Store, sid:
     own_mark = ikigai_store.append(sid, "mark", None, {"label": None})
     rw = ikigai_store.append(sid, "rewind", None, {"target_message_id": own_mark.id})
     assert rw.kind == "rewind"
+
+
+def test_pop_target_must_be_an_event_of_the_same_session(
+    ikigai_store: ik.Store, sid: int
+) -> None:
+    """A pop may name any event of its own session but a clear or a pop; replay drops it."""
+    user = ikigai_store.append(sid, "user", "popped")
+    clear = ikigai_store.append(sid, "clear")
+    kept = ikigai_store.append(sid, "user", "kept")
+    other = ikigai_store.create_session()
+    foreign = ikigai_store.append(other, "user", "elsewhere")
+    for target in (clear.id, foreign.id):
+        with pytest.raises(ik.InvalidArgument, match="pop target"):
+            ikigai_store.append(sid, "pop", None, {"target_message_id": target})
+    stale = ikigai_store.append(sid, "pop", None, {"target_message_id": user.id})
+    with pytest.raises(ik.InvalidArgument, match="pop target"):
+        ikigai_store.append(sid, "pop", None, {"target_message_id": stale.id})
+    assert ikigai_store.replay_session(sid).skipped == [stale.id]
+    pop = ikigai_store.append(sid, "pop", None, {"target_message_id": kept.id})
+    ctx = ikigai_store.replay_session(sid)
+    assert ctx.messages == [] and ctx.skipped == [stale.id]
+    assert [m.id for m in ikigai_store.messages(sid)][-1] == pop.id
+
+
+def test_append_many_one_statement_all_or_nothing(ikigai_store: ik.Store, sid: int) -> None:
+    """append_many stores events in order with consecutive ids, each checked like append's;
+    one bad event stores none; rewinds and pops are refused; [] is a no-op."""
+    stored = ikigai_store.append_many(
+        sid, [("user", "a", None), ("mark", "m", {"label": "m"}), ("assistant", "b", [1])]
+    )
+    assert [(m.kind, m.content, m.data) for m in stored] == [
+        ("user", "a", None),
+        ("mark", "m", {"label": "m"}),
+        ("assistant", "b", [1]),
+    ]
+    assert [m.id for m in stored] == list(range(stored[0].id, stored[0].id + 3))
+    assert ikigai_store.messages(sid) == stored
+    for bad in (
+        [("user", "ok", None), ("nope", None, None)],
+        [("user", "ok", None), ("user", "nul\x00", None)],
+        [("mark", None, {"label": 3})],
+        [("rewind", None, {"target_message_id": stored[1].id})],
+        [("pop", None, {"target_message_id": stored[0].id})],
+        [("user", "x")],
+        "user",
+    ):
+        with pytest.raises(ik.InvalidArgument):
+            ikigai_store.append_many(sid, bad)  # type: ignore[arg-type]
+    assert ikigai_store.messages(sid) == stored
+    assert ikigai_store.append_many(sid, []) == []
+    with pytest.raises(ik.NotFound):
+        ikigai_store.append_many(123_456, [("user", "x", None)])
+    ikigai_store.end_session(sid)
+    with pytest.raises(ik.InvalidArgument, match="ended"):
+        ikigai_store.append_many(sid, [("user", "x", None)])
+
+
+def test_replay_tail_and_pop_session(ikigai_store: ik.Store, sid: int) -> None:
+    """replay_tail is the newest part of replay_session's context; pop_session removes the
+    newest event (a mark leaves the stack too), returns it, and writes nothing when empty."""
+    assert ikigai_store.pop_session(sid) is None
+    assert ikigai_store.count_messages(sid) == 0
+    a = ikigai_store.append(sid, "user", "a")
+    mark = ikigai_store.append(sid, "mark", "m", {"label": "m"})
+    ikigai_store.append(sid, "user", "cut")
+    rewind = ikigai_store.append(sid, "rewind", None, {"target_message_id": mark.id})
+    b = ikigai_store.append(sid, "assistant", "b")
+    assert [m.id for m in ikigai_store.replay_tail(sid)] == [a.id, mark.id, rewind.id, b.id]
+    assert [m.id for m in ikigai_store.replay_tail(sid, limit=3)] == [mark.id, rewind.id, b.id]
+    assert ikigai_store.pop_session(sid) == b
+    assert ikigai_store.pop_session(sid) == rewind
+    assert ikigai_store.pop_session(sid) == mark
+    assert ikigai_store.replay_session(sid).marks == []
+    assert ikigai_store.replay_tail(sid) == [a]
+    with pytest.raises(ik.InvalidArgument):
+        ikigai_store.replay_tail(sid, limit=0)
+    with pytest.raises(ik.NotFound):
+        ikigai_store.replay_tail(123_456)
+    with pytest.raises(ik.NotFound):
+        ikigai_store.pop_session(123_456)
 
 
 def test_mark_labels_accepted(ikigai_store: ik.Store, sid: int) -> None:

@@ -191,6 +191,41 @@ class AgentMachine(RuleBasedStateMachine):
         target = data.draw(st.sampled_from(stack), label="target")
         self.append(uuid, "rewind", None, {"target_message_id": target})
 
+    @precondition(lambda self: self.running())
+    @rule(data=st.data())
+    def pop_via_store(self, data: st.DataObject) -> None:
+        """store.pop removes the newest event of the agent's context (own or inherited) and
+        returns it; on an empty context it returns None and writes nothing."""
+        assert self.sid is not None
+        uuid = self.pick(data, self.running())
+        context = self.model.replay(uuid)[0]
+        before = self.store.count_messages(self.sid)
+        popped = self.store.pop(uuid)
+        if not context:
+            assert popped is None
+            assert self.store.count_messages(self.sid) == before
+            return
+        assert popped is not None and popped.id == context[-1]
+        message = self.store.messages(self.sid)[-1]
+        assert (message.kind, message.data) == ("pop", {"target_message_id": context[-1]})
+        self.record(uuid, message)
+
+    @precondition(lambda self: self.running())
+    @rule(data=st.data())
+    def pop_any_session_event(self, data: st.DataObject) -> None:
+        """A pop aimed at any event of the session a pop may aim at: in the agent's context
+        (removed), or not (another branch, popped, cut, walled: skipped)."""
+        uuid = self.pick(data, self.running())
+        targets = sorted(
+            e.id
+            for a in self.model.agents.values()
+            for e in a.events
+            if e.kind not in ("clear", "pop")
+        )
+        if targets:
+            target = data.draw(st.sampled_from(targets), label="target")
+            self.append(uuid, "pop", None, {"target_message_id": target})
+
     @precondition(lambda self: self.model.mark_ids() and self.running())
     @rule(data=st.data())
     def rewind_to_any_session_mark(self, data: st.DataObject) -> None:
