@@ -26,8 +26,9 @@ ORDER BY session_id, id;
 --   after the newest clear and before the pop, not a clear or a pop, not gone and not cut.
 -- Then it reads the newest events of each stretch between cut spans (spans nest or are apart:
 -- a rewind's mark is in the context, so never inside an earlier span), at most :lim from each.
--- The fold terminates: each step takes the next control event (n + 1), and there are finitely
--- many.
+-- The control events are gathered into arrays once (the fold reads the n-th of each: no scan
+-- per step). The fold terminates: each step takes the next control event (n + 1) and it stops
+-- after the last (n < total).
 WITH RECURSIVE
 wall AS (
     SELECT COALESCE(max(id), 0) AS id
@@ -35,8 +36,11 @@ wall AS (
     WHERE session_id = :session_id AND kind = 'clear'
 ),
 controls AS (
-    SELECT row_number() OVER (ORDER BY c.id) AS n, c.id, c.kind, t.id AS target,
-           t.kind AS target_kind
+    SELECT count(*) AS total,
+           array_agg(c.id ORDER BY c.id) AS ids,
+           array_agg(c.kind ORDER BY c.id) AS kinds,
+           array_agg(t.id ORDER BY c.id) AS targets,
+           array_agg(t.kind ORDER BY c.id) AS target_kinds
     FROM wall
     JOIN messages AS c
       ON (c.session_id, c.id) > (:session_id, wall.id)
@@ -52,7 +56,7 @@ fold (n, stack, lo, hi, gone) AS (
     SELECT CAST(0 AS bigint), CAST('{}' AS bigint[]), CAST('{}' AS bigint[]),
            CAST('{}' AS bigint[]), CAST('{}' AS bigint[])
     UNION ALL
-    SELECT c.n,
+    SELECT f.n + 1,
            CASE WHEN c.kind = 'mark' THEN f.stack || c.id
                 WHEN c.kind = 'rewind' AND v.on_stack
                     THEN trim_array(f.stack,
@@ -65,7 +69,11 @@ fold (n, stack, lo, hi, gone) AS (
                 WHEN c.kind = 'pop' AND v.in_context THEN f.gone || c.target
                 ELSE f.gone END
     FROM fold AS f
-    JOIN controls AS c ON c.n = f.n + 1
+    CROSS JOIN controls AS a
+    CROSS JOIN LATERAL (
+        SELECT a.ids[f.n + 1] AS id, a.kinds[f.n + 1] AS kind, a.targets[f.n + 1] AS target,
+               a.target_kinds[f.n + 1] AS target_kind
+    ) AS c
     CROSS JOIN LATERAL (
         SELECT COALESCE(c.target = ANY (f.stack), false) AS on_stack,
                COALESCE(c.target_kind NOT IN ('clear', 'pop') AND c.target <> ALL (f.gone)
@@ -73,6 +81,7 @@ fold (n, stack, lo, hi, gone) AS (
                                         WHERE s.lo < c.target AND c.target < s.hi),
                         false) AS in_context
     ) AS v
+    WHERE f.n < a.total
 ),
 folded AS (
     SELECT lo, hi, gone FROM fold ORDER BY n DESC LIMIT 1

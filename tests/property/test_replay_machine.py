@@ -209,6 +209,8 @@ class ReplayMachine(RuleBasedStateMachine):
                 ),
                 label="events",
             )
+            # A mark's data is a label (a string or null), here its content.
+            events = [(k, c, {"label": c} if k == "mark" else d) for k, c, d in events]
             stored = self.store.append_many(self.sid, events)
             assert [(m.kind, m.content, m.data) for m in stored] == events
             assert [m.id for m in stored] == sorted({m.id for m in stored})
