@@ -125,9 +125,7 @@ def test_rewind_target_must_be_mark_of_same_session(ikigai_store: ik.Store, sid:
     assert rw.kind == "rewind"
 
 
-def test_pop_target_must_be_an_event_of_the_same_session(
-    ikigai_store: ik.Store, sid: int
-) -> None:
+def test_pop_target_must_be_an_event_of_the_same_session(ikigai_store: ik.Store, sid: int) -> None:
     """A pop may name any event of its own session but a clear or a pop; replay drops it."""
     user = ikigai_store.append(sid, "user", "popped")
     clear = ikigai_store.append(sid, "clear")

@@ -18,13 +18,13 @@ import pytest_asyncio
 
 pytest.importorskip("agents")
 
-from agents import Agent, RunConfig, Runner  # noqa: E402
-from agents.memory import Session, SessionSettings  # noqa: E402
-from agents.testing import ScriptedModel, assistant_message  # noqa: E402
+from agents import Agent, RunConfig, Runner
+from agents.memory import Session, SessionSettings
+from agents.testing import ScriptedModel, assistant_message
 
-import ikigai_store as ik  # noqa: E402
-from ikigai_store import ops  # noqa: E402
-from ikigai_store.integrations.openai_agents import (  # noqa: E402
+import ikigai_store as ik
+from ikigai_store import ops
+from ikigai_store.integrations.openai_agents import (
     NAMESPACE,
     IkigaiStoreSession,
     item_event,
@@ -374,5 +374,3 @@ def test_importing_the_store_does_not_import_the_sdk() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout.strip()) == (0, "False"), done.stderr
-
-
