@@ -145,12 +145,11 @@ async def identity(request: Request) -> Response:
 
 
 async def ack(request: Request) -> Response:
-    form = await write_form(request)
+    await write_form(request)
     web = web_of(request)
     name = _name(request)
     mail_id = int_param(request, "mail_id", path=True)
     assert mail_id is not None
-    del form
     await web.store.mail.ack(name, mail_id)
     return _back(request, f"/identities/{name}")
 
