@@ -148,14 +148,14 @@ class Node:
     short_id: str
 
 
-_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def visible(value: str, limit: int) -> str:
     """``value`` cut to ``limit`` characters (``…`` when cut), text direction controls
     written out as ``<U+202E>``: plain text for places markup cannot go (autoescaped)."""
     cut = value if len(value) <= limit else value[: limit - 1] + "…"
-    return _CONTROLS.sub(lambda m: f"<U+{ord(m[0]):04X}>", cut)
+    return CONTROLS.sub(lambda m: f"<U+{ord(m[0]):04X}>", cut)
 
 
 @dataclass(frozen=True, slots=True)
