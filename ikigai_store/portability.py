@@ -7,7 +7,8 @@ Owns ``export_session``, ``import_session`` and ``prune_sessions`` (``store.expo
    "export_id": "<uuid>", "session_id": …, "exported_at": …}``;
 2. the session (``"type": "session"``), its agents oldest first (``"agent"``: uuid, parent,
    fork point…) and its events in id order (``"event"``: id, agent_uuid, kind, content, data,
-   created_at), made by PostgreSQL in one ``COPY`` (one snapshot) and streamed to the file;
+   created_at), made by PostgreSQL (``COPY``) and streamed to the file, up to the newest
+   event once the session's appends in flight are in;
 3. a trailer, ``{"type": "end", "lines": …, "sha256": …}``: how many lines came before it
    and the SHA-256 of their bytes.
 
@@ -39,7 +40,19 @@ from typing import IO, Any
 from .admin import schema_version
 from .agents import new_agent_uuid
 from .errors import Conflict, DatabaseError, InvalidArgument
-from .ops import Area, FaceT, Op, atomic, copy_in, copy_out, many, one, operation, statement
+from .ops import (
+    Area,
+    FaceT,
+    Op,
+    Run,
+    atomic,
+    copy_in,
+    copy_out,
+    many,
+    one,
+    operation,
+    statement,
+)
 from .sessions import require_session
 from .validate import check_id, check_int
 
@@ -126,13 +139,23 @@ class _Sink:
         self.bytes += len(block)
 
 
+@atomic
+def _head(session_id: int) -> Op[dict[str, Any]]:
+    """The session's line and the export's horizon, once the appends in flight are in."""
+    locked = yield one("export_lock", session_id=session_id)
+    if locked is None:
+        yield from require_session(session_id)
+    head: dict[str, Any] = yield one("export_head", session_id=session_id)
+    return head
+
+
 def export_session(session_id: int, file: File) -> Op[ExportSummary]:
     """Write the session, its agents and its events to ``file`` (a path, or a binary stream
-    left open) as JSON Lines (see the module docstring), streamed from one ``COPY``: memory
-    stays constant whatever the size, and the agents and events are one snapshot even while
-    the session is written to. ``NotFound`` for an unknown session."""
+    left open) as JSON Lines (see the module docstring), streamed by ``COPY``: memory stays
+    constant whatever the size. A session being written to is exported up to its newest
+    event once the appends in flight are in (nothing later, no gap). ``NotFound`` for an
+    unknown session."""
     check_id(session_id, "session_id")
-    yield from require_session(session_id)
     version = yield from schema_version()
     export_id = str(uuid.uuid4())
     header = {
@@ -143,10 +166,13 @@ def export_session(session_id: int, file: File) -> Op[ExportSummary]:
         "session_id": session_id,
         "exported_at": datetime.now(UTC).isoformat(),
     }
+    head = yield Run(_head(session_id))
     with _opened(file, "wb") as out:
         sink = _Sink(out)
-        sink(json.dumps(header).encode() + b"\n")
-        yield copy_out("export_session_lines", sink, session_id=session_id)
+        sink(json.dumps(header).encode() + b"\n" + head["line"].encode() + b"\n")
+        at = {"session_id": session_id, "horizon": head["horizon"]}
+        yield copy_out("export_agents", sink, **at)
+        yield copy_out("export_events", sink, **at)
         digest = sink.hash.hexdigest()
         trailer = {"type": "end", "lines": sink.lines, "sha256": digest}
         out.write(json.dumps(trailer).encode() + b"\n")

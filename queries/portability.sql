@@ -1,42 +1,51 @@
 -- Sessions out of and into a database, and their retention (ikigai_store/portability.py).
--- An export is one JSON Lines stream: a header (written by Python), then the lines made here
--- by one COPY (one statement: one snapshot, so the agents and the events agree even while the
--- session is written to), then a trailer (Python: the line count and a SHA-256 of everything
--- before it). COPY ... (FORMAT csv) with a delimiter and a quote that JSON text never holds
+-- An export is one JSON Lines stream: a header (written by Python), then the session's line,
+-- its agents and its events, made here (the events by COPY, up to a horizon taken once the
+-- appends in flight are in: the agents and the events agree even while the session is written
+-- to), then a trailer (Python: the line count and a SHA-256 of everything before it). COPY ... (FORMAT csv) with a delimiter and a quote that JSON text never holds
 -- raw (\x02, \x01: JSON escapes control characters) passes each line through verbatim,
 -- unlike the text format, which would double every backslash. An import streams the file's
 -- lines back through the same kind of COPY into a temporary table, checks them, and inserts
 -- the session, its agents and its events under new ids, all in one transaction.
 
--- name: export_session_lines(session_id)
--- The session, its agents (oldest first: parents before children) and its events (id order)
--- as JSON lines. The CSV options make COPY pass the text through unchanged (see above).
+-- name: export_lock(session_id)^
+-- Wait until the session's appends in flight have committed (each holds the session row FOR
+-- SHARE from before it takes its id: queries/messages.sql), so that the newest event id read
+-- next in this transaction bounds a complete prefix of the session. Held for an instant.
+SELECT s.id FROM sessions AS s WHERE s.id = :session_id FOR NO KEY UPDATE;
+
+-- name: export_head(session_id)^
+-- The session's line and the export's horizon: its newest event id (0: none).
+SELECT CAST(json_build_object('type', 'session', 'id', s.id, 'title', s.title,
+                              'started_at', s.started_at, 'ended_at', s.ended_at) AS text)
+           AS line,
+       coalesce((SELECT max(m.id) FROM messages AS m WHERE m.session_id = s.id), 0)
+           AS horizon
+FROM sessions AS s WHERE s.id = :session_id;
+
+-- name: export_agents(session_id, horizon)
+-- The session's agents forked at or before the horizon (a later one has nothing exported),
+-- oldest first (parents before children), as JSON lines passed through verbatim.
 COPY (
-    SELECT line FROM (
-        SELECT 0 AS part, 0 AS ord,
-               CAST(json_build_object('type', 'session', 'id', s.id, 'title', s.title,
-                                      'started_at', s.started_at, 'ended_at', s.ended_at)
-                    AS text) AS line
-        FROM sessions AS s WHERE s.id = :session_id
-        UNION ALL
-        SELECT 1, a.id,
-               CAST(json_build_object('type', 'agent', 'uuid', a.uuid, 'name', a.name,
-                                      'parent_uuid', a.parent_uuid,
-                                      'fork_message_id', a.fork_message_id, 'status', a.status,
-                                      'created_at', a.created_at, 'ended_at', a.ended_at,
-                                      'provider', a.provider, 'model', a.model,
-                                      'thinking_level', a.thinking_level, 'idle', a.idle)
-                    AS text)
-        FROM agents AS a WHERE a.session_id = :session_id
-        UNION ALL
-        SELECT 2, m.id,
-               CAST(json_build_object('type', 'event', 'id', m.id, 'agent_uuid', m.agent_uuid,
-                                      'kind', m.kind, 'content', m.content, 'data', m.data,
-                                      'created_at', m.created_at)
-                    AS text)
-        FROM messages AS m WHERE m.session_id = :session_id
-    ) AS lines
-    ORDER BY part, ord
+    SELECT CAST(row_to_json(line) AS text)
+    FROM (SELECT 'agent' AS type, a.uuid, a.name, a.parent_uuid, a.fork_message_id, a.status,
+                 a.created_at, a.ended_at, a.provider, a.model, a.thinking_level, a.idle
+          FROM agents AS a
+          WHERE a.session_id = :session_id AND a.fork_message_id <= :horizon
+          ORDER BY a.id) AS line
+) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01');
+
+-- name: export_events(session_id, horizon)
+-- The session's events up to the horizon in id order (the index on messages (session_id,
+-- id): no sort), as JSON lines passed through verbatim. row_to_json writes compact JSON a
+-- little faster than json_build_object (1.15x vs 1.4x the plain COPY of the same rows, for
+-- 100,000 events).
+COPY (
+    SELECT CAST(row_to_json(line) AS text)
+    FROM (SELECT 'event' AS type, m.id, m.agent_uuid, m.kind, m.content, m.data, m.created_at
+          FROM messages AS m
+          WHERE m.session_id = :session_id AND m.id <= :horizon
+          ORDER BY m.id) AS line
 ) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01');
 
 -- name: import_stage()!

@@ -280,19 +280,13 @@ def _retrailered(lines: list[bytes]) -> bytes:
         (lambda d: _retrailered(_lines(d)[:2] + _lines(d)[3:-1]), "malformed"),
         (
             lambda d: _retrailered(
-                [
-                    line.replace(b'"kind" : "user"', b'"kind" : "nonsense"')
-                    for line in _lines(d)[:-1]
-                ]
+                [line.replace(b'"kind":"user"', b'"kind":"nonsense"') for line in _lines(d)[:-1]]
             ),
             "malformed",
         ),
         (
             lambda d: _retrailered(
-                [
-                    line.replace(b'"created_at" : "2', b'"created_at" : "x2')
-                    for line in _lines(d)[:-1]
-                ]
+                [line.replace(b'"created_at":"2', b'"created_at":"x2') for line in _lines(d)[:-1]]
             ),
             "malformed",
         ),
