@@ -34,9 +34,12 @@ import asyncio
 import contextlib
 import logging
 import threading
+import uuid
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any, Generic, TypeAlias, TypeVar
 
+from .ops import Op, one
 from .sql import queries
 
 __all__ = [
@@ -52,6 +55,10 @@ __all__ = [
     "AsyncListener",
     "Listener",
     "Observer",
+    "listen_sessions",
+    "prune_session_listeners",
+    "thread_hash",
+    "unlisten_sessions",
 ]
 
 #: The channel migration 0007's trigger notifies (payload: identity ids).
@@ -73,6 +80,40 @@ _LISTEN = tuple(
 )
 
 Key = tuple[str, int]
+
+
+# Operations of the servers that show sessions and threads (the MCP resources, the web view),
+# run by the store's own driver (``AsyncStore._run``): queries/resources.sql.
+
+
+def thread_hash(thread_id: str) -> Op[int]:
+    """The id ``THREAD`` notifications name ``thread_id`` by."""
+    row = yield one("resource_thread_hash", thread_id=thread_id)
+    return int(row["hash"])
+
+
+def listen_sessions(session_ids: list[int], listener: uuid.UUID, ttl: timedelta) -> Op[int]:
+    """Have appends to ``session_ids`` notify ``SESSION`` for ``ttl`` (``listener``: the
+    server's name in ``session_listeners``); renews an existing registration. Returns how many
+    sessions (of those that exist) are registered."""
+    row = yield one(
+        "session_listeners_register", session_ids=session_ids, listener=listener, ttl=ttl
+    )
+    return int(row["registered"])
+
+
+def unlisten_sessions(session_ids: list[int], listener: uuid.UUID) -> Op[int]:
+    """Remove ``listener``'s registrations for ``session_ids``; how many went."""
+    row = yield one("session_listeners_unregister", session_ids=session_ids, listener=listener)
+    return int(row["removed"])
+
+
+def prune_session_listeners() -> Op[int]:
+    """Remove every server's expired registrations; how many went."""
+    row = yield one("session_listeners_prune")
+    return int(row["removed"])
+
+
 #: Told ``(channel, ids)`` for each notification heard (``ids`` None: everyone of the channel),
 #: ``(None, None)`` after each (re)connection (see ``observe``).
 Observer: TypeAlias = Callable[[str | None, set[int] | None], None]

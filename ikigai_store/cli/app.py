@@ -64,6 +64,7 @@ COMMAND_MODULES: dict[str, str] = {
     "task": "tasks",
     "topic": "topics",
     "watch": "watch",
+    "web": "web",
 }
 
 

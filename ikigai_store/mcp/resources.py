@@ -68,7 +68,6 @@ from .. import notify
 from ..aio import AsyncStore
 from ..errors import DatabaseUnavailable, IkigaiStoreError, InvalidArgument, StoreClosed
 from ..models import Identity
-from ..ops import Op, one
 
 if TYPE_CHECKING:
     from .server import Face
@@ -179,34 +178,6 @@ def parse(text: str) -> Ref:
     return Ref(kind, key)
 
 
-# ---------------------------------------------------------------- the queries
-
-# Operations of this face only (run by the store's own driver, ``AsyncStore._run``):
-# queries/resources.sql.
-
-
-def _thread_hash(thread_id: str) -> Op[int]:
-    row = yield one("resource_thread_hash", thread_id=thread_id)
-    return int(row["hash"])
-
-
-def _register_sessions(session_ids: list[int], listener: uuid.UUID) -> Op[int]:
-    row = yield one(
-        "session_listeners_register", session_ids=session_ids, listener=listener, ttl=SESSION_TTL
-    )
-    return int(row["registered"])
-
-
-def _unregister_sessions(session_ids: list[int], listener: uuid.UUID) -> Op[int]:
-    row = yield one("session_listeners_unregister", session_ids=session_ids, listener=listener)
-    return int(row["removed"])
-
-
-def _prune_sessions() -> Op[int]:
-    row = yield one("session_listeners_prune")
-    return int(row["removed"])
-
-
 # ---------------------------------------------------------------- the bus
 
 
@@ -281,7 +252,7 @@ class PgSubscriptionBus:
         key = await self._key(ref)
         async with self._lock:
             if key[0] == notify.SESSION and self._sessions.get(key[1], 0) == 0:
-                await self._store._run(_register_sessions([key[1]], self.listener))
+                await self._store._run(notify.listen_sessions([key[1]], self.listener, SESSION_TTL))
                 self._start_refresher()
             if key[0] == notify.SESSION:
                 self._sessions[key[1]] = self._sessions.get(key[1], 0) + 1
@@ -325,7 +296,7 @@ class PgSubscriptionBus:
                 return
             self._sessions.pop(key[1], None)
             try:
-                await self._store._run(_unregister_sessions([key[1]], self.listener))
+                await self._store._run(notify.unlisten_sessions([key[1]], self.listener))
             except IkigaiStoreError as exc:  # the row expires by itself
                 log.info("could not unregister session %s: %s", key[1], exc)
 
@@ -339,7 +310,7 @@ class PgSubscriptionBus:
         if ref.kind == "tasks":
             return notify.TASK, (await store.tasks.get_list(ref.key)).id
         if ref.kind == "thread":
-            return notify.THREAD, await store._run(_thread_hash(ref.key))
+            return notify.THREAD, await store._run(notify.thread_hash(ref.key))
         if ref.kind == "session":
             return notify.SESSION, (await store.get_session(int(ref.key))).id
         return notify.SESSION, (await store.get_agent(ref.key)).session_id
@@ -378,8 +349,8 @@ class PgSubscriptionBus:
             if not sessions:
                 continue
             try:
-                await self._store._run(_register_sessions(sessions, self.listener))
-                await self._store._run(_prune_sessions())
+                await self._store._run(notify.listen_sessions(sessions, self.listener, SESSION_TTL))
+                await self._store._run(notify.prune_session_listeners())
             except IkigaiStoreError as exc:  # tried again at the next refresh
                 log.info("could not refresh session listeners: %s", exc)
 
@@ -399,7 +370,7 @@ class PgSubscriptionBus:
         self._by_key.clear()
         if sessions:
             try:
-                await self._store._run(_unregister_sessions(sessions, self.listener))
+                await self._store._run(notify.unlisten_sessions(sessions, self.listener))
             except IkigaiStoreError as exc:
                 log.info("could not unregister session listeners: %s", exc)
 

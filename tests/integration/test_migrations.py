@@ -42,8 +42,9 @@ ALL = [
     "0015-search-stored-vectors",
     "0016-post-mail",
     "0017-watch-and-notify",
+    "0018-timeline-controls",
 ]
-LATEST = 17
+LATEST = 18
 
 
 def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -187,23 +188,27 @@ def test_rollback_really_undoes(ikigai_empty_db_url: str) -> None:
 
 
 def test_post_mail_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back 0017 and 0016 drops post_mail() and sets version 15; applying them again
+    """Rolling back 0018 to 0016 drops post_mail() and sets version 15; applying them again
     restores it."""
     url = ikigai_empty_db_url
     exists = "SELECT count(*) FROM pg_proc WHERE proname = 'post_mail'"
     migrate.apply(url)
     assert _q(url, exists)[0][0] == 1
-    assert migrate.rollback(url, count=2) == ["0017-watch-and-notify", "0016-post-mail"]
+    assert migrate.rollback(url, count=3) == [
+        "0018-timeline-controls",
+        "0017-watch-and-notify",
+        "0016-post-mail",
+    ]
     assert _q(url, exists)[0][0] == 0
     assert _version(url) == 15
-    assert migrate.apply(url) == ["0016-post-mail", "0017-watch-and-notify"]
+    assert migrate.apply(url) == ALL[-3:]
     assert _q(url, exists)[0][0] == 1
     assert _version(url) == LATEST
 
 
 def test_watch_and_notify_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back 0017 removes its tables, column and triggers, and new mail still notifies
-    ikigai_mail; applying it again restores them."""
+    """Rolling back 0018 and 0017 removes 0017's tables, column and triggers, and new mail
+    still notifies ikigai_mail; applying them again restores them."""
     url = ikigai_empty_db_url
     added = {"watchers", "lease_waits", "session_listeners"}
     parent = (
@@ -212,15 +217,28 @@ def test_watch_and_notify_rollback(ikigai_empty_db_url: str) -> None:
     )
     migrate.apply(url)
     assert added <= _tables(url) and _q(url, parent)[0][0] == 1
-    assert migrate.rollback(url, count=1) == ["0017-watch-and-notify"]
+    assert migrate.rollback(url, count=2) == ["0018-timeline-controls", "0017-watch-and-notify"]
     assert not added & _tables(url) and _q(url, parent)[0][0] == 0
     assert _version(url) == 16
     triggers = _q(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
     assert ("mail_recipients_notify_insert",) in triggers
     assert not [t for (t,) in triggers if t.startswith(("tasks_notify", "leases_notify"))]
-    assert migrate.apply(url) == ["0017-watch-and-notify"]
+    assert migrate.apply(url) == ALL[-2:]
     assert added <= _tables(url)
     assert _version(url) == LATEST
+
+
+def test_timeline_controls_rollback(ikigai_empty_db_url: str) -> None:
+    """Rolling back 0018 drops the timeline's partial index and sets version 17; applying it
+    again builds the index again."""
+    url = ikigai_empty_db_url
+    index = "SELECT count(*) FROM pg_indexes WHERE indexname = 'idx_messages_session_controls'"
+    migrate.apply(url)
+    assert _q(url, index)[0][0] == 1
+    assert migrate.rollback(url, count=1) == ["0018-timeline-controls"]
+    assert _q(url, index)[0][0] == 0 and _version(url) == 17
+    assert migrate.apply(url) == ["0018-timeline-controls"]
+    assert _q(url, index)[0][0] == 1 and _version(url) == LATEST
 
 
 C_ERA_SCHEMA = """
