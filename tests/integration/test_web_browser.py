@@ -81,13 +81,8 @@ def demo(ikigai_db_url: str, ikigai_module_store: ik.Store) -> Demo:
     store = ikigai_module_store
     [session] = [s for s in store.list_sessions() if (s.title or "").startswith("demo ")]
     agents = tuple(dict.fromkeys(m.agent_uuid for m in store.messages(session.id) if m.agent_uuid))
-    names = tuple(
-        i.name
-        for i in sorted(
-            store.identities.list(include_retired=True), key=lambda i: i.name.endswith("explorer")
-        )
-        if i.name.startswith("demo-")
-    )
+    bound = {i.agent_uuid: i.name for i in store.identities.list(include_retired=True)}
+    names = tuple(bound[agent] for agent in agents)
     assert len(agents) == 2 and len(names) == 2, (agents, names)
     [review] = store.reviews.list(requester=names[0])
     [task_list] = store.tasks.lists()
