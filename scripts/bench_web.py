@@ -207,8 +207,8 @@ def measure_push(scratch: Scratch, sends: int) -> list[Row]:
         heard = bare_listener(url, stop)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         inbox = f"{server.url}/identities/{urllib.parse.quote(me.name, safe='')}"
-        with page.expect_response(lambda r: urllib.parse.urlsplit(r.url).path == "/live"):
-            page.goto(inbox)
+        page.goto(inbox)
+        page.wait_for_selector('#live-status[data-state="live"]', state="attached")
         page.evaluate(_OBSERVE)
         try:
             with step(f"{sends} sends, one at a time, after 5 to warm up"):
