@@ -46,13 +46,13 @@ import threading
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from .._net import hostname, is_loopback
 from ..store import Store
 from ..store import open as open_store
 from .claude import (
@@ -80,7 +80,6 @@ POOL_SIZE = 4
 #: How long a hook request waits for a pooled connection (a busy pool fails the hook open).
 CHECKOUT_SECONDS = 5.0
 _MAX_AUTO_RESERVE = 86400.0
-_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _NOTHING = b"{}"
 
 
@@ -202,18 +201,11 @@ class HookEndpoint:
         if not self.loopback:
             return
         host = request.headers.get("host", "")
-        if _hostname(f"//{host}") not in _LOOPBACK:
+        if not is_loopback(hostname(f"//{host}")):
             raise _BadRequest(403, f"Host {host!r} is not loopback")
         origin = request.headers.get("origin")
-        if origin is not None and _hostname(origin) not in _LOOPBACK:
+        if origin is not None and not is_loopback(hostname(origin)):
             raise _BadRequest(403, f"Origin {origin!r} is not loopback")
-
-
-def _hostname(url: str) -> str | None:
-    try:
-        return urlsplit(url).hostname
-    except ValueError:
-        return None
 
 
 def _seconds(value: str | None) -> float | None:

@@ -21,7 +21,6 @@ its hooks resolve), registered on first use. Invariants:
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import logging
 import sys
@@ -35,6 +34,7 @@ from mcp.server.stdio import stdio_server
 from pydantic import BaseModel, ValidationError
 
 from .. import __version__
+from .._net import is_loopback
 from ..aio import AsyncStore, open_async
 from ..errors import IkigaiStoreError, InvalidArgument
 from ..hooks.context import agent_role, project_key
@@ -204,16 +204,6 @@ async def serve_stdio(make_face: Callable[[AsyncStore], Face], url: str | None) 
                 await server.run(read, write, server.create_initialization_options())
         finally:
             await face.close()
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only accepts connections from this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class BearerToken:

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..errors import IkigaiStoreError, NotFound
+from ..errors import Conflict, DatabaseError, NotFound
 from . import timeline
 from .pages import int_param, render, web_of
 
@@ -78,9 +78,9 @@ async def session_tail(request: Request) -> Response:
     await web.hub.watch_session(session_id)
     try:
         rows = await web.store._run(timeline.tail(session_id, after))
-    except NotFound:
+    except Conflict:
         raise
-    except IkigaiStoreError:  # an append held the session too long: the page asks again
+    except DatabaseError:  # lock_timeout: an append held the session open; the page asks again
         return Response("", headers={"X-Retry": "1"})
     reload = any(r.kind in ("mark", "rewind", "clear") for r in rows)
     controls = await web.store._run(timeline.controls(session_id)) if reload else None

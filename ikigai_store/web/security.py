@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 from http.cookies import SimpleCookie
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode
 
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .._net import hostname, is_loopback
 
 __all__ = ["COOKIE", "Guard", "csrf_ok", "is_loopback"]
 
@@ -48,25 +49,6 @@ HEADERS = [
 ]
 
 
-def is_loopback(host: str | None) -> bool:
-    """Whether ``host`` (a name or an address) only reaches this machine."""
-    if host is None:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _hostname(url: str) -> str | None:
-    try:
-        return urlsplit(url).hostname
-    except ValueError:
-        return None
-
-
 class Guard:
     """ASGI middleware: loopback ``Host``/``Origin`` checks, the token, security headers."""
 
@@ -83,10 +65,10 @@ class Guard:
         if self.loopback:
             host = headers.get("host", "")
             origin = headers.get("origin")
-            if not is_loopback(_hostname(f"//{host}")):
+            if not is_loopback(hostname(f"//{host}")):
                 await _plain(send, 403, f"Host {host!r} is not loopback")
                 return
-            if origin is not None and origin != "null" and not is_loopback(_hostname(origin)):
+            if origin is not None and origin != "null" and not is_loopback(hostname(origin)):
                 await _plain(send, 403, f"Origin {origin!r} is not loopback")
                 return
         if self.token is not None:

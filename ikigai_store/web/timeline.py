@@ -86,9 +86,14 @@ class Controls:
     targets: dict[int, int | None] = field(default_factory=dict)
 
     def state(self, event_id: int) -> str:
-        """What replay does with the event: ``live`` (kept), or ``walled`` (before the newest
-        clear) and/or ``cut`` (inside a rewound span), space-separated."""
+        """What replay does with the event: ``live`` (kept), else space-separated: ``walled``
+        (before the newest clear), ``cut`` (inside a rewound span), ``skipped`` (a rewind replay
+        skipped), ``wall`` (a clear: never kept itself)."""
         found = []
+        if event_id in self.clears:
+            found.append("wall")
+        if event_id in self.skipped:
+            found.append("skipped")
         if self.clears and event_id < self.clears[-1]:
             found.append("walled")
         if any(mark < event_id < rewind for mark, rewind in self.spans):

@@ -22,6 +22,7 @@ from hypothesis.stateful import (
 )
 
 import ikigai_store as ik
+from ikigai_store.web import timeline
 from tests.reference import RefSession
 
 pytestmark = pytest.mark.db
@@ -184,6 +185,16 @@ class ReplayMachine(RuleBasedStateMachine):
         assert [m.id for m in ctx.messages] == context_ids
         assert [(mk.message_id, mk.label, mk.context_idx) for mk in ctx.marks] == marks
         assert ctx.skipped == skipped
+
+    @precondition(lambda self: self.sid is not None)
+    @invariant()
+    def timeline_agrees_with_replay(self) -> None:
+        """The web timeline's verdict on every event (``web.timeline.Controls``, which folds the
+        marks, rewinds and clears alone) is replay's: ``live`` exactly for the replayed ones."""
+        assert self.sid is not None
+        controls = self.store._run(timeline.controls(self.sid))
+        live = [e.id for e in self.model.events if controls.state(e.id) == "live"]
+        assert live == self.model.replay()[0]
 
 
 def test_replay_machine(ikigai_store: ik.Store) -> None:

@@ -24,7 +24,9 @@
       const response = await fetch(`${tail}?after=${encodeURIComponent(region.dataset.after || "0")}`,
         { credentials: "same-origin", cache: "no-store" });
       if (response.headers.get("X-Reload")) { return load(region, true); }
-      if (response.headers.get("X-Retry")) { setTimeout(() => refresh(region, false), 300); return; }
+      // An append held the session open past the server's wait: ask again a little later
+      // (its commit also notifies, but a rollback would not).
+      if (response.headers.get("X-Retry")) { setTimeout(() => refresh(region, false), 1000); return; }
       if (!response.ok) { return; }
       const html = await response.text();
       if (html.trim()) {
