@@ -30,10 +30,17 @@ import ikigai_store as ik
 WIDTH = 1280
 #: The tallest screenshot, in pixels: a long page is cut there (the README shows the top).
 MAX_HEIGHT = 2400
+#: Pixels kept below the page's content.
+MARGIN = 24
+#: Where the page's content ends (not the viewport: a short page is not padded to it).
+_CONTENT_BOTTOM = """Math.ceil(Math.max(
+  ...Array.from(document.body.querySelectorAll("*"), e => e.getBoundingClientRect().bottom)
+) + window.scrollY)"""
 
 
 def shoot(page: Page, url: str, out: Path) -> None:
-    """Open ``url``, let its scripts settle, save the page (at most MAX_HEIGHT tall)."""
+    """Open ``url``, let its scripts settle, save the page down to its content (at most
+    MAX_HEIGHT tall)."""
     errors: list[str] = []
 
     def on_console(message: ConsoleMessage) -> None:
@@ -48,7 +55,7 @@ def shoot(page: Page, url: str, out: Path) -> None:
     page.wait_for_timeout(500)
     if errors:
         raise RuntimeError(f"{url} logged errors: {errors}")
-    height = min(MAX_HEIGHT, int(page.evaluate("document.documentElement.scrollHeight")))
+    height = min(MAX_HEIGHT, int(page.evaluate(_CONTENT_BOTTOM)) + MARGIN)
     page.screenshot(
         path=out, full_page=True, clip={"x": 0, "y": 0, "width": WIDTH, "height": height}
     )
