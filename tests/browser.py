@@ -6,7 +6,8 @@ Fixtures (import them into a test module, as ``tests/integration/test_web_browse
   ``python -m ikigai_store --database <ikigai_db_url> web --port 0 ...`` (once per distinct set of
   arguments in the module), waits for its one line ``ikigai-store web: serving http://H:P/``
   on stderr and returns that base URL (``http://H:P``, no trailing slash). At the end of the
-  module every server gets SIGTERM and must exit 0; its stderr is shown when it does not.
+  module every server gets SIGTERM and must exit 0 without having written a traceback; its
+  stderr is shown when it did.
 - ``browser`` (session): headless Chromium, the system's ``/usr/bin/chromium`` (Playwright's
   own download is not reachable here). When it or the ``playwright`` package is missing the
   browser tests are skipped, except in CI (``CI`` set) or with ``IKIGAI_REQUIRE_BROWSER=1``
@@ -162,7 +163,7 @@ class StartServer(Protocol):
 def web_server(ikigai_db_url: str) -> Iterator[StartServer]:
     """Start ``ikigai-store web`` on this module's database; its base URL. One server per
     distinct arguments, shared by the module's tests; each must stop cleanly (exit 0 on
-    SIGTERM) at the end of the module."""
+    SIGTERM, no traceback written) at the end of the module."""
     servers: dict[tuple[tuple[str, ...], str | None], WebServer] = {}
 
     def start(*args: str, token: str | None = None) -> str:
@@ -175,10 +176,10 @@ def web_server(ikigai_db_url: str) -> Iterator[StartServer]:
     failures = []
     for (args, _), server in servers.items():
         output = server.stop()
-        if server.proc.returncode != 0:
+        if server.proc.returncode != 0 or "Traceback" in output:
             failures.append(
-                f"ikigai-store web {' '.join(args)} exited {server.proc.returncode} on SIGTERM; "
-                f"stderr:\n{output}"
+                f"ikigai-store web {' '.join(args)} exited {server.proc.returncode} on SIGTERM "
+                f"(0 expected, and no traceback); stderr:\n{output}"
             )
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
