@@ -43,8 +43,9 @@ ALL = [
     "0016-post-mail",
     "0017-watch-and-notify",
     "0018-timeline-controls",
+    "0019-session-imports",
 ]
-LATEST = 18
+LATEST = 19
 
 
 def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -188,26 +189,27 @@ def test_rollback_really_undoes(ikigai_empty_db_url: str) -> None:
 
 
 def test_post_mail_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back 0018 to 0016 drops post_mail() and sets version 15; applying them again
+    """Rolling back 0019 to 0016 drops post_mail() and sets version 15; applying them again
     restores it."""
     url = ikigai_empty_db_url
     exists = "SELECT count(*) FROM pg_proc WHERE proname = 'post_mail'"
     migrate.apply(url)
     assert _q(url, exists)[0][0] == 1
-    assert migrate.rollback(url, count=3) == [
+    assert migrate.rollback(url, count=4) == [
+        "0019-session-imports",
         "0018-timeline-controls",
         "0017-watch-and-notify",
         "0016-post-mail",
     ]
     assert _q(url, exists)[0][0] == 0
     assert _version(url) == 15
-    assert migrate.apply(url) == ALL[-3:]
+    assert migrate.apply(url) == ALL[-4:]
     assert _q(url, exists)[0][0] == 1
     assert _version(url) == LATEST
 
 
 def test_watch_and_notify_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back 0018 and 0017 removes 0017's tables, column and triggers, and new mail
+    """Rolling back 0019 to 0017 removes 0017's tables, column and triggers, and new mail
     still notifies ikigai_mail; applying them again restores them."""
     url = ikigai_empty_db_url
     added = {"watchers", "lease_waits", "session_listeners"}
@@ -217,27 +219,27 @@ def test_watch_and_notify_rollback(ikigai_empty_db_url: str) -> None:
     )
     migrate.apply(url)
     assert added <= _tables(url) and _q(url, parent)[0][0] == 1
-    assert migrate.rollback(url, count=2) == ["0018-timeline-controls", "0017-watch-and-notify"]
+    assert migrate.rollback(url, count=3) == ALL[-1:-4:-1]
     assert not added & _tables(url) and _q(url, parent)[0][0] == 0
     assert _version(url) == 16
     triggers = _q(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
     assert ("mail_recipients_notify_insert",) in triggers
     assert not [t for (t,) in triggers if t.startswith(("tasks_notify", "leases_notify"))]
-    assert migrate.apply(url) == ALL[-2:]
+    assert migrate.apply(url) == ALL[-3:]
     assert added <= _tables(url)
     assert _version(url) == LATEST
 
 
 def test_timeline_controls_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back 0018 drops the timeline's partial index and sets version 17; applying it
-    again builds the index again."""
+    """Rolling back 0019 and 0018 drops the timeline's partial index and sets version 17;
+    applying them again builds the index again."""
     url = ikigai_empty_db_url
     index = "SELECT count(*) FROM pg_indexes WHERE indexname = 'idx_messages_session_controls'"
     migrate.apply(url)
     assert _q(url, index)[0][0] == 1
-    assert migrate.rollback(url, count=1) == ["0018-timeline-controls"]
+    assert migrate.rollback(url, count=2) == ["0019-session-imports", "0018-timeline-controls"]
     assert _q(url, index)[0][0] == 0 and _version(url) == 17
-    assert migrate.apply(url) == ["0018-timeline-controls"]
+    assert migrate.apply(url) == ALL[-2:]
     assert _q(url, index)[0][0] == 1 and _version(url) == LATEST
 
 
