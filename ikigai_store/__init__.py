@@ -96,6 +96,7 @@ from .models import (
 )
 from .outbox import Outbox
 from .plans import PlanCalls
+from .portability import ExportSummary, ImportSummary, PruneReport
 from .reviews import ReviewCalls
 from .search import MAX_SEARCH_LIMIT
 from .sql import queries
@@ -147,10 +148,12 @@ __all__ = [
     "DeadLetter",
     "DeepJSON",
     "DrainReport",
+    "ExportSummary",
     "Identity",
     "IdentityCalls",
     "IdentityStatus",
     "IkigaiStoreError",
+    "ImportSummary",
     "InboxItem",
     "InvalidArgument",
     "Lease",
@@ -171,6 +174,7 @@ __all__ = [
     "PlanCalls",
     "PlanReview",
     "Poll",
+    "PruneReport",
     "Queued",
     "ReplayContext",
     "ReplayRange",

@@ -1,9 +1,10 @@
 """The public operations of a store, gathered once for every face.
 
-Owns ``Operations``: the top-level operations (sessions, events, agents, search, schema) and
-the namespaces (``store.mail``, ``store.topics``, …), each defined in its area module as an
-``ops.Area`` whose attributes are ``ops.operation``s. ``Store`` is ``Operations[SyncFace]`` and
-``AsyncStore`` is ``Operations[AsyncFace]``: nothing here or in the faces repeats a signature.
+Owns ``Operations``: the top-level operations (sessions, events, agents, search, export and
+import, schema) and the namespaces (``store.mail``, ``store.topics``, …), each defined in its
+area module as an ``ops.Area`` whose attributes are ``ops.operation``s. ``Store`` is
+``Operations[SyncFace]`` and ``AsyncStore`` is ``Operations[AsyncFace]``: nothing here or in the
+faces repeats a signature.
 Adding an operation to an area touches only that area's module (and its SQL and tests);
 adding an area adds one line to ``Operations.__init__``. Invariant: both faces expose exactly
 the same operations, with the same signatures and docstrings.
@@ -20,6 +21,7 @@ from .leases import LeaseCalls
 from .mail import MailCalls
 from .ops import FaceT
 from .plans import PlanCalls
+from .portability import PortabilityOps
 from .reviews import ReviewCalls
 from .search import SearchOps
 from .sessions import SessionOps
@@ -32,7 +34,12 @@ __all__ = ["NAMESPACES", "Operations"]
 
 
 class Operations(
-    SessionOps[FaceT], EventOps[FaceT], AgentOps[FaceT], SearchOps[FaceT], AdminOps[FaceT]
+    SessionOps[FaceT],
+    EventOps[FaceT],
+    AgentOps[FaceT],
+    SearchOps[FaceT],
+    PortabilityOps[FaceT],
+    AdminOps[FaceT],
 ):
     """Every operation of a store, bound to the face ``self`` is (see ``ops.operation``)."""
 

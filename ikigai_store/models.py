@@ -82,7 +82,7 @@ __all__ = [
 ]
 
 #: Kinds of the seed schema, the kinds the ikigai program added later, and ``pop`` (removes one
-#: event from the replayed context: ``replay.fold``; migration 0019).
+#: event from the replayed context: ``replay.fold``; migration 0020).
 VALID_KINDS: frozenset[str] = frozenset(
     {
         "clear",

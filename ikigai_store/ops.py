@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, Literal, ParamSpec, TypeVar, overload
@@ -68,6 +68,8 @@ __all__ = [
     "SyncFace",
     "arun",
     "atomic",
+    "copy_in",
+    "copy_out",
     "is_atomic",
     "many",
     "message_rows",
@@ -82,18 +84,22 @@ __all__ = [
 T = TypeVar("T")
 P = ParamSpec("P")
 
-Shape = Literal["one", "many", "messages", "statement"]
+Shape = Literal["one", "many", "messages", "statement", "copy_out", "copy_in"]
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
     """Run the query called ``name`` with ``params``. ``shape`` is what the operation gets
     back: ``one`` a dict row or None, ``many`` a list of dict rows, ``messages`` a list of
-    ``Message`` (None when the query returned no row at all), ``statement`` the row count."""
+    ``Message`` (None when the query returned no row at all), ``statement`` the row count;
+    ``copy_out`` (a ``COPY ... TO STDOUT``) hands each block of its output to ``stream`` (a
+    callable) and ``copy_in`` (``COPY ... FROM STDIN``) writes every block ``stream`` (an
+    iterable of bytes) yields, both the row count."""
 
     name: str
     params: Mapping[str, Any]
     shape: Shape
+    stream: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +160,18 @@ def message_rows(name: str, /, **params: Any) -> Call:
 def statement(name: str, /, **params: Any) -> Call:
     """A call run for its effect; its result is the number of rows affected."""
     return Call(name, params, "statement")
+
+
+def copy_out(name: str, sink: Callable[[bytes], object], /, **params: Any) -> Call:
+    """A ``COPY ... TO STDOUT`` call: ``sink`` gets each block of its output as it arrives
+    (constant memory); its result is the number of rows copied."""
+    return Call(name, params, "copy_out", sink)
+
+
+def copy_in(name: str, source: Iterable[bytes], /, **params: Any) -> Call:
+    """A ``COPY ... FROM STDIN`` call fed the blocks ``source`` yields (read as they are
+    sent); its result is the number of rows copied."""
+    return Call(name, params, "copy_in", source)
 
 
 _ATOMIC: set[Any] = set()
@@ -400,6 +418,16 @@ def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
             tcur.execute(sql, params)
             return _messages(call.name, tcur, tcur.fetchall())
     with conn.cursor() as cur:
+        if call.shape == "copy_out":
+            with cur.copy(sql, params) as copy:
+                for block in copy:
+                    call.stream(bytes(block))
+            return cur.rowcount
+        if call.shape == "copy_in":
+            with cur.copy(sql, params) as copy:
+                for block in call.stream:
+                    copy.write(block)
+            return cur.rowcount
         cur.execute(sql, params)
         if call.shape == "one":
             return cur.fetchone()
@@ -416,6 +444,16 @@ async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
             await tcur.execute(sql, params)
             return _messages(call.name, tcur, await tcur.fetchall())
     async with conn.cursor() as cur:
+        if call.shape == "copy_out":
+            async with cur.copy(sql, params) as copy:
+                async for block in copy:
+                    call.stream(bytes(block))
+            return cur.rowcount
+        if call.shape == "copy_in":
+            async with cur.copy(sql, params) as copy:
+                for block in call.stream:
+                    await copy.write(block)
+            return cur.rowcount
         await cur.execute(sql, params)
         if call.shape == "one":
             return await cur.fetchone()

@@ -3,7 +3,7 @@
 Owns the session operations shared by both faces (see ``ops``). Invariants: a session is active
 until ``end_session`` sets ``ended_at`` (ending it again keeps the first time); "the active
 session" is the most recently started one that has not ended, ties broken by id; a
-(namespace, key) of ``session_for_key`` names one session forever (migration 0020), even when
+(namespace, key) of ``session_for_key`` names one session forever (migration 0021), even when
 its first uses race.
 """
 

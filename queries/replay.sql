@@ -16,7 +16,7 @@ ORDER BY session_id, id;
 -- name: session_replay_tail(session_id, lim)
 -- The newest :lim events of replay_session's context (all of them when :lim is NULL), in id
 -- order, in one statement whose cost does not grow with the session's length. It folds only the
--- events that move the context after the newest clear (mark, rewind, pop: migration 0019's
+-- events that move the context after the newest clear (mark, rewind, pop: migration 0020's
 -- partial index, a handful in a session of 100,000), exactly as replay.fold does:
 -- - stack: the marks on the stack; a mark is pushed; a rewind whose target is on the stack cuts
 --   back to it (its span (mark, rewind) is cut); a pop whose target is in the context removes it

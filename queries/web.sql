@@ -49,7 +49,7 @@ FROM messages AS m
 WHERE m.id = :message_id;
 
 -- name: web_session_controls(session_id)
--- The session's mark, rewind, clear and pop events (migration 0019's partial index), and the
+-- The session's mark, rewind, clear and pop events (migration 0020's partial index), and the
 -- events of the session the pops aim at (a primary-key probe each), in id order: all that
 -- decides which events replay keeps. Rows in messages' column order (Message).
 WITH controls AS (
@@ -92,3 +92,99 @@ SELECT a.uuid, a.session_id, a.name, a.parent_uuid, a.fork_message_id, a.status,
 FROM agents AS a
 WHERE a.session_id = :session_id
 ORDER BY a.id;
+
+-- The coordination pages (ikigai_store/web/reads.py): what a topic's, a queue's and the task
+-- lists' pages show beside the operations' results. Same rules: bounded rows, texts cut.
+
+-- name: web_mail(mail_id)^
+-- One mail, whole (its own page): mail_view's row, as Mail reads it.
+SELECT v.* FROM mail_view AS v WHERE v.id = :mail_id;
+
+-- name: web_topic_subscribers(topic_id, lim)
+-- A topic's subscribers by name, at most :lim, with the offset each committed (0: none) and
+-- its lag: how many offsets of the log lie after it.
+SELECT i.id, i.name, i.retired_at, s.subscribed_at,
+       coalesce(o.last_offset, 0) AS committed,
+       (t.next_offset - 1) - coalesce(o.last_offset, 0) AS lag,
+       o.updated_at AS committed_at
+FROM subscriptions AS s
+JOIN identities AS i ON i.id = s.identity_id
+JOIN topics AS t ON t.id = s.topic_id
+LEFT JOIN consumer_offsets AS o ON o.identity_id = s.identity_id AND o.topic_id = s.topic_id
+WHERE s.topic_id = :topic_id
+ORDER BY i.name
+LIMIT :lim;
+
+-- name: web_queue_counts(topic_id)^
+-- How many of a queue topic's messages are in each state.
+SELECT count(*) FILTER (WHERE q.state = 'available') AS available,
+       count(*) FILTER (WHERE q.state = 'claimed') AS claimed,
+       count(*) FILTER (WHERE q.state = 'done') AS done,
+       count(*) FILTER (WHERE q.state = 'dead') AS dead
+FROM queue_items AS q
+WHERE q.topic_id = :topic_id;
+
+-- name: web_queue_claims(topic_id, lim)
+-- A queue topic's claimed messages, oldest first, at most :lim: the holder, the attempt, the
+-- lease's end and the seconds left of it by the database's clock (negative: expired, not yet
+-- claimed again), the subject cut to 200 characters.
+SELECT q.mail_id, left(m.subject, 200) AS subject, h.name AS holder, q.attempts AS attempt,
+       q.lease_until,
+       CAST(extract(epoch FROM q.lease_until - ikigai_now()) AS double precision) AS seconds_left
+FROM queue_items AS q
+JOIN mail AS m ON m.id = q.mail_id
+LEFT JOIN identities AS h ON h.id = q.holder_id
+WHERE q.topic_id = :topic_id AND q.state = 'claimed'
+ORDER BY q.mail_id
+LIMIT :lim;
+
+-- name: web_queue_dead(topic_id, lim)
+-- topics.dead_letters for a page: oldest first, at most :lim, subject cut to 200 characters,
+-- body and last error to 2,000.
+SELECT q.mail_id, left(m.subject, 200) AS subject, left(m.body, 2000) AS body,
+       length(m.body) AS body_length, s.name AS sender, m.created_at, q.attempts,
+       left(q.last_error, 2000) AS last_error, q.updated_at
+FROM queue_items AS q
+JOIN mail AS m ON m.id = q.mail_id
+JOIN identities AS s ON s.id = m.sender_id
+WHERE q.topic_id = :topic_id AND q.state = 'dead'
+ORDER BY q.mail_id
+LIMIT :lim;
+
+-- name: web_topic_log(topic_id, lim)
+-- A topic's newest :lim messages, newest first, subject cut to 200 characters, body to 500.
+SELECT m.id, m.log_offset, s.name AS sender, left(m.subject, 200) AS subject,
+       left(m.body, 500) AS body, length(m.body) AS body_length, m.priority, m.created_at
+FROM mail AS m
+JOIN identities AS s ON s.id = m.sender_id
+WHERE m.topic_id = :topic_id
+ORDER BY m.log_offset DESC
+LIMIT :lim;
+
+-- name: web_task_lists(lim)
+-- Task lists, oldest first, at most :lim, with their owner and counts as task_stats_in_list
+-- counts them (blocked: pending with a blocker neither completed nor deleted).
+SELECT l.id, l.list_id, i.name AS owner, l.watch_path, l.created_at, l.last_synced_at,
+       c.total, c.pending, c.in_progress, c.completed, c.deleted, c.available, c.blocked
+FROM task_lists AS l
+JOIN identities AS i ON i.id = l.owner_id
+CROSS JOIN LATERAL (
+    SELECT count(*) AS total,
+           count(*) FILTER (WHERE s.status = 'pending') AS pending,
+           count(*) FILTER (WHERE s.status = 'in_progress') AS in_progress,
+           count(*) FILTER (WHERE s.status = 'completed') AS completed,
+           count(*) FILTER (WHERE s.status = 'deleted') AS deleted,
+           count(*) FILTER (WHERE s.status = 'pending' AND s.owner IS NULL AND NOT s.blocked)
+               AS available,
+           count(*) FILTER (WHERE s.blocked) AS blocked
+    FROM (SELECT t.status, t.owner,
+                 t.status = 'pending'
+                 AND EXISTS (SELECT 1
+                             FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id
+                             WHERE d.task_id = t.id
+                               AND b.status NOT IN ('completed', 'deleted')) AS blocked
+          FROM tasks AS t
+          WHERE t.list_id = l.id) AS s
+) AS c
+ORDER BY l.id
+LIMIT :lim;

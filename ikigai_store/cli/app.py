@@ -49,6 +49,8 @@ COMMAND_MODULES: dict[str, str] = {
     "embedded": "admin",
     "agent": "agents",
     "demo": "demo",
+    "export": "portability",
+    "import": "portability",
     "append": "events",
     "replay": "events",
     "search": "events",

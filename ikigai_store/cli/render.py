@@ -209,6 +209,8 @@ def describe(msg: Message) -> str:
     if msg.kind == "rewind" and isinstance(msg.data, dict) and "target_message_id" in msg.data:
         target = f"-> mark #{msg.data['target_message_id']}"
         return one_line(f"{target} {msg.content}" if msg.content else target)
+    if msg.kind == "pop" and isinstance(msg.data, dict) and "target_message_id" in msg.data:
+        return one_line(f"pops #{msg.data['target_message_id']}")
     if msg.content is not None:
         return one_line(msg.content)
     if msg.data is not None:

@@ -1,13 +1,16 @@
-"""CLI ``session`` commands: new, list, show, end, title."""
+"""CLI ``session`` commands: new, list, show, end, title, prune."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import click
 
 from ..models import Session
 from .app import cli
-from .common import active_or, open_store, show_help_without_command
-from .render import when
+from .common import JSON_OPTION, active_or, open_store, show_help_without_command
+from .params import DURATION
+from .render import json_text, when
 
 # ---------------------------------------------------------------- session
 
@@ -89,3 +92,29 @@ def session_title(session_id: int, title: str | None, clear: bool) -> None:
     with open_store() as store:
         store.set_session_title(session_id, None if clear else title)
     click.echo(f"session {session_id}: " + ("title cleared" if clear else f"title set to {title}"))
+
+
+@session.command("prune", short_help="Delete sessions that ended long ago.")
+@click.option(
+    "--ended-before",
+    "age",
+    required=True,
+    type=DURATION,
+    help="Delete the sessions that ended longer ago than this (30d, 12h...).",
+)
+@click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
+@JSON_OPTION
+def session_prune(age: timedelta, dry_run: bool, as_json: bool) -> None:
+    """Delete ended sessions older than --ended-before with their events, agents and what
+    hangs off them, in short transactions; never an active session."""
+    with open_store() as store:
+        report = store.prune_sessions(ended_before=age, dry_run=dry_run)
+    counts = {"sessions": report.sessions, "events": report.events, "agents": report.agents}
+    if as_json:
+        click.echo(json_text({**counts, "dry_run": dry_run}))
+    else:
+        verb = "would delete" if dry_run else "deleted"
+        click.echo(
+            f"{verb} {report.sessions} session(s), {report.events} event(s), "
+            f"{report.agents} agent(s)"
+        )

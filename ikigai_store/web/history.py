@@ -46,11 +46,11 @@ async def session_timeline(request: Request) -> Response:
     await web.hub.watch_session(session_id)
     controls = await web.store._run(timeline.controls(session_id))
     agents = await web.store._run(timeline.agents(session_id))
-    names = {a.uuid: a.name or a.uuid[:8] for a in agents}
     context = {
         "session": session,
         "controls": controls,
-        "names": names,
+        "names": _names(agents),
+        "forks": _forks(agents),
         "agents": agents,
     }
     if request.query_params.get("view") == "model":
@@ -91,12 +91,27 @@ async def session_tail(request: Request) -> Response:
         {
             "events": rows,
             "controls": controls or timeline.Controls(),
-            "names": {a.uuid: a.name or a.uuid[:8] for a in agents},
+            "names": _names(agents),
+            "forks": _forks(agents),
         },
     )
     if reload:
         response.headers["X-Reload"] = "1"
     return response
+
+
+def _names(agents: list[timeline.AgentNode]) -> dict[str, str]:
+    """How a page names each agent: its name, else the start of its uuid."""
+    return {a.uuid: a.name or a.uuid[:8] for a in agents}
+
+
+def _forks(agents: list[timeline.AgentNode]) -> dict[int, list[timeline.AgentNode]]:
+    """The agents forked at each event (their fork point), for the timeline's markers."""
+    found: dict[int, list[timeline.AgentNode]] = {}
+    for a in agents:
+        if a.parent_uuid is not None:
+            found.setdefault(a.fork_message_id, []).append(a)
+    return found
 
 
 def _model_view(
@@ -144,7 +159,7 @@ async def agent(request: Request) -> Response:
             "parent": parent,
             "children": children,
             "session": await web.store.get_session(found.session_id),
-            "names": {a.uuid: a.name or a.uuid[:8] for a in agents},
+            "names": _names(agents),
             "controls": timeline.Controls(),
         },
         live=f"session:{found.session_id}",

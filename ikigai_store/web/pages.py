@@ -13,7 +13,6 @@ Owns ``Web`` (the server's store, hub, templates and settings, on ``app.state.we
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import resources
@@ -28,11 +27,11 @@ from starlette.templating import Jinja2Templates
 from ..aio import AsyncStore
 from ..errors import InvalidArgument
 from .live import Hub
+from .reads import CONTROLS, visible
 from .security import csrf_ok
 
 __all__ = ["Forbidden", "Web", "int_param", "render", "web_of", "write_form"]
 
-_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 MAX_ID = 2**63 - 1
 
 
@@ -68,7 +67,7 @@ def text(value: object, limit: int | None = None) -> Markup:
         cut = f"… ({len(raw) - limit:,} more characters)"
         raw = raw[:limit]
     escaped = str(escape(raw))
-    shown = _CONTROLS.sub(
+    shown = CONTROLS.sub(
         lambda m: (
             f'<span class="ctl" title="a text direction control">&lt;U+{ord(m[0]):04X}&gt;</span>'
         ),
@@ -112,7 +111,7 @@ def templates() -> Jinja2Templates:
     directory = str(resources.files("ikigai_store.web") / "templates")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(directory), autoescape=True)
     found = Jinja2Templates(env=env)
-    found.env.filters.update(text=text, when=when, ago=ago, duration=duration)
+    found.env.filters.update(text=text, plain=visible, when=when, ago=ago, duration=duration)
     found.env.globals["iso"] = lambda v: v.astimezone(UTC).isoformat() if v else ""
     return found
 

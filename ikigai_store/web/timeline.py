@@ -133,7 +133,7 @@ def _fold_controls(events: list[Message]) -> Controls:
 
 
 def controls(session_id: int) -> Op[Controls]:
-    """The session's ``Controls`` (migration 0019's partial index: only those events, and the
+    """The session's ``Controls`` (migration 0020's partial index: only those events, and the
     events the pops aim at)."""
     rows = yield message_rows("web_session_controls", session_id=session_id)
     return _fold_controls(rows or [])

@@ -43,10 +43,11 @@ ALL = [
     "0016-post-mail",
     "0017-watch-and-notify",
     "0018-timeline-controls",
-    "0019-pop-events",
-    "0020-session-keys",
+    "0019-session-imports",
+    "0020-pop-events",
+    "0021-session-keys",
 ]
-LATEST = 20
+LATEST = 21
 
 
 def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -190,28 +191,23 @@ def test_rollback_really_undoes(ikigai_empty_db_url: str) -> None:
 
 
 def test_post_mail_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back 0020 to 0016 drops post_mail() and sets version 15; applying them again
+    """Rolling back 0021 to 0016 drops post_mail() and sets version 15; applying them again
     restores it."""
     url = ikigai_empty_db_url
     exists = "SELECT count(*) FROM pg_proc WHERE proname = 'post_mail'"
     migrate.apply(url)
     assert _q(url, exists)[0][0] == 1
-    assert migrate.rollback(url, count=5) == [
-        "0020-session-keys",
-        "0019-pop-events",
-        "0018-timeline-controls",
-        "0017-watch-and-notify",
-        "0016-post-mail",
-    ]
+    assert migrate.rollback(url, count=6) == ALL[-1:-7:-1]
+    assert ALL[-6] == "0016-post-mail"
     assert _q(url, exists)[0][0] == 0
     assert _version(url) == 15
-    assert migrate.apply(url) == ALL[-5:]
+    assert migrate.apply(url) == ALL[-6:]
     assert _q(url, exists)[0][0] == 1
     assert _version(url) == LATEST
 
 
 def test_watch_and_notify_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back 0020 to 0017 removes 0017's tables, column and triggers, and new mail
+    """Rolling back 0021 to 0017 removes 0017's tables, column and triggers, and new mail
     still notifies ikigai_mail; applying them again restores them."""
     url = ikigai_empty_db_url
     added = {"watchers", "lease_waits", "session_listeners"}
@@ -221,24 +217,19 @@ def test_watch_and_notify_rollback(ikigai_empty_db_url: str) -> None:
     )
     migrate.apply(url)
     assert added <= _tables(url) and _q(url, parent)[0][0] == 1
-    assert migrate.rollback(url, count=4) == [
-        "0020-session-keys",
-        "0019-pop-events",
-        "0018-timeline-controls",
-        "0017-watch-and-notify",
-    ]
+    assert migrate.rollback(url, count=5) == ALL[-1:-6:-1]
     assert not added & _tables(url) and _q(url, parent)[0][0] == 0
     assert _version(url) == 16
     triggers = _q(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
     assert ("mail_recipients_notify_insert",) in triggers
     assert not [t for (t,) in triggers if t.startswith(("tasks_notify", "leases_notify"))]
-    assert migrate.apply(url) == ALL[-4:]
+    assert migrate.apply(url) == ALL[-5:]
     assert added <= _tables(url)
     assert _version(url) == LATEST
 
 
 def test_timeline_controls_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back 0020 to 0018 drops the timeline's partial index and sets version 17;
+    """Rolling back 0021 to 0018 drops the timeline's partial index and sets version 17;
     applying them again builds the index again."""
     url = ikigai_empty_db_url
     index = (
@@ -247,14 +238,14 @@ def test_timeline_controls_rollback(ikigai_empty_db_url: str) -> None:
     )
     migrate.apply(url)
     assert _q(url, index)[0][0] == 1
-    assert migrate.rollback(url, count=3) == ALL[:-4:-1]
+    assert migrate.rollback(url, count=4) == ALL[-1:-5:-1]
     assert _q(url, index)[0][0] == 0 and _version(url) == 17
-    assert migrate.apply(url) == ALL[-3:]
+    assert migrate.apply(url) == ALL[-4:]
     assert _q(url, index)[0][0] == 1 and _version(url) == LATEST
 
 
 def test_pop_events_and_session_keys_rollback(ikigai_empty_db_url: str) -> None:
-    """0019 lets 'pop' events in and swaps the controls index for one that covers pops; 0020
+    """0020 lets 'pop' events in and swaps the controls index for one that covers pops; 0021
     adds session_keys. Rolling both back restores 0018's index and kinds (the CHECK is left NOT
     VALID when pops are stored) and drops session_keys; applying them again restores them."""
     url = ikigai_empty_db_url
@@ -273,8 +264,8 @@ def test_pop_events_and_session_keys_rollback(ikigai_empty_db_url: str) -> None:
         "INSERT INTO messages (session_id, kind, data) SELECT session_id, 'pop', "
         "jsonb_build_object('target_message_id', id) FROM messages",
     )
-    assert migrate.rollback(url, count=2) == ["0020-session-keys", "0019-pop-events"]
-    assert "session_keys" not in _tables(url) and _version(url) == 18
+    assert migrate.rollback(url, count=2) == ["0021-session-keys", "0020-pop-events"]
+    assert "session_keys" not in _tables(url) and _version(url) == 19
     [(name, definition)] = _q(url, indexdef)
     assert name == "idx_messages_session_controls" and "'pop'" not in definition
     [(valid,)] = _q(

@@ -104,6 +104,51 @@
     if (e.persisted) { connect(); heard({ type: "reset" }); }
   });
 
+  // A rewind draws an arrow, in the timeline's left gutter, back up to the mark it returned
+  // to (when both are on the page); redrawn when the list changes or the window resizes.
+  const SVG = "http://www.w3.org/2000/svg";
+  function drawRewinds(list) {
+    list.querySelectorAll(":scope > svg.rewinds").forEach((old) => old.remove());
+    const rewinds = Array.from(list.querySelectorAll("li.kind-rewind[data-target]"));
+    const arrows = rewinds
+      .map((r) => [r, document.getElementById(`e${r.dataset.target}`)])
+      .filter(([, mark]) => mark && mark.parentElement === list);
+    if (!arrows.length) { return; }
+    const svg = document.createElementNS(SVG, "svg");
+    svg.setAttribute("class", "rewinds");
+    svg.setAttribute("aria-hidden", "true");
+    svg.setAttribute("width", "30");
+    svg.setAttribute("height", String(list.scrollHeight));
+    const defs = document.createElementNS(SVG, "defs");
+    const marker = document.createElementNS(SVG, "marker");
+    marker.setAttribute("id", "rewind-head");
+    for (const [k, v] of Object.entries({ viewBox: "0 0 6 6", refX: "5", refY: "3", markerWidth: "6", markerHeight: "6", orient: "auto" })) {
+      marker.setAttribute(k, v);
+    }
+    const head = document.createElementNS(SVG, "path");
+    head.setAttribute("d", "M0,0 L6,3 L0,6 z");
+    marker.appendChild(head);
+    defs.appendChild(marker);
+    svg.appendChild(defs);
+    arrows.forEach(([rewind, mark], i) => {
+      const x = 20 - (i % 3) * 6;
+      const from = rewind.offsetTop + 14;
+      const to = mark.offsetTop + 14;
+      const path = document.createElementNS(SVG, "path");
+      path.setAttribute("d", `M 29 ${from} H ${x} V ${to} H 28`);
+      path.setAttribute("marker-end", "url(#rewind-head)");
+      svg.appendChild(path);
+    });
+    list.prepend(svg);
+  }
+  function drawAll() { document.querySelectorAll("ol.events").forEach(drawRewinds); }
+  document.addEventListener("ikigai:updated", (e) => {
+    if (e.target.matches && e.target.matches("ol.events")) { drawRewinds(e.target); }
+  });
+  window.addEventListener("resize", drawAll);
+  document.addEventListener("DOMContentLoaded", drawAll);
+  if (document.readyState !== "loading") { drawAll(); }
+
   // Write actions ask before they act.
   document.addEventListener("submit", (e) => {
     const question = e.target.dataset && e.target.dataset.confirm;

@@ -1,10 +1,10 @@
--- Undo 0019: the version goes back to 18, 0018's partial index (mark, rewind, clear) is built
--- again CONCURRENTLY and 0019's dropped, and the kind CHECK loses 'pop' (left NOT VALID when
+-- Undo 0020: the version goes back to 19, 0018's partial index (mark, rewind, clear) is built
+-- again CONCURRENTLY and 0020's dropped, and the kind CHECK loses 'pop' (left NOT VALID when
 -- pop events are stored: rolling a migration back never deletes events). Runs outside a
--- transaction like 0019: statement i from the end undoes statement i of 0019. Idempotent.
+-- transaction like 0020: statement i from the end undoes statement i of 0020. Idempotent.
 DO $$
 BEGIN
-    UPDATE schema_metadata SET schema_version = 18 WHERE schema_version = 19;
+    UPDATE schema_metadata SET schema_version = 19 WHERE schema_version = 20;
     IF EXISTS (SELECT 1 FROM pg_index
                WHERE indexrelid = to_regclass('idx_messages_session_controls')
                  AND NOT indisvalid) THEN

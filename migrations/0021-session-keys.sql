@@ -3,7 +3,7 @@
 -- sessions, so the same key always finds the same session, whoever asks first. Invariants: a
 -- (namespace, key) names at most one session (primary key: two racing first uses cannot make
 -- two); a session may have several keys; deleting a session deletes its keys.
--- depends: 0019-pop-events
+-- depends: 0020-pop-events
 
 CREATE TABLE IF NOT EXISTS session_keys (
     namespace TEXT NOT NULL,
@@ -15,4 +15,4 @@ CREATE TABLE IF NOT EXISTS session_keys (
 
 CREATE INDEX IF NOT EXISTS idx_session_keys_session ON session_keys (session_id);
 
-UPDATE schema_metadata SET schema_version = 20 WHERE schema_version < 20;
+UPDATE schema_metadata SET schema_version = 21 WHERE schema_version < 21;

@@ -9,7 +9,7 @@
 -- first: applying the migration again resumes). Statement i from the end of the rollback undoes
 -- statement i here.
 -- transactional: false
--- depends: 0018-timeline-controls
+-- depends: 0019-session-imports
 
 DO $$
 BEGIN
@@ -41,4 +41,4 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS idx_messages_session_replay_controls
 
 DROP INDEX CONCURRENTLY IF EXISTS idx_messages_session_controls;
 
-UPDATE schema_metadata SET schema_version = 19 WHERE schema_version < 19;
+UPDATE schema_metadata SET schema_version = 20 WHERE schema_version < 20;
