@@ -26,8 +26,9 @@ ORDER BY session_id, id;
 --   after the newest clear and before the pop, not a clear or a pop, not gone and not cut.
 -- Then it reads the newest events of each stretch between cut spans (spans nest or are apart:
 -- a rewind's mark is in the context, so never inside an earlier span), at most :lim from each.
--- The control events are gathered into arrays once (the fold reads the n-th of each: no scan
--- per step). The fold terminates: each step takes the next control event (n + 1) and it stops
+-- The control events are gathered into arrays once (MATERIALIZED: referenced once, the CTE
+-- would otherwise be inlined into the fold's step and gathered again at every step; the fold
+-- reads the n-th element of each array). The fold terminates: each step takes the next control event (n + 1) and it stops
 -- after the last (n < total).
 WITH RECURSIVE
 wall AS (
@@ -35,7 +36,7 @@ wall AS (
     FROM messages
     WHERE session_id = :session_id AND kind = 'clear'
 ),
-controls AS (
+controls AS MATERIALIZED (
     SELECT count(*) AS total,
            array_agg(c.id ORDER BY c.id) AS ids,
            array_agg(c.kind ORDER BY c.id) AS kinds,

@@ -143,7 +143,8 @@ def bench(url: str, big_n: int, rounds: int, per_round: int) -> list[Row]:
 
         def bare() -> None:
             raw.execute(
-                "SELECT data FROM messages WHERE session_id = %s ORDER BY id DESC LIMIT 50",
+                "SELECT data FROM messages WHERE session_id = %s "
+                "ORDER BY session_id DESC, id DESC LIMIT 50",
                 (sids["big"],),
             ).fetchall()
 
