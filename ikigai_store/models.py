@@ -301,8 +301,9 @@ class Mark:
 
 @dataclass(slots=True)
 class ReplayContext:
-    """The context an LLM sees after replay, the live mark stack, and the rewinds skipped since the
-    newest clear (their target was no longer on the stack)."""
+    """The context an LLM sees after replay, the live mark stack, and the rewinds and pops
+    skipped since the newest clear (their target was no longer on the stack, or in the
+    context)."""
 
     messages: list[Message] = field(default_factory=list)
     marks: list[Mark] = field(default_factory=list)

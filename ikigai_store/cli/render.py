@@ -219,7 +219,7 @@ def describe(msg: Message) -> str:
 
 
 def echo_context(ctx: ReplayContext, indent: str = "", *, agents: bool = False) -> None:
-    """Print a replayed context: the messages, the mark stack, the skipped rewinds.
+    """Print a replayed context: the messages, the mark stack, the skipped rewinds and pops.
 
     ``agents=True`` adds a column with each message's agent (short uuid prefix).
     """
@@ -241,7 +241,7 @@ def echo_context(ctx: ReplayContext, indent: str = "", *, agents: bool = False) 
         click.echo(f"{indent}Marks: none")
     if ctx.skipped:
         ids = ", ".join(f"#{i}" for i in ctx.skipped)
-        click.echo(f"{indent}Skipped rewinds (target mark no longer on the stack): {ids}")
+        click.echo(f"{indent}Skipped rewinds and pops (target no longer there): {ids}")
 
 
 def echo_hits(hits: Sequence[SearchHit], indent: str = "") -> None:

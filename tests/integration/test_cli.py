@@ -132,7 +132,7 @@ def test_replay_shows_skipped_rewind(ikigai_db_url: str) -> None:
     out = ok(ikigai_db_url, "replay", "--session", str(sid))
     assert context_rows(out) == [(u, "user")]
     assert "Marks: none" in out
-    assert f"Skipped rewinds (target mark no longer on the stack): #{rw}" in out
+    assert f"Skipped rewinds and pops (target no longer there): #{rw}" in out
 
 
 def test_replay_truncates_long_content(ikigai_db_url: str) -> None:
