@@ -556,3 +556,25 @@ def test_an_inbox_pages_by_before(
     ids = [int(i) for i in re.findall(r'<tr class="mail state-\w+" data-id="(\d+)"', rest)]
     assert ids == sent[::-1][50:]
     assert "older" not in rest
+
+
+def test_a_pop_is_shown_and_its_target_struck(
+    client: TestClient, ikigai_module_store: ik.Store
+) -> None:
+    """A timeline marks the event a pop removed as popped (not live), and the pop links to it;
+    the events replay keeps stay live."""
+    store = ikigai_module_store
+    sid = store.create_session("pops")
+    kept = store.append(sid, "user", "kept")
+    dropped = store.append(sid, "assistant", "dropped")
+    assert store.pop_session(sid) == dropped
+    pop = store.messages(sid)[-1]
+    page = client.get(f"/sessions/{sid}").text
+    states = {
+        int(i): classes.split()
+        for classes, i in re.findall(r'<li class="event ([^"]*)" id="e(\d+)"', page)
+    }
+    assert "live" in states[kept.id]
+    assert "popped" in states[dropped.id] and "live" not in states[dropped.id]
+    assert "pop" in states[pop.id] and "live" not in states[pop.id]
+    assert f"popped #{dropped.id}" in page
