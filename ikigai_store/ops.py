@@ -162,9 +162,10 @@ def statement(name: str, /, **params: Any) -> Call:
     return Call(name, params, "statement")
 
 
-def copy_out(name: str, sink: Callable[[bytes], object], /, **params: Any) -> Call:
+def copy_out(name: str, sink: Callable[[memoryview], object], /, **params: Any) -> Call:
     """A ``COPY ... TO STDOUT`` call: ``sink`` gets each block of its output as it arrives
-    (constant memory); its result is the number of rows copied."""
+    (a memoryview valid during the call; constant memory); its result is the number of rows
+    copied."""
     return Call(name, params, "copy_out", sink)
 
 
@@ -421,7 +422,7 @@ def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
         if call.shape == "copy_out":
             with cur.copy(sql, params) as copy:
                 for block in copy:
-                    call.stream(bytes(block))
+                    call.stream(block)
             return cur.rowcount
         if call.shape == "copy_in":
             with cur.copy(sql, params) as copy:
@@ -447,7 +448,7 @@ async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
         if call.shape == "copy_out":
             async with cur.copy(sql, params) as copy:
                 async for block in copy:
-                    call.stream(bytes(block))
+                    call.stream(block)
             return cur.rowcount
         if call.shape == "copy_in":
             async with cur.copy(sql, params) as copy:

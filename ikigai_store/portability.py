@@ -124,19 +124,29 @@ def _opened(file: File, mode: str) -> Iterator[IO[bytes]]:
 
 
 class _Sink:
-    """Writes blocks to the file, counting lines and bytes and hashing them."""
+    """Writes what COPY hands over (a row at a time) to the file in 64 KiB blocks, counting
+    lines and bytes and hashing them: per row, only an append to a buffer."""
 
     def __init__(self, out: IO[bytes]) -> None:
         self.out = out
         self.hash = hashlib.sha256()
         self.lines = 0
         self.bytes = 0
+        self._buffer = bytearray()
 
-    def __call__(self, block: bytes) -> None:
-        self.out.write(block)
-        self.hash.update(block)
-        self.lines += block.count(b"\n")
-        self.bytes += len(block)
+    def __call__(self, block: bytes | memoryview) -> None:
+        self._buffer += block
+        if len(self._buffer) >= _BLOCK:
+            self.flush()
+
+    def flush(self) -> None:
+        block = self._buffer
+        if block:
+            self.out.write(block)
+            self.hash.update(block)
+            self.lines += block.count(b"\n")
+            self.bytes += len(block)
+            self._buffer = bytearray()
 
 
 @atomic
@@ -173,6 +183,7 @@ def export_session(session_id: int, file: File) -> Op[ExportSummary]:
         at = {"session_id": session_id, "horizon": head["horizon"]}
         yield copy_out("export_agents", sink, **at)
         yield copy_out("export_events", sink, **at)
+        sink.flush()
         digest = sink.hash.hexdigest()
         trailer = {"type": "end", "lines": sink.lines, "sha256": digest}
         out.write(json.dumps(trailer).encode() + b"\n")

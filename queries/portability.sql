@@ -37,15 +37,21 @@ COPY (
 
 -- name: export_events(session_id, horizon)
 -- The session's events up to the horizon in id order (the index on messages (session_id,
--- id): no sort), as JSON lines passed through verbatim. row_to_json writes compact JSON a
--- little faster than json_build_object (1.15x vs 1.4x the plain COPY of the same rows, for
--- 100,000 events).
+-- id): no sort), as JSON lines passed through verbatim: the keys of row_to_json's object,
+-- each value made JSON by to_json (text escaped, the time in ISO 8601) or as stored (data),
+-- concatenated. For 100,000 events this costs the server what converting the same rows to
+-- COPY's text format does (208 vs 190 ms), where row_to_json costs 290 ms and
+-- json_build_object more.
 COPY (
-    SELECT CAST(row_to_json(line) AS text)
-    FROM (SELECT 'event' AS type, m.id, m.agent_uuid, m.kind, m.content, m.data, m.created_at
-          FROM messages AS m
-          WHERE m.session_id = :session_id AND m.id <= :horizon
-          ORDER BY m.id) AS line
+    SELECT '{"type":"event","id":' || m.id
+           || ',"agent_uuid":' || coalesce(CAST(to_json(m.agent_uuid) AS text), 'null')
+           || ',"kind":' || CAST(to_json(m.kind) AS text)
+           || ',"content":' || coalesce(CAST(to_json(m.content) AS text), 'null')
+           || ',"data":' || coalesce(CAST(m.data AS text), 'null')
+           || ',"created_at":' || CAST(to_json(m.created_at) AS text) || '}'
+    FROM messages AS m
+    WHERE m.session_id = :session_id AND m.id <= :horizon
+    ORDER BY m.id
 ) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01');
 
 -- name: import_stage()!
