@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import Conflict, DatabaseError, NotFound
+from ..models import ReplayContext
 from . import timeline
 from .pages import int_param, render, web_of
 
@@ -115,11 +116,9 @@ def _forks(agents: list[timeline.AgentNode]) -> dict[int, list[timeline.AgentNod
 
 
 def _model_view(
-    request: Request, replayed: object, context: dict[str, object], *, live: str
+    request: Request, replayed: ReplayContext, context: dict[str, object], *, live: str
 ) -> Response:
-    from ..models import ReplayContext
-
-    assert isinstance(replayed, ReplayContext)
+    """The replayed context (``replay_session``'s or ``replay_agent``'s), a page of it."""
     total = len(replayed.messages)
     pages = max(1, -(-total // MODEL_PAGE))
     number = min(max(int_param(request, "page") or 1, 1), pages)
