@@ -152,7 +152,7 @@ class _Sink:
 @atomic
 def _head(session_id: int) -> Op[dict[str, Any]]:
     """The session's line and the export's horizon, once the appends in flight are in."""
-    locked = yield one("export_lock", session_id=session_id)
+    locked = yield one("session_wait_appends", session_id=session_id)
     if locked is None:
         yield from require_session(session_id)
     head: dict[str, Any] = yield one("export_head", session_id=session_id)

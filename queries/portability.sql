@@ -8,12 +8,6 @@
 -- lines back through the same kind of COPY into a temporary table, checks them, and inserts
 -- the session, its agents and its events under new ids, all in one transaction.
 
--- name: export_lock(session_id)^
--- Wait until the session's appends in flight have committed (each holds the session row FOR
--- SHARE from before it takes its id: queries/messages.sql), so that the newest event id read
--- next in this transaction bounds a complete prefix of the session. Held for an instant.
-SELECT s.id FROM sessions AS s WHERE s.id = :session_id FOR NO KEY UPDATE;
-
 -- name: export_head(session_id)^
 -- The session's line and the export's horizon: its newest event id (0: none).
 SELECT CAST(json_build_object('type', 'session', 'id', s.id, 'title', s.title,

@@ -61,3 +61,13 @@ named AS (
 SELECT session_id FROM found
 UNION ALL
 SELECT session_id FROM named;
+
+-- name: session_wait_appends(session_id)^
+-- Wait until every append to the session in flight has committed or rolled back: each holds
+-- the session row FOR SHARE from before it takes its id (queries/messages.sql), and FOR NO
+-- KEY UPDATE conflicts with it; appends that start meanwhile wait for this transaction and
+-- take later ids. So the events read next in this transaction (a new snapshot, READ
+-- COMMITTED) up to the newest id read are all there will ever be: a follower resuming from
+-- that id skips nothing (BIGSERIAL ids alone commit out of order). Used by the web view's
+-- timeline tail and by export_session's horizon. No row: no such session.
+SELECT s.id FROM sessions AS s WHERE s.id = :session_id FOR NO KEY UPDATE;

@@ -1,8 +1,8 @@
 -- The web view (ikigai_store/web/): the reads its pages need that no operation offers, shaped
 -- for a page: a bounded number of rows, long texts cut short in the database (an agent's 1 MB
 -- body costs a page 2,000 characters, not a megabyte), and keyset paging by id so the hundredth
--- page of a big session costs what the first one does. Nothing here writes, except
--- web_session_tail's lock, which only waits for the session's appends in flight.
+-- page of a big session costs what the first one does. Nothing here writes (the timeline's
+-- tail also takes queries/sessions.sql's session_wait_appends, which only waits).
 
 -- name: web_sessions(q, before_id, lim)
 -- Sessions newest first: those whose title contains :q (case-insensitive; NULL: every
@@ -72,15 +72,6 @@ ORDER BY id;
 -- name: web_lock_timeout()^
 -- web_session_tail waits at most 200 ms for the appends in flight (this transaction only).
 SELECT set_config('lock_timeout', '200ms', true) AS lock_timeout;
-
--- name: web_session_tail_lock(session_id)^
--- Wait until every append to the session in flight has committed or rolled back: each holds
--- the session row FOR SHARE from before it takes its id (queries/messages.sql) to its commit,
--- and FOR NO KEY UPDATE conflicts with it. Appends that start meanwhile wait for this
--- transaction and take later ids. So the events read next in this transaction above an id
--- are all there will ever be up to the newest one read: a follower resuming from the newest
--- id it saw skips nothing (BIGSERIAL ids alone commit out of order).
-SELECT s.id FROM sessions AS s WHERE s.id = :session_id FOR NO KEY UPDATE;
 
 -- name: web_agents(session_id)
 -- Every agent of the session, oldest first, with the ids of the first and the newest event it

@@ -39,7 +39,7 @@ from ..plans import DECISIONS
 from ..reviews import REVIEW_TRANSITIONS
 from ..validate import check_name
 from . import reads
-from .pages import int_param, render, text, web_of, write_form
+from .pages import int_param, keyset_page, render, text, web_of, write_form
 
 __all__ = ["routes"]
 
@@ -117,14 +117,13 @@ async def identity(request: Request) -> Response:
     counts = await web.store.mail.counts(name)
     items: list[Any] = []
     sent: list[Any] = []
-    more = False
+    next_before = None
     if tab == "sent":
         # mail.sent has no before= (newest PAGE only).
         sent = await web.store.mail.sent(name, limit=PAGE)
     else:
-        items = await web.store.mail.inbox(name, state=states[tab], limit=PAGE + 1, before=before)
-        more = len(items) > PAGE
-        items = items[:PAGE]
+        found = await web.store.mail.inbox(name, state=states[tab], limit=PAGE + 1, before=before)
+        items, next_before = keyset_page(found, PAGE, lambda item: int(item.mail.id))
     # Heard: mail to this identity becoming unread. Not heard: its own state changes (ack,
     # archive...) and what it sends: the Sent tab refreshes with the next mail it receives.
     return render(
@@ -137,7 +136,7 @@ async def identity(request: Request) -> Response:
             "tabs": [t for t, _ in TABS],
             "items": items,
             "sent": sent,
-            "next_before": items[-1].mail.id if more else None,
+            "next_before": next_before,
         },
         fragment="_mailbox.html",
         live=f"mail:{who.id}",
@@ -315,8 +314,7 @@ async def reviews(request: Request) -> Response:
     state = _choice(request, "state", REVIEW_STATES)
     before = int_param(request, "before")
     rows = await web.store.reviews.list(state=state, limit=PAGE + 1, before=before)
-    more = len(rows) > PAGE
-    rows = rows[:PAGE]
+    rows, next_before = keyset_page(rows, PAGE, lambda row: int(row.id))
     # Heard: every review event mails its audience (mail:*); a refreshed list follows.
     return render(
         request,
@@ -325,7 +323,7 @@ async def reviews(request: Request) -> Response:
             "rows": rows,
             "state": state or "",
             "states": REVIEW_STATES,
-            "next_before": rows[-1].id if more else None,
+            "next_before": next_before,
         },
         fragment="_reviews.html",
         live="mail:*",
@@ -371,8 +369,7 @@ async def plans(request: Request) -> Response:
     state = _choice(request, "state", PLAN_STATES)
     before = int_param(request, "before")
     rows = await web.store.plans.list(state=state, limit=PAGE + 1, before=before)
-    more = len(rows) > PAGE
-    rows = rows[:PAGE]
+    rows, next_before = keyset_page(rows, PAGE, lambda row: int(row.id))
     # Heard: a submission or a decision mails the other side (mail:*); not heard: a plan
     # submitted to its own requester (nobody is mailed).
     return render(
@@ -383,7 +380,7 @@ async def plans(request: Request) -> Response:
             "state": state or "",
             "states": PLAN_STATES,
             "decisions": DECISIONS,
-            "next_before": rows[-1].id if more else None,
+            "next_before": next_before,
         },
         fragment="_plans.html",
         live="mail:*",
@@ -471,8 +468,7 @@ async def activity(request: Request) -> Response:
     rows = await web.store.activities.feed(
         identity=who, activity_type=kind, limit=PAGE + 1, before=before
     )
-    more = len(rows) > PAGE
-    rows = rows[:PAGE]
+    rows, next_before = keyset_page(rows, PAGE, lambda row: int(row.id))
     # Activities have no channel of their own: most are written with mail (reviews, plans),
     # a task completion or a lease change, so the feed refreshes on those; the others
     # (commit, decision, heartbeat... recorded alone) show at the next change, or on reload.
@@ -484,7 +480,7 @@ async def activity(request: Request) -> Response:
             "identity": who or "",
             "type": kind or "",
             "types": ACTIVITY_TYPES,
-            "next_before": rows[-1].id if more else None,
+            "next_before": next_before,
             "paged": before is not None,
         },
         fragment="_activity.html",

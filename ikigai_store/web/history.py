@@ -16,7 +16,7 @@ from starlette.routing import Route
 from ..errors import Conflict, DatabaseError, NotFound
 from ..models import ReplayContext
 from . import timeline
-from .pages import int_param, render, web_of
+from .pages import int_param, keyset_page, render, web_of
 
 __all__ = ["routes"]
 
@@ -29,12 +29,11 @@ async def sessions(request: Request) -> Response:
     q = (request.query_params.get("q") or "").strip()[:200] or None
     before = int_param(request, "before")
     rows = await web.store._run(timeline.sessions_page(q, before))
-    more = len(rows) > timeline.SESSIONS_PAGE
-    rows = rows[: timeline.SESSIONS_PAGE]
+    rows, next_before = keyset_page(rows, timeline.SESSIONS_PAGE, lambda row: row.id)
     return render(
         request,
         "sessions.html",
-        {"rows": rows, "q": q or "", "next_before": rows[-1].id if more else None},
+        {"rows": rows, "q": q or "", "next_before": next_before},
         live="",
     )
 

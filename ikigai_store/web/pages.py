@@ -13,10 +13,11 @@ Owns ``Web`` (the server's store, hub, templates and settings, on ``app.state.we
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import jinja2
 from markupsafe import Markup, escape
@@ -30,7 +31,7 @@ from .live import Hub
 from .reads import CONTROLS, visible
 from .security import csrf_ok
 
-__all__ = ["Forbidden", "Web", "int_param", "render", "web_of", "write_form"]
+__all__ = ["Forbidden", "Web", "int_param", "keyset_page", "render", "web_of", "write_form"]
 
 MAX_ID = 2**63 - 1
 
@@ -149,6 +150,18 @@ def int_param(request: Request, name: str, *, path: bool = False) -> int | None:
     if not str(raw).isdigit() or int(raw) > MAX_ID:
         raise InvalidArgument(f"{name} must be a non-negative integer, got {str(raw)[:40]!r}")
     return int(raw)
+
+
+R = TypeVar("R")
+
+
+def keyset_page(rows: list[R], size: int, key: Callable[[R], int]) -> tuple[list[R], int | None]:
+    """A page of ``rows`` (read one more than ``size``, to know whether more follow) and the
+    id the next page starts below (None: this is the last page)."""
+    if len(rows) <= size:
+        return rows, None
+    rows = rows[:size]
+    return rows, key(rows[-1])
 
 
 async def write_form(request: Request) -> dict[str, str]:

@@ -10,7 +10,7 @@ Owns the reads of the history pages (``sessions_page``, ``events_page``, ``tail`
   events the pops aim at only (the others are merely appended: leaving them out changes no
   verdict), so the timeline agrees with ``replay_session`` without replaying it;
 - ``tail`` returns every event committed after an id, and none can commit later with a lower
-  id (it waits for the appends in flight: ``web_session_tail_lock``).
+  id (it waits for the appends in flight: ``session_wait_appends``).
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def tail(session_id: int, after: int) -> Op[list[EventRow]]:
     flight are done: nothing can commit later with an id at or below the newest returned."""
     check_id(session_id, "session_id")
     yield one("web_lock_timeout")
-    locked = yield one("web_session_tail_lock", session_id=session_id)
+    locked = yield one("session_wait_appends", session_id=session_id)
     if locked is None:
         yield from require_session(session_id)
     rows = yield many("web_events_after", session_id=session_id, after_id=after, lim=PAGE)

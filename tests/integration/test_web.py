@@ -229,7 +229,7 @@ def test_hub_resumes_from_its_buffer_or_resets() -> None:
 
 def test_tail_waits_for_appends_in_flight(ikigai_db_url: str) -> None:
     """An append that took its id first but commits last is not skipped: the tail after the
-    other's id waits for it (web_session_tail_lock), so following by id is safe."""
+    other's id waits for it (session_wait_appends), so following by id is safe."""
     store = ik.Store(ikigai_db_url, pool_size=3)
     try:
         sid = store.create_session("tail")
