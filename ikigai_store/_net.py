@@ -1,12 +1,12 @@
 """Addresses, for the servers that must tell loopback from the rest (the MCP server, its hooks
-endpoint, the web view). Owns ``is_loopback`` and ``hostname``; no I/O."""
+endpoint, the web view). Owns ``is_loopback``, ``hostname`` and ``bound_port``; no I/O."""
 
 from __future__ import annotations
 
 import ipaddress
 from urllib.parse import urlsplit
 
-__all__ = ["hostname", "is_loopback"]
+__all__ = ["bound_port", "hostname", "is_loopback"]
 
 
 def is_loopback(host: str | None) -> bool:
@@ -28,3 +28,12 @@ def hostname(url: str) -> str | None:
         return urlsplit(url).hostname
     except ValueError:
         return None
+
+
+def bound_port(server: object, default: int) -> int:
+    """The port a started uvicorn ``server`` listens on (what ``--port 0`` chose), else
+    ``default``."""
+    for listening in getattr(server, "servers", ()):
+        for sock in listening.sockets:
+            return int(sock.getsockname()[1])
+    return default

@@ -34,7 +34,7 @@ from mcp.server.stdio import stdio_server
 from pydantic import BaseModel, ValidationError
 
 from .. import __version__
-from .._net import is_loopback
+from .._net import bound_port, is_loopback
 from ..aio import AsyncStore, open_async
 from ..errors import IkigaiStoreError, InvalidArgument
 from ..hooks.context import agent_role, project_key
@@ -283,7 +283,7 @@ async def serve_http(
                         return
                     await anyio.sleep(0.01)
                 if ready is not None:
-                    ready(_bound_port(server, port))
+                    ready(bound_port(server, port))
         finally:
             try:
                 await face.close()
@@ -291,13 +291,6 @@ async def serve_http(
                 if hooks is not None:
                     with anyio.CancelScope(shield=True):
                         await anyio.to_thread.run_sync(hooks.close)
-
-
-def _bound_port(server: Any, default: int) -> int:
-    for listening in getattr(server, "servers", ()):
-        for sock in listening.sockets:
-            return int(sock.getsockname()[1])
-    return default
 
 
 def run(

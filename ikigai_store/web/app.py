@@ -26,12 +26,13 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from .._net import bound_port, is_loopback
 from ..aio import AsyncStore, open_async
 from ..errors import DatabaseUnavailable, IkigaiStoreError, InvalidArgument, NotFound
 from . import coordination, history
 from .live import Hub
 from .pages import Forbidden, Web, render, templates, web_of
-from .security import Guard, is_loopback
+from .security import Guard
 
 __all__ = ["create_app", "serve"]
 
@@ -178,16 +179,9 @@ async def serve(
                     return
                 await asyncio.sleep(0.01)
             if ready is not None:
-                ready(_bound_port(server, port))
+                ready(bound_port(server, port))
             await starting
         finally:
             closer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await closer
-
-
-def _bound_port(server: object, default: int) -> int:
-    for listening in getattr(server, "servers", ()):
-        for sock in listening.sockets:
-            return int(sock.getsockname()[1])
-    return default

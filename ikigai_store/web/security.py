@@ -29,7 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._net import hostname, is_loopback
 
-__all__ = ["COOKIE", "Guard", "csrf_ok", "is_loopback"]
+__all__ = ["COOKIE", "Guard", "csrf_ok"]
 
 #: The cookie that carries the token after a ``?token=`` visit.
 COOKIE = "ikigai_web_token"
