@@ -24,7 +24,7 @@ from typing import Any
 
 from .errors import Conflict, InvalidArgument, NotFound
 from .models import Identity, Lease
-from .ops import Area, FaceT, Op, atomic, many, one, operation
+from .ops import Area, FaceT, Op, many, one, operation
 from .validate import check_duration, check_text, identity_name
 
 __all__ = [
@@ -94,7 +94,6 @@ def _describe(blockers: list[Lease]) -> str:
     return f"held shared by {names}{more} until {first.expires_at.isoformat()}"
 
 
-@atomic
 def acquire(
     holder: str | Identity, resource: str, *, ttl: timedelta | float, exclusive: bool = True
 ) -> Op[Lease]:
@@ -114,9 +113,16 @@ def acquire(
     if not isinstance(exclusive, bool):
         raise InvalidArgument(f"exclusive must be a bool, got {exclusive!r}")
     for _ in range(_RETRIES):
-        row = yield one(
-            "leases_acquire", holder=name, resource=res, exclusive=exclusive, ttl=length
-        )
+        # One statement, atomic by itself: a refusal is an exclusion violation that undoes it
+        # whole (the holder's replaced lease included), so no transaction is opened around it.
+        try:
+            row = yield one(
+                "leases_acquire", holder=name, resource=res, exclusive=exclusive, ttl=length
+            )
+        except Conflict as exc:
+            if exc.constraint != EXCLUSION:
+                raise
+            row = None
         if row is not None:
             return Lease.from_row(row)
         rows = yield many("leases_refusal", holder=name, resource=res, exclusive=exclusive)
@@ -134,7 +140,7 @@ def acquire(
                 sqlstate="23P01",
             )
         # The lease that refused this one ended (or was replaced) before it could be named:
-        # ask again (the replaced own lease is still deleted in this transaction: harmless).
+        # ask again.
     raise Conflict(
         f"the lease on {res!r} for {name!r} was refused {_RETRIES} times by leases that "
         "ended at once: try again",

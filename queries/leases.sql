@@ -5,20 +5,23 @@
 
 -- name: leases_acquire(holder, resource, exclusive, ttl)^
 -- Grant :holder (existing, not retired) a lease on :resource for :ttl from now, in one
--- statement: the holder's own leases on the resource (any mode) are replaced, a few expired
--- leases anywhere are swept (so no cleanup job is needed), and the insert is refused by
--- leases_exclusion (ON CONFLICT DO NOTHING: after waiting for a racing grant to commit or roll
--- back) when another holder's live lease conflicts. The scalar subqueries make the deletes run
--- before the insert checks the constraint (rows deleted by this statement conflict with
--- nothing). No row: refused or no such holder; the caller rolls the replacement back and
--- asks leases_refusal why.
+-- statement, atomic by itself (no transaction around it): the holder's own leases on the
+-- resource (any mode) are replaced, a few expired leases anywhere are swept (so no cleanup
+-- job is needed), and the insert is refused by leases_exclusion (ON CONFLICT DO NOTHING:
+-- after waiting for a racing grant to commit or roll back; a plain insert would deadlock with
+-- it) when another holder's live lease conflicts. A refusal that replaced one of the holder's
+-- own leases raises lease_refused() (exclusion_violation, migration 0022), which undoes the
+-- whole statement; any other refusal returns no row (what it swept stays swept: expired
+-- leases). The scalar subqueries make the deletes run before the insert checks the
+-- constraint (rows deleted by this statement conflict with nothing). A grant notifies
+-- ikigai_lease on commit: the holder, and each swept lease's holder. No row: refused, or no
+-- such holder (leases_refusal says which).
 WITH me AS (
     SELECT id FROM identities WHERE name = :holder AND retired_at IS NULL
 ), mine AS (
-    DELETE FROM leases AS l
-    USING me
-    WHERE l.resource = :resource AND l.holder_id = me.id
-    RETURNING l.id
+    DELETE FROM leases
+    WHERE resource = :resource AND holder_id = (SELECT id FROM me)
+    RETURNING id
 ), swept AS (
     DELETE FROM leases
     WHERE id IN (SELECT x.id FROM leases AS x
@@ -28,15 +31,24 @@ WITH me AS (
                  ORDER BY x.expires_at
                  LIMIT 16
                  FOR UPDATE SKIP LOCKED)
-    RETURNING id
+    RETURNING holder_id
+), granted AS (
+    INSERT INTO leases (resource, holder_id, exclusive, expires_at)
+    SELECT :resource, me.id, :exclusive, ikigai_now() + CAST(:ttl AS interval)
+    FROM me
+    WHERE (SELECT count(*) FROM mine) >= 0 AND (SELECT count(*) FROM swept) >= 0
+    ON CONFLICT DO NOTHING
+    RETURNING id, resource, holder_id, exclusive, token, acquired_at, expires_at
 )
-INSERT INTO leases (resource, holder_id, exclusive, expires_at)
-SELECT :resource, me.id, :exclusive, ikigai_now() + CAST(:ttl AS interval)
-FROM me
-WHERE (SELECT count(*) FROM mine) >= 0 AND (SELECT count(*) FROM swept) >= 0
-ON CONFLICT DO NOTHING
-RETURNING id, resource, CAST(:holder AS text) AS holder, exclusive, CAST(token AS text) AS token,
-          acquired_at, expires_at;
+SELECT g.id, g.resource, CAST(:holder AS text) AS holder, g.exclusive,
+       CAST(g.token AS text) AS token, g.acquired_at, g.expires_at
+FROM granted AS g
+WHERE pg_notify('ikigai_lease', CAST(g.holder_id AS text)) IS NOT NULL
+  AND (SELECT count(pg_notify('ikigai_lease', CAST(holder_id AS text))) FROM swept) >= 0
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL
+WHERE CASE WHEN EXISTS (SELECT 1 FROM granted) OR NOT EXISTS (SELECT 1 FROM mine) THEN false
+           ELSE lease_refused(:resource) END;
 
 -- name: leases_refusal(holder, resource, exclusive)
 -- Why leases_acquire granted nothing (rare path): the holder's state ('active', 'retired' or
@@ -60,14 +72,20 @@ ORDER BY b.expires_at DESC, b.id;
 -- name: leases_renew(resource, token, ttl)^
 -- Move a live lease's end to :ttl from now, only with its token; it keeps its start, so a
 -- lease that expired is never renewed (and if someone took the resource meanwhile, the
--- renewed period would overlap theirs: leases_exclusion refuses it). No row: not live.
-UPDATE leases AS l
-SET expires_at = ikigai_now() + CAST(:ttl AS interval)
-FROM identities AS i
-WHERE l.token = CAST(:token AS uuid) AND l.resource = :resource
-  AND l.expires_at > ikigai_now() AND i.id = l.holder_id
-RETURNING l.id, l.resource, i.name AS holder, l.exclusive, CAST(l.token AS text) AS token,
-          l.acquired_at, l.expires_at;
+-- renewed period would overlap theirs: leases_exclusion refuses it). Notifies ikigai_lease
+-- (the holder) on commit. No row: not live.
+WITH renewed AS (
+    UPDATE leases AS l
+    SET expires_at = ikigai_now() + CAST(:ttl AS interval)
+    FROM identities AS i
+    WHERE l.token = CAST(:token AS uuid) AND l.resource = :resource
+      AND l.expires_at > ikigai_now() AND i.id = l.holder_id
+    RETURNING l.id, l.resource, l.holder_id, i.name AS holder, l.exclusive,
+              CAST(l.token AS text) AS token, l.acquired_at, l.expires_at
+)
+SELECT id, resource, holder, exclusive, token, acquired_at, expires_at
+FROM renewed
+WHERE pg_notify('ikigai_lease', CAST(holder_id AS text)) IS NOT NULL;
 
 -- name: leases_by_token(resource, token)^
 -- The lease with this token on this resource, live or expired (why renew refused); no row
@@ -79,18 +97,27 @@ JOIN identities AS i ON i.id = l.holder_id
 WHERE l.token = CAST(:token AS uuid) AND l.resource = :resource;
 
 -- name: leases_release(resource, token)^
--- End a lease, only with its token; returns whether it was live. No row: already gone.
-DELETE FROM leases
-WHERE token = CAST(:token AS uuid) AND resource = :resource
-RETURNING expires_at > ikigai_now() AS live;
+-- End a lease, only with its token; returns whether it was live. Notifies ikigai_lease (the
+-- holder) on commit. No row: already gone.
+WITH gone AS (
+    DELETE FROM leases
+    WHERE token = CAST(:token AS uuid) AND resource = :resource
+    RETURNING holder_id, expires_at > ikigai_now() AS live
+)
+SELECT live FROM gone WHERE pg_notify('ikigai_lease', CAST(holder_id AS text)) IS NOT NULL;
 
 -- name: leases_force_release(resource)^
 -- End every lease on :resource, whoever holds it (an administrator's call); returns how many
--- of them were live.
+-- of them were live. Notifies ikigai_lease (their holders) on commit when there were any.
 WITH gone AS (
-    DELETE FROM leases WHERE resource = :resource RETURNING expires_at > ikigai_now() AS live
+    DELETE FROM leases WHERE resource = :resource
+    RETURNING holder_id, expires_at > ikigai_now() AS live
 )
-SELECT count(*) FILTER (WHERE live) AS ended FROM gone;
+SELECT count(*) FILTER (WHERE live) AS ended
+FROM gone
+WHERE (SELECT count(pg_notify('ikigai_lease', CASE WHEN length(ids) > 7000 THEN '*' ELSE ids END))
+       FROM (SELECT string_agg(DISTINCT CAST(holder_id AS text), ',') AS ids FROM gone) AS n
+       WHERE ids IS NOT NULL) >= 0;
 
 -- name: leases_held(prefix, holder)
 -- Live leases whose resource starts with :prefix (a range scan of leases_resource_idx: the

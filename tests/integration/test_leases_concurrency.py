@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
+import psycopg
 import pytest
 
 import ikigai_store as ik
@@ -194,3 +195,35 @@ def test_renew_racing_expiry_and_takeover_never_two_live_holders(url: str) -> No
         assert end <= start, f"two live leases overlap: one ends {end}, the next starts {start}"
     assert counts["acquired"] > 1 and counts["renewed"] > 0, counts
     assert counts["renew_refused"] > 0 and counts["acquire_refused"] > 0, counts
+
+
+def test_every_lease_write_notifies_its_holders_on_commit(url: str) -> None:
+    """Grants, renewals, releases, force-releases and sweeps notify ikigai_lease with the
+    holder ids (what a watcher waiting for a resource and the web view listen to), once
+    committed; a refused grant (the holder's own lease kept) notifies nothing."""
+    with ik.open(url, migrate=False) as store, psycopg.connect(url, autocommit=True) as ear:
+        ids = {r.name: r.id for r in store.identities.list()}
+        ear.execute("LISTEN ikigai_lease")
+
+        def heard() -> list[str]:
+            return sorted(n.payload for n in ear.notifies(timeout=0.5, stop_after=10))
+
+        first = store.leases.acquire("r0", "a.c", ttl=60, exclusive=False)
+        assert heard() == [str(ids["r0"])]
+        store.leases.acquire("r1", "a.c", ttl=60, exclusive=False)
+        assert heard() == [str(ids["r1"])]
+        with pytest.raises(ik.Conflict):  # an upgrade refused by the other sharer
+            store.leases.acquire("r0", "a.c", ttl=60)
+        assert heard() == []
+        assert [lease.token for lease in store.leases.held("a.c", holder="r0")] == [first.token]
+        store.leases.renew(first, 120)
+        assert heard() == [str(ids["r0"])]
+        assert store.leases.release(first) is True
+        assert heard() == [str(ids["r0"])]
+        store.leases.acquire("r2", "b.c", ttl=timedelta(milliseconds=1))
+        assert heard() == [str(ids["r2"])]
+        time.sleep(0.01)
+        store.leases.acquire("r3", "c.c", ttl=60)  # sweeps r2's expired lease
+        assert heard() == sorted([str(ids["r2"]), str(ids["r3"])])
+        assert store.leases.force_release("a.c") == 1
+        assert heard() == [str(ids["r1"])]

@@ -46,8 +46,9 @@ ALL = [
     "0019-session-imports",
     "0020-pop-events",
     "0021-session-keys",
+    "0022-hot-paths",
 ]
-LATEST = 21
+LATEST = 22
 
 
 def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -191,23 +192,23 @@ def test_rollback_really_undoes(ikigai_empty_db_url: str) -> None:
 
 
 def test_post_mail_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back 0021 to 0016 drops post_mail() and sets version 15; applying them again
-    restores it."""
+    """Rolling back the latest to 0016 drops post_mail() and sets version 15; applying them
+    again restores it."""
     url = ikigai_empty_db_url
     exists = "SELECT count(*) FROM pg_proc WHERE proname = 'post_mail'"
     migrate.apply(url)
     assert _q(url, exists)[0][0] == 1
-    assert migrate.rollback(url, count=6) == ALL[-1:-7:-1]
-    assert ALL[-6] == "0016-post-mail"
+    assert migrate.rollback(url, count=7) == ALL[-1:-8:-1]
+    assert ALL[-7] == "0016-post-mail"
     assert _q(url, exists)[0][0] == 0
     assert _version(url) == 15
-    assert migrate.apply(url) == ALL[-6:]
+    assert migrate.apply(url) == ALL[-7:]
     assert _q(url, exists)[0][0] == 1
     assert _version(url) == LATEST
 
 
 def test_watch_and_notify_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back 0021 to 0017 removes 0017's tables, column and triggers, and new mail
+    """Rolling back the latest to 0017 removes 0017's tables, column and triggers, and new mail
     still notifies ikigai_mail; applying them again restores them."""
     url = ikigai_empty_db_url
     added = {"watchers", "lease_waits", "session_listeners"}
@@ -217,19 +218,19 @@ def test_watch_and_notify_rollback(ikigai_empty_db_url: str) -> None:
     )
     migrate.apply(url)
     assert added <= _tables(url) and _q(url, parent)[0][0] == 1
-    assert migrate.rollback(url, count=5) == ALL[-1:-6:-1]
+    assert migrate.rollback(url, count=6) == ALL[-1:-7:-1]
     assert not added & _tables(url) and _q(url, parent)[0][0] == 0
     assert _version(url) == 16
     triggers = _q(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
     assert ("mail_recipients_notify_insert",) in triggers
     assert not [t for (t,) in triggers if t.startswith(("tasks_notify", "leases_notify"))]
-    assert migrate.apply(url) == ALL[-5:]
+    assert migrate.apply(url) == ALL[-6:]
     assert added <= _tables(url)
     assert _version(url) == LATEST
 
 
 def test_timeline_controls_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back 0021 to 0018 drops the timeline's partial index and sets version 17;
+    """Rolling back the latest to 0018 drops the timeline's partial index and sets version 17;
     applying them again builds the index again."""
     url = ikigai_empty_db_url
     index = (
@@ -238,9 +239,9 @@ def test_timeline_controls_rollback(ikigai_empty_db_url: str) -> None:
     )
     migrate.apply(url)
     assert _q(url, index)[0][0] == 1
-    assert migrate.rollback(url, count=4) == ALL[-1:-5:-1]
+    assert migrate.rollback(url, count=5) == ALL[-1:-6:-1]
     assert _q(url, index)[0][0] == 0 and _version(url) == 17
-    assert migrate.apply(url) == ALL[-4:]
+    assert migrate.apply(url) == ALL[-5:]
     assert _q(url, index)[0][0] == 1 and _version(url) == LATEST
 
 
@@ -264,7 +265,11 @@ def test_pop_events_and_session_keys_rollback(ikigai_empty_db_url: str) -> None:
         "INSERT INTO messages (session_id, kind, data) SELECT session_id, 'pop', "
         "jsonb_build_object('target_message_id', id) FROM messages",
     )
-    assert migrate.rollback(url, count=2) == ["0021-session-keys", "0020-pop-events"]
+    assert migrate.rollback(url, count=3) == [
+        "0022-hot-paths",
+        "0021-session-keys",
+        "0020-pop-events",
+    ]
     assert "session_keys" not in _tables(url) and _version(url) == 19
     [(name, definition)] = _q(url, indexdef)
     assert name == "idx_messages_session_controls" and "'pop'" not in definition
@@ -274,7 +279,7 @@ def test_pop_events_and_session_keys_rollback(ikigai_empty_db_url: str) -> None:
     assert valid is False
     with pytest.raises(psycopg.errors.CheckViolation):
         _q(url, "INSERT INTO messages (session_id, kind) SELECT max(id), 'pop' FROM sessions")
-    assert migrate.apply(url) == ALL[-2:]
+    assert migrate.apply(url) == ALL[-3:]
     [(valid,)] = _q(
         url, "SELECT convalidated FROM pg_constraint WHERE conname = 'messages_kind_check'"
     )
@@ -607,3 +612,23 @@ def test_python_vocabularies_equal_the_schema_checks(ikigai_empty_db_url: str) -
             "INSERT INTO sessions DEFAULT VALUES; "
             "INSERT INTO messages (session_id, kind) SELECT max(id), 'User' FROM sessions",
         )
+
+
+def test_hot_paths_rollback(ikigai_empty_db_url: str) -> None:
+    """0022 swaps the lease notify triggers for the statements' own pg_notify, computes
+    lease_key() without a regular expression (the same values, so leases_exclusion's index
+    stays valid) and adds lease_refused(); rolling it back restores 0017's triggers
+    and function, and applying it again removes them."""
+    url = ikigai_empty_db_url
+    triggers = "SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'leases_notify_%'"
+    column = "SELECT count(*) FROM pg_proc WHERE proname = 'lease_refused'"
+    keys = "SELECT lease_key('src/a.py'), lease_key('x'), lease_key(repeat('é', 512))"
+    migrate.apply(url)
+    new_keys = _q(url, keys)
+    assert _q(url, triggers)[0][0] == 0 and _q(url, column)[0][0] == 1
+    assert migrate.rollback(url, count=1) == ["0022-hot-paths"]
+    assert _q(url, triggers)[0][0] == 3 and _q(url, column)[0][0] == 0
+    assert _q(url, keys) == new_keys and _version(url) == 21
+    assert migrate.apply(url) == ["0022-hot-paths"]
+    assert _q(url, triggers)[0][0] == 0 and _q(url, column)[0][0] == 1
+    assert _version(url) == LATEST
