@@ -23,7 +23,9 @@ Four measurements:
    rounds, the wake-up measured from the *start* of ``send`` with ``send``'s own latency:
    wake-up p50 <= send p50 + 0.5 ms. Older goal: p50 <= 5 ms; printed against
    Subtrate's 5 s poll interval (5000 ms / p50). Also ``wait(timeout=0)`` with a mail already
-   pending: the claim (UPDATE + commit) a woken waiter runs before it returns, timed alone.
+   pending: the claim (UPDATE + commit) a woken waiter runs before it returns, timed alone;
+   and its statement run raw with ``synchronous_commit`` on and off (a measurement only: what
+   the claim's durable commit, the WAL flush, costs on this machine).
 3. ``store.mail.inbox`` (default view, limit 50) of an identity holding 100 mails, in a database
    where N other mails go to 1000 other identities vs a database holding only those 100 mails;
    N = 100,000 by default, 1,000,000 with ``--big`` (``--others N`` for any other size). Bulk rows
@@ -295,10 +297,36 @@ def wake_rounds(
     return out
 
 
+def durable_commit_share(url: str, store: ik.Store, rounds: int) -> dict[str, list[float]]:
+    """What a woken waiter's claim spends on its WAL flush: the ``claim_unread`` statement run
+    raw on two autocommit connections idle for 25-35 ms like a waiter's, one with
+    ``synchronous_commit = off`` (a measurement only), alternating, a mail pending each time."""
+    rng = random.Random(10)
+    out: dict[str, list[float]] = {"on": [], "off": []}
+    claim = ik.queries.claim_unread.sql
+    with (
+        psycopg.connect(url, autocommit=True) as durable,
+        psycopg.connect(url, autocommit=True) as lazy,
+        step("claim_unread alone, synchronous_commit on vs off (information only)"),
+    ):
+        lazy.execute("SET synchronous_commit = off")
+        sides = [("on", durable), ("off", lazy)]
+        for i in range(10 + rounds):
+            for side, conn in sides if i % 2 == 0 else sides[::-1]:
+                store.mail.send("sender", ["waiter4"], f"claim {i}", BODY)
+                time.sleep(0.025 + 0.01 * rng.random())
+                t0 = time.monotonic()
+                if conn.execute(claim, {"identity": "waiter4"}).fetchone() is None:
+                    raise RuntimeError("claim_unread found no pending mail")
+                if i >= 10:
+                    out[side].append(time.monotonic() - t0)
+    return out
+
+
 def bench_wait(scratch: Scratch, rounds: int) -> list[Row]:
     print(f"\n[2] wait wake-up latency, {rounds} rounds each (after 10 warm-up rounds)")
     url = scratch.create("wait")
-    register(url, "sender", "waiter", "waiter2", "waiter3")
+    register(url, "sender", "waiter", "waiter2", "waiter3", "waiter4")
     channel = f"bench_mail_{os.getpid()}"
     ctx = mp.get_context("spawn")
     rows: list[Row] = []
@@ -346,6 +374,7 @@ def bench_wait(scratch: Scratch, rounds: int) -> list[Row]:
                     raise RuntimeError("wait(timeout=0) found no pending mail")
                 if i >= 10:
                     claims.append(time.monotonic() - t0)
+        commits = durable_commit_share(url, store, rounds)
 
     print(f"  another process, store.mail.wait: {cross.line('mail')}")
     print(f"  another process, raw LISTEN     : {cross.line('raw')}")
@@ -373,6 +402,19 @@ def bench_wait(scratch: Scratch, rounds: int) -> list[Row]:
         Row(
             "wait(timeout=0), mail pending: 2 round trips (wait_target, claim), p50",
             f"{ms(statistics.median(claims))} (p90 {ms(pct(claims, 0.9))})",
+            "(report)",
+            None,
+        )
+    )
+    on, off = (statistics.median(commits[k]) for k in ("on", "off"))
+    print(
+        f"  claim_unread statement alone: p50 {ms(on)}; with synchronous_commit=off {ms(off)}"
+        f" (information only, the library never turns it off): its WAL flush costs {ms(on - off)}"
+    )
+    rows.append(
+        Row(
+            "claim's durable commit: claim_unread p50, synchronous_commit on - off (info)",
+            f"{ms(on)} - {ms(off)} = {ms(on - off)}",
             "(report)",
             None,
         )
