@@ -1,11 +1,12 @@
 """Waking waiters: one LISTEN connection per store, shared by all its waiters.
 
-Owns ``Listener`` (threads) and ``AsyncListener`` (asyncio). Migration 0007's trigger notifies
-channel ``ikigai_mail`` whenever recipient rows become unread, with the recipients' identity
-ids as payload; migration 0008's notifies ``ikigai_queue`` when queue messages become
-available, with their topic ids (``*``: too many to list, everyone should look). A waiter
-(``mail.wait``, a blocking ``topics.claim``) registers the (channel, id) it waits for and gets
-an event that is set when a notification names it. Invariants:
+Owns ``Listener`` (threads) and ``AsyncListener`` (asyncio). Triggers on ``mail_recipients``
+notify channel ``ikigai_mail`` whenever recipient rows become unread (inserted: 0017's statement
+trigger; updated: 0023's row trigger), with the recipients' identity ids as payload;
+migration 0008's notifies ``ikigai_queue`` when queue messages become available, with their
+topic ids (``*``: too many to list, everyone should look). A waiter (``mail.wait``, a blocking
+``topics.claim``) registers the (channel, id) it waits for and gets an event that is set when a
+notification names it. Invariants:
 - a waiter never holds a pooled connection while it sleeps: one extra connection per store
   listens for all of them, opened on the first ``wait`` (so ``pool_size`` waiters cannot starve
   the pool, and an idle store opens no extra connection);

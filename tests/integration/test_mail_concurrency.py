@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
+from typing import Any
 
+import psycopg
 import pytest
 
 import ikigai_store as ik
@@ -219,3 +221,57 @@ def test_close_wakes_waiters_with_store_closed(ikigai_empty_db_url: str) -> None
     waiter.join(timeout=10)
     assert not waiter.is_alive()
     assert [type(e) for e in errors] == [ik.StoreClosed]
+
+
+def _heard(conn: psycopg.Connection[Any], action: Callable[[], object]) -> list[str]:
+    """The ikigai_mail payloads ``conn`` (listening) hears for ``action``'s commits."""
+    for _ in conn.notifies(timeout=0):
+        pass  # what was heard before
+    action()
+    return [note.payload for note in conn.notifies(timeout=0.3)]
+
+
+def test_only_updates_that_make_mail_unread_notify(
+    store: ik.Store, ikigai_empty_db_url: str
+) -> None:
+    """State changes notify ikigai_mail with the identity's id exactly when a row becomes
+    unread (one notification per identity per transaction); claims, reads, archiving do not."""
+    bob = store.identities.get("bob").id
+    mails = [store.mail.send("alice", ["bob"], "s", str(n)) for n in range(3)]
+    with psycopg.connect(ikigai_empty_db_url, autocommit=True) as conn:
+        conn.execute("LISTEN ikigai_mail")
+        assert _heard(conn, lambda: store.mail.wait("bob", 0)) == []  # the claim
+        assert _heard(conn, lambda: store.mail.read("bob", mails[1].id)) == []
+        assert _heard(conn, lambda: store.mail.set_state("bob", mails[2].id, "archived")) == []
+        assert _heard(conn, lambda: store.mail.set_state("bob", mails[0].id, "unread")) == [
+            str(bob)
+        ]
+        thread = mails[1].thread_id
+        assert _heard(conn, lambda: store.mail.set_thread_state("bob", thread, "unread")) == [
+            str(bob)
+        ]
+        both = [mails[0].id, mails[1].id]
+
+        def all_read_then_unread() -> None:
+            with store.transaction():
+                for mail_id in both:
+                    store.mail.set_state("bob", mail_id, "read")
+                for mail_id in both:
+                    store.mail.set_state("bob", mail_id, "unread")
+
+        assert _heard(conn, all_read_then_unread) == [str(bob)]  # folded into one
+
+
+def test_set_state_unread_wakes_a_waiter(store: ik.Store) -> None:
+    """A mail moved back to unread by another thread wakes a waiter, which gets it."""
+    mail = store.mail.send("alice", ["bob"], "s", "b")
+    store.mail.read("bob", mail.id)
+    result: list[ik.InboxItem | None] = []
+    waiter = threading.Thread(target=lambda: result.append(store.mail.wait("bob", 30)))
+    waiter.start()
+    time.sleep(0.3)
+    store.mail.set_state("bob", mail.id, "unread")
+    started = time.monotonic()
+    waiter.join(timeout=30)
+    assert result and result[0] is not None and result[0].mail.id == mail.id
+    assert time.monotonic() - started < 10  # woken, not timed out

@@ -47,8 +47,14 @@ ALL = [
     "0020-pop-events",
     "0021-session-keys",
     "0022-hot-paths",
+    "0023-mail-unread-row-trigger",
 ]
-LATEST = 22
+LATEST = 23
+
+
+def _since(migration: str) -> int:
+    """How many migrations, from ``migration`` on, a rollback to just before it undoes."""
+    return len(ALL) - ALL.index(migration)
 
 
 def _q(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -192,24 +198,24 @@ def test_rollback_really_undoes(ikigai_empty_db_url: str) -> None:
 
 
 def test_post_mail_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back the latest to 0016 drops post_mail() and sets version 15; applying them
-    again restores it."""
+    """Rolling back every migration down to 0016 drops post_mail() and sets version 15;
+    applying them again restores it."""
     url = ikigai_empty_db_url
     exists = "SELECT count(*) FROM pg_proc WHERE proname = 'post_mail'"
     migrate.apply(url)
     assert _q(url, exists)[0][0] == 1
-    assert migrate.rollback(url, count=7) == ALL[-1:-8:-1]
-    assert ALL[-7] == "0016-post-mail"
+    n = _since("0016-post-mail")
+    assert migrate.rollback(url, count=n) == ALL[: -n - 1 : -1]
     assert _q(url, exists)[0][0] == 0
     assert _version(url) == 15
-    assert migrate.apply(url) == ALL[-7:]
+    assert migrate.apply(url) == ALL[-n:]
     assert _q(url, exists)[0][0] == 1
     assert _version(url) == LATEST
 
 
 def test_watch_and_notify_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back the latest to 0017 removes 0017's tables, column and triggers, and new mail
-    still notifies ikigai_mail; applying them again restores them."""
+    """Rolling back every migration down to 0017 removes 0017's tables, column and triggers,
+    and new mail still notifies ikigai_mail; applying them again restores them."""
     url = ikigai_empty_db_url
     added = {"watchers", "lease_waits", "session_listeners"}
     parent = (
@@ -218,20 +224,21 @@ def test_watch_and_notify_rollback(ikigai_empty_db_url: str) -> None:
     )
     migrate.apply(url)
     assert added <= _tables(url) and _q(url, parent)[0][0] == 1
-    assert migrate.rollback(url, count=6) == ALL[-1:-7:-1]
+    n = _since("0017-watch-and-notify")
+    assert migrate.rollback(url, count=n) == ALL[: -n - 1 : -1]
     assert not added & _tables(url) and _q(url, parent)[0][0] == 0
     assert _version(url) == 16
     triggers = _q(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
     assert ("mail_recipients_notify_insert",) in triggers
     assert not [t for (t,) in triggers if t.startswith(("tasks_notify", "leases_notify"))]
-    assert migrate.apply(url) == ALL[-6:]
+    assert migrate.apply(url) == ALL[-n:]
     assert added <= _tables(url)
     assert _version(url) == LATEST
 
 
 def test_timeline_controls_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back the latest to 0018 drops the timeline's partial index and sets version 17;
-    applying them again builds the index again."""
+    """Rolling back every migration down to 0018 drops the timeline's partial index and sets
+    version 17; applying them again builds the index again."""
     url = ikigai_empty_db_url
     index = (
         "SELECT count(*) FROM pg_indexes WHERE indexname IN "
@@ -239,9 +246,10 @@ def test_timeline_controls_rollback(ikigai_empty_db_url: str) -> None:
     )
     migrate.apply(url)
     assert _q(url, index)[0][0] == 1
-    assert migrate.rollback(url, count=5) == ALL[-1:-6:-1]
+    n = _since("0018-timeline-controls")
+    assert migrate.rollback(url, count=n) == ALL[: -n - 1 : -1]
     assert _q(url, index)[0][0] == 0 and _version(url) == 17
-    assert migrate.apply(url) == ALL[-5:]
+    assert migrate.apply(url) == ALL[-n:]
     assert _q(url, index)[0][0] == 1 and _version(url) == LATEST
 
 
@@ -265,11 +273,8 @@ def test_pop_events_and_session_keys_rollback(ikigai_empty_db_url: str) -> None:
         "INSERT INTO messages (session_id, kind, data) SELECT session_id, 'pop', "
         "jsonb_build_object('target_message_id', id) FROM messages",
     )
-    assert migrate.rollback(url, count=3) == [
-        "0022-hot-paths",
-        "0021-session-keys",
-        "0020-pop-events",
-    ]
+    n = _since("0020-pop-events")
+    assert migrate.rollback(url, count=n)[-2:] == ["0021-session-keys", "0020-pop-events"]
     assert "session_keys" not in _tables(url) and _version(url) == 19
     [(name, definition)] = _q(url, indexdef)
     assert name == "idx_messages_session_controls" and "'pop'" not in definition
@@ -279,7 +284,7 @@ def test_pop_events_and_session_keys_rollback(ikigai_empty_db_url: str) -> None:
     assert valid is False
     with pytest.raises(psycopg.errors.CheckViolation):
         _q(url, "INSERT INTO messages (session_id, kind) SELECT max(id), 'pop' FROM sessions")
-    assert migrate.apply(url) == ALL[-3:]
+    assert migrate.apply(url) == ALL[-n:]
     [(valid,)] = _q(
         url, "SELECT convalidated FROM pg_constraint WHERE conname = 'messages_kind_check'"
     )
@@ -614,6 +619,43 @@ def test_python_vocabularies_equal_the_schema_checks(ikigai_empty_db_url: str) -
         )
 
 
+def test_mail_unread_row_trigger_rollback(ikigai_empty_db_url: str) -> None:
+    """0023 makes mail_recipients' update trigger a row trigger firing only for rows that
+    become unread; rolling it back restores 0007's statement trigger, and both notify
+    ikigai_mail with the identity's id when a read mail becomes unread again."""
+    url = ikigai_empty_db_url
+    kind = (
+        "SELECT tgtype & 1 FROM pg_trigger "  # bit 0: FOR EACH ROW
+        "WHERE tgname = 'mail_recipients_notify_update' AND NOT tgisinternal"
+    )
+
+    def notified_when_unread_again() -> list[str]:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO identities (name) VALUES ('a') ON CONFLICT DO NOTHING;"
+                "INSERT INTO mail (thread_id, sender_id, recipients, subject, body) "
+                "SELECT 't', id, ARRAY['a'], 's', 'b' FROM identities WHERE name = 'a';"
+                "INSERT INTO mail_recipients (mail_id, identity_id, state, read_at) "
+                "SELECT max(m.id), max(i.id), 'read', now() FROM mail AS m, identities AS i"
+            )
+            conn.execute("LISTEN ikigai_mail")
+            conn.execute("UPDATE mail_recipients SET state = 'unread' WHERE state = 'read'")
+            me = conn.execute("SELECT id FROM identities WHERE name = 'a'").fetchone()
+            assert me is not None
+            heard = [n.payload for n in conn.notifies(timeout=0.5)]
+            assert heard == [str(me[0])]
+            return heard
+
+    migrate.apply(url)
+    assert _q(url, kind) == [(1,)]
+    notified_when_unread_again()
+    assert migrate.rollback(url, count=_since("0023-mail-unread-row-trigger")) == ALL[-1:][::-1]
+    assert _q(url, kind) == [(0,)] and _version(url) == 22
+    notified_when_unread_again()
+    assert migrate.apply(url) == ALL[-1:]
+    assert _q(url, kind) == [(1,)] and _version(url) == LATEST
+
+
 def test_hot_paths_rollback(ikigai_empty_db_url: str) -> None:
     """0022 swaps the lease notify triggers for the statements' own pg_notify, computes
     lease_key() without a regular expression (the same values, so leases_exclusion's index
@@ -626,9 +668,10 @@ def test_hot_paths_rollback(ikigai_empty_db_url: str) -> None:
     migrate.apply(url)
     new_keys = _q(url, keys)
     assert _q(url, triggers)[0][0] == 0 and _q(url, column)[0][0] == 1
-    assert migrate.rollback(url, count=1) == ["0022-hot-paths"]
+    n = _since("0022-hot-paths")
+    assert migrate.rollback(url, count=n)[-1] == "0022-hot-paths"
     assert _q(url, triggers)[0][0] == 3 and _q(url, column)[0][0] == 0
     assert _q(url, keys) == new_keys and _version(url) == 21
-    assert migrate.apply(url) == ["0022-hot-paths"]
+    assert migrate.apply(url) == ALL[-n:]
     assert _q(url, triggers)[0][0] == 0 and _q(url, column)[0][0] == 1
     assert _version(url) == LATEST
