@@ -78,7 +78,7 @@ WITH renewed AS (
     UPDATE leases AS l
     SET expires_at = ikigai_now() + CAST(:ttl AS interval)
     FROM identities AS i
-    WHERE l.token = CAST(:token AS uuid) AND l.resource = :resource
+    WHERE l.token = CAST(:token AS uuid) AND (l.resource = :resource) IS TRUE
       AND l.expires_at > ikigai_now() AND i.id = l.holder_id
     RETURNING l.id, l.resource, l.holder_id, i.name AS holder, l.exclusive,
               CAST(l.token AS text) AS token, l.acquired_at, l.expires_at
@@ -94,14 +94,17 @@ SELECT l.id, l.resource, i.name AS holder, l.exclusive, CAST(l.token AS text) AS
        l.acquired_at, l.expires_at, l.expires_at > ikigai_now() AS live
 FROM leases AS l
 JOIN identities AS i ON i.id = l.holder_id
-WHERE l.token = CAST(:token AS uuid) AND l.resource = :resource;
+WHERE l.token = CAST(:token AS uuid) AND (l.resource = :resource) IS TRUE;
 
 -- name: leases_release(resource, token)^
 -- End a lease, only with its token; returns whether it was live. Notifies ikigai_lease (the
--- holder) on commit. No row: already gone.
+-- holder) on commit. No row: already gone. The row is found by the token's unique index: the
+-- resource test is written "IS TRUE" so that the planner cannot pick leases_resource_idx, where
+-- a busy resource's churn leaves dead entries (every statement that looks a lease up by its
+-- token does the same).
 WITH gone AS (
     DELETE FROM leases
-    WHERE token = CAST(:token AS uuid) AND resource = :resource
+    WHERE token = CAST(:token AS uuid) AND (resource = :resource) IS TRUE
     RETURNING holder_id, expires_at > ikigai_now() AS live
 )
 SELECT live FROM gone WHERE pg_notify('ikigai_lease', CAST(holder_id AS text)) IS NOT NULL;
