@@ -213,9 +213,12 @@ WITH me AS (
     JOIN subscriptions AS s ON s.topic_id = t.id AND s.identity_id = (SELECT id FROM me)
     WHERE t.name = :topic AND t.kind = 'queue'
 ), done AS (
+    -- A row with a token is claimed (queue_items_lease_check), so no state test: one with
+    -- it would match queue_items_lease_idx's predicate, and the planner, misled by stale
+    -- statistics, may then read that whole index instead of the primary key.
     UPDATE queue_items
     SET state = 'done', token = NULL, lease_until = NULL, updated_at = ikigai_now()
-    WHERE mail_id = CAST(:done_id AS bigint) AND state = 'claimed'
+    WHERE mail_id = CAST(:done_id AS bigint)
       AND token = CAST(:done_token AS uuid) AND EXISTS (SELECT 1 FROM q_topic)
     RETURNING mail_id
 ), t AS (
@@ -230,17 +233,21 @@ WITH me AS (
       AND q.attempts >= (SELECT max_attempts FROM t)
       AND q.mail_id IS DISTINCT FROM CAST(:done_id AS bigint)
 ), c AS (
-    -- The topic as a scalar (not a join), so the planner walks queue_items_open_idx in
-    -- mail_id order and stops at the first claimable row (done rows are not in that index).
+    -- Ordered by (topic_id, mail_id), which only queue_items_open_idx gives, so the planner
+    -- walks it and stops at the first claimable row (done rows are not in that index).
+    -- Ordered by mail_id alone, or with topic_id = a scalar (which makes topic_id a constant
+    -- and drops it from the order), the primary key gives the order too, and the planner,
+    -- whose statistics may date from a fresh backlog, picked it: each claim then read every
+    -- done row of the queue's history (O(N^2) to drain N). = ANY (ARRAY[...]) is one value.
     -- The row just completed is still 'claimed' in this statement's snapshot: skip it.
     SELECT q.mail_id
     FROM queue_items AS q
-    WHERE q.topic_id = (SELECT id FROM t)
+    WHERE q.topic_id = ANY (ARRAY[(SELECT id FROM t)])
       AND q.state IN ('available', 'claimed')
       AND (q.state = 'available'
            OR (q.lease_until <= ikigai_now() AND q.attempts < (SELECT max_attempts FROM t)))
       AND q.mail_id IS DISTINCT FROM CAST(:done_id AS bigint)
-    ORDER BY q.mail_id
+    ORDER BY q.topic_id, q.mail_id
     LIMIT 1
     FOR UPDATE OF q SKIP LOCKED
 ), u AS (
