@@ -282,10 +282,12 @@ LEFT JOIN topics AS t ON t.name = :topic;
 
 -- name: complete_claim(mail_id, token)^
 -- Finish claimed work: only with the token of the current claim (a holder whose lease was
--- taken over by someone else holds a stale token).
+-- taken over by someone else holds a stale token). Only a claimed row has a token
+-- (queue_items_lease_check): no state test, which could lead the planner to
+-- queue_items_lease_idx instead of the primary key (see claim_queue_item).
 UPDATE queue_items
 SET state = 'done', token = NULL, lease_until = NULL, updated_at = ikigai_now()
-WHERE mail_id = :mail_id AND state = 'claimed' AND token = CAST(:token AS uuid)
+WHERE mail_id = :mail_id AND token = CAST(:token AS uuid)
 RETURNING mail_id;
 
 -- name: release_claim(mail_id, token, error)^
@@ -295,7 +297,7 @@ SET state = CASE WHEN q.attempts >= t.max_attempts THEN 'dead' ELSE 'available' 
     token = NULL, lease_until = NULL, holder_id = NULL, last_error = :error,
     updated_at = ikigai_now()
 FROM topics AS t
-WHERE q.mail_id = :mail_id AND q.state = 'claimed' AND q.token = CAST(:token AS uuid)
+WHERE q.mail_id = :mail_id AND q.token = CAST(:token AS uuid)  -- claimed: it has a token
   AND t.id = q.topic_id
 RETURNING q.state;
 
@@ -304,7 +306,7 @@ RETURNING q.state;
 WITH u AS (
     UPDATE queue_items
     SET lease_until = ikigai_now() + make_interval(secs => :lease), updated_at = ikigai_now()
-    WHERE mail_id = :mail_id AND state = 'claimed' AND token = CAST(:token AS uuid)
+    WHERE mail_id = :mail_id AND token = CAST(:token AS uuid)  -- claimed: it has a token
     RETURNING mail_id, attempts, lease_until, token
 )
 SELECT v.*, u.attempts, u.lease_until, CAST(u.token AS text) AS token
