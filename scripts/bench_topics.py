@@ -1,10 +1,11 @@
 """Benchmark report: topics and work queues (issue 9) against baselines measured in the same run.
 
-Usage: ``python scripts/bench_topics.py [--database URL] [--messages N] [--quick]``
+Usage: ``python scripts/bench_topics.py [--database URL] [--messages N] [--quick] [--drain-only]
+[--drain-messages N]``
 (with no URL: ``IKIGAI_DATABASE_URL``, ``DATABASE_URL``, else the embedded server; set
 ``IKIGAI_DATA_DIR`` to run the embedded server on a private data directory).
 
-Three measurements:
+Four measurements (``--drain-only``: only the fourth):
 
 1. Queue throughput: 8 consumer processes (multiprocessing, spawn), each its own store and
    identity, looping ``store.topics.claim`` + ``store.topics.complete`` on one queue topic
@@ -46,6 +47,18 @@ Three measurements:
    server statistics (flushed lazily; ``pg_stat_statements`` is not loaded on the embedded
    server) would not show as directly. Goal: 1 round trip and 1 statement per poll (a
    correctness check, as the README promises it).
+4. Issue 22's worker loop: 4 worker processes drain a queue of 2,000 messages
+   (``--drain-messages``) with ``held = claim(..., complete=held)`` (one round trip per
+   message) vs 4 draining a leased table the way a competent user writes one (pgmq's shape:
+   ``q(id bigserial primary key, vt timestamptz, payload jsonb)``, an index on ``vt``) in two
+   round trips per message: ``UPDATE q SET vt = now() + interval '30 seconds' WHERE id =
+   (SELECT id FROM q WHERE vt <= now() ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING
+   *`` then ``DELETE FROM q WHERE id = %s`` (both prepared). Fresh scratch database per run,
+   filled in bulk, ``VACUUM ANALYZE``d; 5 runs each (2 with ``--quick``), the side going first
+   alternating. Goal: >= 0.9x (median msg/s). Checked after every run: ours as in 1; the
+   table is empty, the ids the workers got are 1..N once each, and every DELETE deleted the
+   row its worker leased. Reported: per-pair ratios (their spread is the noise), and per
+   message the workers' and their backends' CPU and the WAL, as in 1.
 
 Invariants: nothing is asserted on timings (a report: the exit status is non-zero only on errors
 or a failed correctness check: exactly-once completion, one round trip per poll); sides alternate
@@ -921,6 +934,13 @@ def main(argv: list[str] | None = None) -> int:
         help="smoke run: 2,000 queue messages, one run each, fewer rounds",
     )
     parser.add_argument(
+        "--drain-messages",
+        type=int,
+        metavar="N",
+        default=DRAIN_MESSAGES,
+        help=f"messages per run of section 4 (default {DRAIN_MESSAGES:,})",
+    )
+    parser.add_argument(
         "--drain-only",
         action="store_true",
         help="only section 4 (the 4-worker drain vs the leased queue)",
@@ -930,6 +950,8 @@ def main(argv: list[str] | None = None) -> int:
     n = args.messages or (2_000 if quick else 20_000)
     if n < 100:
         parser.error("--messages must be at least 100")
+    if args.drain_messages < 100:
+        parser.error("--drain-messages must be at least 100")
 
     t0 = time.perf_counter()
     server = server_url(args.database)
@@ -943,7 +965,7 @@ def main(argv: list[str] | None = None) -> int:
                 scratch, rounds=4 if quick else 20, per_round=50 if quick else 100
             )
             rows += bench_poll(scratch, runs=50 if quick else 300)
-        rows += bench_drain(scratch, DRAIN_MESSAGES, rounds=2 if quick else 5)
+        rows += bench_drain(scratch, args.drain_messages, rounds=2 if quick else 5)
     finally:
         scratch.drop_all()
     return summary(rows, t0)
