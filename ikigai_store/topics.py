@@ -117,10 +117,12 @@ def _require_topic(name: str) -> Op[Topic]:
     return Topic.from_row(row)
 
 
+_LONGEST = timedelta(seconds=MAX_LEASE)
+
+
 def _check_lease(lease: object, what: str = "ttl") -> float:
     """A claim's lease length in seconds: a timedelta or seconds in (0, ``MAX_LEASE``]."""
-    maximum = timedelta(seconds=MAX_LEASE)
-    return check_duration(lease, what, maximum=maximum, zero=False).total_seconds()
+    return check_duration(lease, what, maximum=_LONGEST, zero=False).total_seconds()
 
 
 # ---------------------------------------------------------------- topics
@@ -428,7 +430,7 @@ def check_claim_args(
     name, t = identity_name(identity), topic_name(topic)
     done = None if complete is None else _check_claim(complete)
     seconds = _check_lease(lease)
-    wait_s = check_duration(wait, "wait", maximum=timedelta(seconds=MAX_LEASE)).total_seconds()
+    wait_s = check_duration(wait, "wait", maximum=_LONGEST).total_seconds()
     return name, t, seconds, wait_s, done
 
 

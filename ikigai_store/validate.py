@@ -220,14 +220,17 @@ def check_duration(
             length = timedelta.max
     else:
         raise InvalidArgument(f"{what} must be a timedelta or a number of seconds, got {value!r}")
+    if _NO_TIME <= length <= maximum and (zero or length != _NO_TIME):
+        return length  # the common case: no message formatted
     limit = f"{maximum.total_seconds():g} seconds"
-    if zero and not timedelta(0) <= length <= maximum:
+    if zero:
         raise InvalidArgument(f"{what} must be from 0 to {limit}, got {value!r}")
-    if not zero and not timedelta(0) < length <= maximum:
-        raise InvalidArgument(
-            f"{what} must be at least 1 microsecond and at most {limit}, got {value!r}"
-        )
-    return length
+    raise InvalidArgument(
+        f"{what} must be at least 1 microsecond and at most {limit}, got {value!r}"
+    )
+
+
+_NO_TIME = timedelta(0)
 
 
 def check_seconds(value: object, name: str) -> None:

@@ -213,9 +213,12 @@ WITH me AS (
     JOIN subscriptions AS s ON s.topic_id = t.id AND s.identity_id = (SELECT id FROM me)
     WHERE t.name = :topic AND t.kind = 'queue'
 ), done AS (
+    -- A row with a token is claimed (queue_items_lease_check), so no state test: one with
+    -- it would match queue_items_lease_idx's predicate, and the planner, misled by stale
+    -- statistics, may then read that whole index instead of the primary key.
     UPDATE queue_items
     SET state = 'done', token = NULL, lease_until = NULL, updated_at = ikigai_now()
-    WHERE mail_id = CAST(:done_id AS bigint) AND state = 'claimed'
+    WHERE mail_id = CAST(:done_id AS bigint)
       AND token = CAST(:done_token AS uuid) AND EXISTS (SELECT 1 FROM q_topic)
     RETURNING mail_id
 ), t AS (
@@ -230,17 +233,21 @@ WITH me AS (
       AND q.attempts >= (SELECT max_attempts FROM t)
       AND q.mail_id IS DISTINCT FROM CAST(:done_id AS bigint)
 ), c AS (
-    -- The topic as a scalar (not a join), so the planner walks queue_items_open_idx in
-    -- mail_id order and stops at the first claimable row (done rows are not in that index).
+    -- Ordered by (topic_id, mail_id), which only queue_items_open_idx gives, so the planner
+    -- walks it and stops at the first claimable row (done rows are not in that index).
+    -- Ordered by mail_id alone, or with topic_id = a scalar (which makes topic_id a constant
+    -- and drops it from the order), the primary key gives the order too, and the planner,
+    -- whose statistics may date from a fresh backlog, picked it: each claim then read every
+    -- done row of the queue's history (O(N^2) to drain N). = ANY (ARRAY[...]) is one value.
     -- The row just completed is still 'claimed' in this statement's snapshot: skip it.
     SELECT q.mail_id
     FROM queue_items AS q
-    WHERE q.topic_id = (SELECT id FROM t)
+    WHERE q.topic_id = ANY (ARRAY[(SELECT id FROM t)])
       AND q.state IN ('available', 'claimed')
       AND (q.state = 'available'
            OR (q.lease_until <= ikigai_now() AND q.attempts < (SELECT max_attempts FROM t)))
       AND q.mail_id IS DISTINCT FROM CAST(:done_id AS bigint)
-    ORDER BY q.mail_id
+    ORDER BY q.topic_id, q.mail_id
     LIMIT 1
     FOR UPDATE OF q SKIP LOCKED
 ), u AS (
@@ -275,10 +282,12 @@ LEFT JOIN topics AS t ON t.name = :topic;
 
 -- name: complete_claim(mail_id, token)^
 -- Finish claimed work: only with the token of the current claim (a holder whose lease was
--- taken over by someone else holds a stale token).
+-- taken over by someone else holds a stale token). Only a claimed row has a token
+-- (queue_items_lease_check): no state test, which could lead the planner to
+-- queue_items_lease_idx instead of the primary key (see claim_queue_item).
 UPDATE queue_items
 SET state = 'done', token = NULL, lease_until = NULL, updated_at = ikigai_now()
-WHERE mail_id = :mail_id AND state = 'claimed' AND token = CAST(:token AS uuid)
+WHERE mail_id = :mail_id AND token = CAST(:token AS uuid)
 RETURNING mail_id;
 
 -- name: release_claim(mail_id, token, error)^
@@ -288,7 +297,7 @@ SET state = CASE WHEN q.attempts >= t.max_attempts THEN 'dead' ELSE 'available' 
     token = NULL, lease_until = NULL, holder_id = NULL, last_error = :error,
     updated_at = ikigai_now()
 FROM topics AS t
-WHERE q.mail_id = :mail_id AND q.state = 'claimed' AND q.token = CAST(:token AS uuid)
+WHERE q.mail_id = :mail_id AND q.token = CAST(:token AS uuid)  -- claimed: it has a token
   AND t.id = q.topic_id
 RETURNING q.state;
 
@@ -297,7 +306,7 @@ RETURNING q.state;
 WITH u AS (
     UPDATE queue_items
     SET lease_until = ikigai_now() + make_interval(secs => :lease), updated_at = ikigai_now()
-    WHERE mail_id = :mail_id AND state = 'claimed' AND token = CAST(:token AS uuid)
+    WHERE mail_id = :mail_id AND token = CAST(:token AS uuid)  -- claimed: it has a token
     RETURNING mail_id, attempts, lease_until, token
 )
 SELECT v.*, u.attempts, u.lease_until, CAST(u.token AS text) AS token

@@ -1,10 +1,11 @@
 """Benchmark report: topics and work queues (issue 9) against baselines measured in the same run.
 
-Usage: ``python scripts/bench_topics.py [--database URL] [--messages N] [--quick]``
+Usage: ``python scripts/bench_topics.py [--database URL] [--messages N] [--quick] [--drain-only]
+[--drain-messages N]``
 (with no URL: ``IKIGAI_DATABASE_URL``, ``DATABASE_URL``, else the embedded server; set
 ``IKIGAI_DATA_DIR`` to run the embedded server on a private data directory).
 
-Three measurements:
+Four measurements (``--drain-only``: only the fourth):
 
 1. Queue throughput: 8 consumer processes (multiprocessing, spawn), each its own store and
    identity, looping ``store.topics.claim`` + ``store.topics.complete`` on one queue topic
@@ -46,6 +47,18 @@ Three measurements:
    server statistics (flushed lazily; ``pg_stat_statements`` is not loaded on the embedded
    server) would not show as directly. Goal: 1 round trip and 1 statement per poll (a
    correctness check, as the README promises it).
+4. Issue 22's worker loop: 4 worker processes drain a queue of 2,000 messages
+   (``--drain-messages``) with ``held = claim(..., complete=held)`` (one round trip per
+   message) vs 4 draining a leased table the way a competent user writes one (pgmq's shape:
+   ``q(id bigserial primary key, vt timestamptz, payload jsonb)``, an index on ``vt``) in two
+   round trips per message: ``UPDATE q SET vt = now() + interval '30 seconds' WHERE id =
+   (SELECT id FROM q WHERE vt <= now() ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING
+   *`` then ``DELETE FROM q WHERE id = %s`` (both prepared). Fresh scratch database per run,
+   filled in bulk, ``VACUUM ANALYZE``d; 5 runs each (2 with ``--quick``), the side going first
+   alternating. Goal: >= 0.9x (median msg/s). Checked after every run: ours as in 1; the
+   table is empty, the ids the workers got are 1..N once each, and every DELETE deleted the
+   row its worker leased. Reported: per-pair ratios (their spread is the noise), and per
+   message the workers' and their backends' CPU and the WAL, as in 1.
 
 Invariants: nothing is asserted on timings (a report: the exit status is non-zero only on errors
 or a failed correctness check: exactly-once completion, one round trip per poll); sides alternate
@@ -107,6 +120,10 @@ MODES = {
     "loop": "claim(complete=previous)",
     "raw": "raw DELETE",
 }
+#: Section 4: the issue's worker loop vs a plain leased queue, 4 worker processes each.
+DRAIN_WORKERS = 4
+DRAIN_MESSAGES = 2_000
+DRAIN_MODES = {"loop": "claim(complete=held)", "leased": "leased UPDATE + DELETE"}
 POLL_TOPICS = 20
 POLL_NEW = 5  # new mails per topic past the stored offset
 POLL_OLD = 5  # mails per topic already committed (and read)
@@ -177,6 +194,20 @@ def raw_delete(table: str) -> str:
     )
 
 
+def leased_claim(table: str) -> str:
+    """The baseline's claim: lease the oldest visible row for 30 s (the row stays; a worker
+    that dies loses it when ``vt`` passes), as pgmq's ``read`` does."""
+    return (
+        f"UPDATE {table} SET vt = now() + interval '30 seconds' WHERE id = (SELECT id FROM "
+        f"{table} WHERE vt <= now() ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING *"
+    )
+
+
+def leased_delete(table: str) -> str:
+    """The baseline's completion: delete the leased row by id (pgmq's ``delete``)."""
+    return f"DELETE FROM {table} WHERE id = %s"
+
+
 def backend_cpu(pid: int) -> float | None:
     """CPU seconds (user + system) a server backend on this machine has used; None when its
     /proc entry cannot be read (a remote server)."""
@@ -193,11 +224,32 @@ def consumer_process(
 ) -> None:
     """Consume ``target`` until empty once ``go`` is set (``mode`` "store": claim + complete,
     "loop": claim(complete=previous), as identity ``name`` on queue topic ``target``; "raw":
-    the DELETE on table ``target``), after warming up on ``warm``; report (t0, t1, ids, client
-    CPU s, its backend's CPU s)."""
+    the DELETE on table ``target``; "leased": the leased UPDATE then the DELETE by id), after
+    warming up on ``warm``; report (t0, t1, ids, client CPU s, its backend's CPU s, and for
+    "leased" the DELETEs that did not delete exactly one row)."""
     try:
         ids: list[int] = []
-        if mode != "raw":
+        misses = 0
+        if mode == "leased":
+            # prepare_threshold=0: its two statements are prepared from their first use.
+            with psycopg.connect(url, autocommit=True, prepare_threshold=0) as conn:
+                lease, delete = leased_claim(warm), leased_delete(warm)
+                for _ in range(WARMUP_CLAIMS):
+                    if (row := conn.execute(lease).fetchone()) is None:
+                        break
+                    conn.execute(delete, (row[0],))
+                lease, delete = leased_claim(target), leased_delete(target)
+                pid = conn.info.backend_pid
+                results.put(("ready", name))
+                if not go.wait(120):
+                    raise RuntimeError("never started")
+                t0, c0, s0 = time.monotonic(), time.process_time(), backend_cpu(pid)
+                while (row := conn.execute(lease).fetchone()) is not None:
+                    if conn.execute(delete, (row[0],)).rowcount != 1:
+                        misses += 1
+                    ids.append(int(row[0]))
+                t1, c1, s1 = time.monotonic(), time.process_time(), backend_cpu(pid)
+        elif mode != "raw":
             with ik.Store(url, pool_size=1) as store:
                 for _ in range(WARMUP_CLAIMS):  # connection, prepared statements, caches
                     held = store.topics.claim(name, warm, ttl=LEASE)
@@ -235,7 +287,7 @@ def consumer_process(
                     ids.append(int(row[0]))
                 t1, c1, s1 = time.monotonic(), time.process_time(), backend_cpu(pid)
         server = None if s0 is None or s1 is None else s1 - s0
-        results.put(("done", name, t0, t1, ids, c1 - c0, server))
+        results.put(("done", name, t0, t1, ids, c1 - c0, server, misses))
     except Exception as exc:  # reported to the parent, which fails the run
         results.put(("error", name, f"{type(exc).__name__}: {exc}"))
 
@@ -286,6 +338,23 @@ def fill_table(url: str, table: str, n: int) -> None:
         )
 
 
+def fill_leased(url: str, table: str, n: int) -> None:
+    """A leased queue table holding ``n`` visible rows, as a competent user would make it
+    (pgmq's shape: the id is the order, ``vt`` the end of the current lease, the payload
+    jsonb), with pgmq's index on ``vt`` beside the primary key."""
+    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+        conn.execute(
+            f"CREATE TABLE {table} (id BIGSERIAL PRIMARY KEY, "
+            "vt TIMESTAMPTZ NOT NULL DEFAULT now(), payload JSONB NOT NULL)"
+        )
+        conn.execute(f"CREATE INDEX ON {table} (vt)")
+        conn.execute(
+            f"INSERT INTO {table} (payload) SELECT jsonb_build_object('subject', 'job ' || g, "
+            "'body', CAST(%s AS text)) FROM generate_series(1, %s) AS g ORDER BY g",
+            (BODY, n),
+        )
+
+
 @dataclass
 class QueueRun:
     rate: float
@@ -313,8 +382,13 @@ def queue_run(
 def consume(url: str, mode: str, consumers: int, n: int, tag: str, sample: bool) -> QueueRun:
     names = [f"w{i}" for i in range(consumers)]
     register(url, "producer", *names)
-    target, warm = (f"jobs-{tag}", f"warm-{tag}") if mode != "raw" else (tag, f"warm_{tag}")
-    if mode != "raw":
+    tables = mode in ("raw", "leased")
+    target, warm = (tag, f"warm_{tag}") if tables else (f"jobs-{tag}", f"warm-{tag}")
+    if mode == "leased":
+        fill_leased(url, target, n)
+        fill_leased(url, warm, consumers * WARMUP_CLAIMS)
+        vacuum: tuple[str, ...] = (target, warm)
+    elif mode != "raw":
         with ik.Store(url, pool_size=1) as store:
             for topic in (target, warm):
                 store.topics.create(topic, "queue")
@@ -326,7 +400,7 @@ def consume(url: str, mode: str, consumers: int, n: int, tag: str, sample: bool)
             info = {t.topic.name: t for t in store.topics.list()}
         if (info[target].messages, info[target].last_offset) != (n, n):
             raise RuntimeError(f"setup error: topic {target} holds {info[target]}")
-        vacuum: tuple[str, ...] = ("mail", "queue_items", "topics")
+        vacuum = ("mail", "queue_items", "topics")
     else:
         fill_table(url, target, n)
         fill_table(url, warm, consumers * WARMUP_CLAIMS)
@@ -384,7 +458,7 @@ def consume(url: str, mode: str, consumers: int, n: int, tag: str, sample: bool)
     got = [i for m in done for i in m[4]]
     distinct = len(set(got)) == len(got)
     with psycopg.connect(url) as conn:
-        if mode != "raw":
+        if not tables:
             row = conn.execute(
                 """
                 SELECT count(*), count(*) FILTER (WHERE state = 'done'),
@@ -409,6 +483,8 @@ def consume(url: str, mode: str, consumers: int, n: int, tag: str, sample: bool)
                 "consumers' ids distinct": distinct,
                 "consumers' ids = 1..N": sorted(got) == list(range(1, n + 1)),
             }
+            if mode == "leased":
+                checks["every DELETE deleted its leased row"] = sum(m[7] for m in done) == 0
     per = sorted(len(m[4]) for m in done)
     server = "n/a" if server_cpu is None else us(server_cpu)
     cost = (
@@ -771,6 +847,79 @@ def bench_poll(scratch: Scratch, runs: int) -> list[Row]:
     ]
 
 
+# ------------------------------------------------------------------------------------ 4 drain
+
+
+def bench_drain(scratch: Scratch, n: int, rounds: int) -> list[Row]:
+    """Issue 22's worker loop: ``DRAIN_WORKERS`` processes draining ``n`` messages with
+    ``held = claim(..., complete=held)`` (one round trip per message) vs the same number
+    draining a leased table (UPDATE ... SKIP LOCKED then DELETE: two round trips), alternating
+    which side runs first; every run checked exactly-once."""
+    w = DRAIN_WORKERS
+    print(
+        f"\n[4] queue drain: {w} workers, claim(complete=held) vs a leased queue (UPDATE vt ... "
+        f"SKIP LOCKED, then DELETE), {n:,} messages ({rounds} run(s) each, alternating)"
+    )
+    runs: dict[str, list[QueueRun]] = {mode: [] for mode in DRAIN_MODES}
+    for r in range(rounds):
+        order = list(DRAIN_MODES) if r % 2 == 0 else list(reversed(DRAIN_MODES))
+        for mode in order:
+            with step(f"run {r + 1}: {w} x {DRAIN_MODES[mode]}"):
+                run = queue_run(scratch, mode, w, n, f"d{w}_{mode}_{r}", sample=False)
+            runs[mode].append(run)
+            bad = [what for what, ok in run.checks.items() if not ok]
+            print(f"    {run.rate:,.0f} msg/s ({run.cost}); checks: {bad if bad else 'all passed'}")
+    rate = {mode: statistics.median(q.rate for q in runs[mode]) for mode in DRAIN_MODES}
+    ratio = rate["loop"] / rate["leased"]
+    pairs = sorted(a.rate / b.rate for a, b in zip(runs["loop"], runs["leased"], strict=True))
+    spread = f"per-pair ratios {pairs[0]:.2f}..{pairs[-1]:.2f}" if len(pairs) > 1 else ""
+    cost = {}
+    for mode in DRAIN_MODES:
+        qs = runs[mode]
+        servers = [q.server_cpu for q in qs if q.server_cpu is not None]
+        server = us(statistics.median(servers)) if len(servers) == len(qs) else "n/a"
+        cost[mode] = (
+            f"{us(statistics.median(q.client_cpu for q in qs))} + {server} CPU, "
+            f"{statistics.median(q.wal for q in qs):,.0f} B WAL"
+        )
+        print(f"  per message, {w} x {DRAIN_MODES[mode]} (medians): {cost[mode]}")
+    print(
+        f"  throughput (medians): claim(complete=held) {rate['loop']:,.0f} msg/s, leased "
+        f"{rate['leased']:,.0f} msg/s = {ratio:.2f}x {spread}"
+    )
+    all_runs = [q for mode in DRAIN_MODES for q in runs[mode]]
+    ok = all(all(q.checks.values()) for q in all_runs)
+    failed = sorted({c for q in all_runs for c, v in q.checks.items() if not v})
+    return [
+        Row(
+            f"queue drain, {w} workers, claim(complete=held) vs two-statement leased SKIP "
+            f"LOCKED queue, {n:,} msgs",
+            f"{rate['loop']:,.0f} vs {rate['leased']:,.0f} msg/s = {ratio:.2f}x"
+            + (f" ({spread})" if spread else ""),
+            ">= 0.9x",
+            ratio >= 0.9,
+        ),
+        Row(
+            f"queue drain, {w} workers: per message consumer + backend CPU, WAL; "
+            "claim(complete=held) vs leased",
+            f"{cost['loop']} vs {cost['leased']}",
+            "(report)",
+            None,
+        ),
+        Row(
+            "queue drain: every message completed exactly once (both sides)",
+            (
+                f"{n:,} done once, ids distinct and complete, in each of {rounds} run(s)"
+                if ok
+                else "FAILED: " + "; ".join(failed)
+            ),
+            "exactly once",
+            ok,
+            check=True,
+        ),
+    ]
+
+
 # ------------------------------------------------------------------------------------ main
 
 
@@ -784,11 +933,25 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="smoke run: 2,000 queue messages, one run each, fewer rounds",
     )
+    parser.add_argument(
+        "--drain-messages",
+        type=int,
+        metavar="N",
+        default=DRAIN_MESSAGES,
+        help=f"messages per run of section 4 (default {DRAIN_MESSAGES:,})",
+    )
+    parser.add_argument(
+        "--drain-only",
+        action="store_true",
+        help="only section 4 (the 4-worker drain vs the leased queue)",
+    )
     args = parser.parse_args(argv)
     quick: bool = args.quick
     n = args.messages or (2_000 if quick else 20_000)
     if n < 100:
         parser.error("--messages must be at least 100")
+    if args.drain_messages < 100:
+        parser.error("--drain-messages must be at least 100")
 
     t0 = time.perf_counter()
     server = server_url(args.database)
@@ -796,9 +959,13 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Scratch(server, "topics")
     rows: list[Row] = []
     try:
-        rows += bench_queue(scratch, n, rounds=1 if quick else 2)
-        rows += bench_publish(scratch, rounds=4 if quick else 20, per_round=50 if quick else 100)
-        rows += bench_poll(scratch, runs=50 if quick else 300)
+        if not args.drain_only:
+            rows += bench_queue(scratch, n, rounds=1 if quick else 2)
+            rows += bench_publish(
+                scratch, rounds=4 if quick else 20, per_round=50 if quick else 100
+            )
+            rows += bench_poll(scratch, runs=50 if quick else 300)
+        rows += bench_drain(scratch, args.drain_messages, rounds=2 if quick else 5)
     finally:
         scratch.drop_all()
     return summary(rows, t0)

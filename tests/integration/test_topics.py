@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+import re
 from datetime import timedelta
 from typing import Any
 
+import psycopg.sql
 import pytest
 
 import ikigai_store as ik
@@ -270,6 +273,55 @@ def test_claim_can_complete_the_previous_claim_in_the_same_statement(hub: ik.Sto
             taken.append(held.mail.id)
     assert taken == [j.id for j in jobs]
     assert _queue_states(hub) == {j.id: ("done", 1) for j in jobs}
+
+
+def _claim_plan(store: ik.Store, held: tuple[int, str], mode: str) -> list[str]:
+    """EXPLAIN ANALYZE of claim_queue_item by w1 completing ``held`` (mail id, token), as a
+    prepared statement under plan_cache_mode ``mode`` (a worker's loop runs the generic plan)."""
+    names = ["identity", "topic", "lease", "done_id", "done_token"]
+    sql = re.sub(
+        r"%\((\w+)\)s", lambda m: f"${names.index(m[1]) + 1}", ik.queries.claim_queue_item.sql
+    )
+    with store._connection() as conn:
+        conn.execute(f"SET LOCAL plan_cache_mode = {mode}")
+        conn.execute("PREPARE claim_probe (text, text, float8, bigint, text) AS " + sql)
+        probe = psycopg.sql.SQL(  # literals: a utility statement takes no parameters
+            "EXPLAIN (ANALYZE, COSTS OFF) EXECUTE claim_probe('w1', 'jobs', 30, {}, {})"
+        ).format(*map(psycopg.sql.Literal, held))
+        plan = conn.execute(probe).fetchall()
+        conn.execute("DEALLOCATE claim_probe")
+    return [r["QUERY PLAN"] for r in plan]
+
+
+def test_claim_does_not_walk_the_done_history(hub: ik.Store) -> None:
+    """With statistics taken while the whole backlog was available (a fresh backlog), a claim
+    after most of it is done finds its row through queue_items_open_idx, in its custom and its
+    generic plan, filtering out no done row (through the primary key it walked every one:
+    O(N^2) to drain N messages)."""
+    for k in range(120):
+        hub.mail.publish("pub", "jobs", f"j{k}", "x")
+    with hub._connection() as conn:
+        conn.execute("ANALYZE queue_items")
+    held = _claim(hub, "w1")
+    for _ in range(100):
+        held = hub.topics.claim("w1", "jobs", complete=held)
+        assert held is not None
+    current = (held.mail.id, held.token)
+    for mode in ("force_custom_plan", "force_generic_plan"):
+        plan = _claim_plan(hub, current, mode)
+        text = "\n".join(plan)
+        scans = [k for k, line in enumerate(plan) if "queue_items_open_idx on queue_items" in line]
+        assert len(scans) == 1, text
+        node = list(itertools.takewhile(lambda line: "->" not in line, plan[scans[0] + 1 :]))
+        removed = [int(line.rsplit(":", 1)[1]) for line in node if "Rows Removed by" in line]
+        assert max(removed, default=0) <= 2, text  # the claimed row (and the one completed)
+        assert _queue_states(hub)[current[0]] == ("done", 1)
+        with hub._connection() as conn:
+            row = conn.execute(
+                "SELECT mail_id, CAST(token AS text) AS token FROM queue_items "
+                "WHERE state = 'claimed'"
+            ).fetchone()
+        current = (row["mail_id"], row["token"])
 
 
 def test_claim_with_a_lost_claim_to_complete_claims_nothing(hub: ik.Store) -> None:
