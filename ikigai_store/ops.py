@@ -43,6 +43,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
+from types import CodeType
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, Literal, ParamSpec, TypeVar, overload
 
 import psycopg
@@ -175,7 +176,7 @@ def copy_in(name: str, source: Iterable[bytes], /, **params: Any) -> Call:
     return Call(name, params, "copy_in", source)
 
 
-_ATOMIC: set[Any] = set()
+_ATOMIC: dict[int, CodeType] = {}
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -194,13 +195,14 @@ def validate(op: Op[Any]) -> None:
 def atomic(fn: F) -> F:
     """Mark an operation whose calls must run in one transaction (a savepoint inside
     ``store.transaction()``); others run in autocommit, one statement at a time."""
-    _ATOMIC.add(fn.__code__)
+    _ATOMIC[id(fn.__code__)] = fn.__code__  # by id: a code object hashes its bytecode
     return fn
 
 
 def is_atomic(op: Op[Any]) -> bool:
     """True when ``op`` came from an ``@atomic`` operation."""
-    return getattr(op, "gi_code", None) in _ATOMIC
+    code = getattr(op, "gi_code", None)
+    return _ATOMIC.get(id(code)) is code and code is not None
 
 
 # ---------------------------------------------------------------- binding operations to faces

@@ -205,6 +205,24 @@ class _BasePool(Generic[P, C]):
                     f"(all {self._max_size} in use; raise pool_size or timeout)"
                 ) from None
 
+    def _trusted_now(self) -> P | None:
+        """The pool a checkout would take from at once (its first step), or None when the
+        checkout has something to do first (after a lost connection) or will refuse."""
+        if self._closed or self._suspect:
+            return None
+        return self._pool
+
+    def _first_step(
+        self, checkout: _Checkout[P, C], tried: P | None, failed: Exception | None
+    ) -> _Do | _Take[P]:
+        """Start ``checkout``; when a take from ``tried`` already failed with ``failed`` (the
+        shell's fast path) and the checkout's first step is that same take, its failure is
+        what the checkout handles (a timeout is not waited for twice)."""
+        step = next(checkout)
+        if failed is not None and isinstance(step, _Take) and step.pool is tried:
+            step = checkout.throw(failed)
+        return step
+
     def _trusted(self) -> Generator[_Do, Any, P]:
         """The pool to take from; after a lost connection only once the server answers, and a
         fresh one (the old one's connections died with the server)."""
@@ -271,8 +289,14 @@ class Pool(_BasePool[ConnectionPool[Conn], Conn]):
 
     def _take(self) -> tuple[ConnectionPool[Conn], Conn]:
         """Carry out the checkout's steps on this thread: (the pool, a connection of it)."""
+        pool, failed = self._trusted_now(), None
+        if pool is not None:  # the usual case, without the checkout's generators
+            try:
+                return pool, pool.getconn()
+            except Exception as exc:  # the checkout says what it means
+                failed = exc
         checkout = self._checkout()
-        step = next(checkout)
+        step = self._first_step(checkout, pool, failed)
         while True:
             try:
                 result = self._do(step)
@@ -365,8 +389,14 @@ class AsyncPool(_BasePool[AsyncConnectionPool[AConn], AConn]):
 
     async def _take(self) -> tuple[AsyncConnectionPool[AConn], AConn]:
         """Carry out the checkout's steps on the event loop: (the pool, a connection of it)."""
+        pool, failed = self._trusted_now(), None
+        if pool is not None:  # the usual case, without the checkout's generators
+            try:
+                return pool, await pool.getconn()
+            except Exception as exc:  # the checkout says what it means
+                failed = exc
         checkout = self._checkout()
-        step = next(checkout)
+        step = self._first_step(checkout, pool, failed)
         while True:
             try:
                 result = await self._do(step)
