@@ -201,6 +201,9 @@ def dump_json(data: Any, name: str = "data") -> str | None:
 # ---------------------------------------------------------------- durations, times, keys, cursors
 
 
+_NO_TIME = timedelta(0)
+
+
 def check_duration(
     value: object,
     what: str,
@@ -229,8 +232,6 @@ def check_duration(
         f"{what} must be at least 1 microsecond and at most {limit}, got {value!r}"
     )
 
-
-_NO_TIME = timedelta(0)
 
 
 def check_seconds(value: object, name: str) -> None:
