@@ -233,7 +233,6 @@ def check_duration(
     )
 
 
-
 def check_seconds(value: object, name: str) -> None:
     """A finite number of seconds in (0, 86400] (a connection or lock timeout)."""
     if (
