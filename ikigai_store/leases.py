@@ -113,8 +113,9 @@ def acquire(
     if not isinstance(exclusive, bool):
         raise InvalidArgument(f"exclusive must be a bool, got {exclusive!r}")
     for _ in range(_RETRIES):
-        # One statement, atomic by itself: a refusal is an exclusion violation that undoes it
-        # whole (the holder's replaced lease included), so no transaction is opened around it.
+        # One statement, atomic by itself: a refusal that replaced the holder's own lease is an
+        # exclusion violation that undoes it whole, so no transaction is opened around it.
+        undone = False
         try:
             row = yield one(
                 "leases_acquire", holder=name, resource=res, exclusive=exclusive, ttl=length
@@ -122,7 +123,7 @@ def acquire(
         except Conflict as exc:
             if exc.constraint != EXCLUSION:
                 raise
-            row = None
+            row, undone = None, True
         if row is not None:
             return Lease.from_row(row)
         rows = yield many("leases_refusal", holder=name, resource=res, exclusive=exclusive)
@@ -139,11 +140,14 @@ def acquire(
                 constraint=EXCLUSION,
                 sqlstate="23P01",
             )
+        if undone:
+            # The error also ended the transaction of an operation that called this one
+            # (watch.start): asking again would go on outside it.
+            break
         # The lease that refused this one ended (or was replaced) before it could be named:
         # ask again.
     raise Conflict(
-        f"the lease on {res!r} for {name!r} was refused {_RETRIES} times by leases that "
-        "ended at once: try again",
+        f"the lease on {res!r} for {name!r} was refused by a lease that ended at once: try again",
         constraint=EXCLUSION,
         sqlstate="23P01",
     )
