@@ -118,9 +118,8 @@ WITH gone AS (
 )
 SELECT count(*) FILTER (WHERE live) AS ended
 FROM gone
-WHERE (SELECT count(pg_notify('ikigai_lease', CASE WHEN length(ids) > 7000 THEN '*' ELSE ids END))
-       FROM (SELECT string_agg(DISTINCT CAST(holder_id AS text), ',') AS ids FROM gone) AS n
-       WHERE ids IS NOT NULL) >= 0;
+WHERE (SELECT count(ikigai_notify_ids('ikigai_lease', ids))
+       FROM (SELECT string_agg(DISTINCT CAST(holder_id AS text), ',') AS ids FROM gone) AS n) >= 0;
 
 -- name: leases_held(prefix, holder)
 -- Live leases whose resource starts with :prefix (a range scan of leases_resource_idx: the
