@@ -1,12 +1,12 @@
 -- name: create_agent(uuid, session_id, name, provider, model, thinking_level)^
 -- Register a root agent (no parent, nothing inherited) in a session that has not ended; returns
--- the row, or nothing when the session is missing or ended (its row is locked FOR SHARE, so a
--- concurrent end_session waits or is seen).
+-- the row, or nothing when the session is missing or ended (its row is locked FOR KEY SHARE,
+-- as by an append: a concurrent end_session waits or is seen).
 INSERT INTO agents (uuid, session_id, name, provider, model, thinking_level)
 SELECT :uuid, s.id, :name, :provider, :model, :thinking_level
 FROM sessions AS s
 WHERE s.id = :session_id AND s.ended_at IS NULL
-FOR SHARE OF s
+FOR KEY SHARE OF s
 RETURNING id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at,
           ended_at, provider, model, thinking_level, idle;
 
@@ -15,7 +15,8 @@ RETURNING id, uuid, session_id, name, parent_uuid, fork_message_id, status, crea
 -- the parent's newest own event (one backward probe of idx_messages_agent), or 0 when the
 -- parent has none ("inherits none of the parent's own events"). Unset provider, model and
 -- thinking_level are inherited from the parent. Nothing is returned if the parent is missing
--- or not running, or its session has ended (both rows locked FOR SHARE, as for appends).
+-- or not running, or its session has ended (the parent's row locked FOR SHARE, the
+-- session's FOR KEY SHARE, as for appends).
 INSERT INTO agents (uuid, session_id, name, parent_uuid, fork_message_id, provider, model,
                     thinking_level)
 SELECT :uuid, p.session_id, :name, p.uuid,
@@ -25,7 +26,7 @@ SELECT :uuid, p.session_id, :name, p.uuid,
 FROM agents AS p
 JOIN sessions AS s ON s.id = p.session_id
 WHERE p.uuid = :parent_uuid AND p.status = 'running' AND s.ended_at IS NULL
-FOR SHARE OF p, s
+FOR SHARE OF p FOR KEY SHARE OF s
 RETURNING id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at,
           ended_at, provider, model, thinking_level, idle;
 

@@ -28,9 +28,14 @@ LIMIT :limit;
 
 -- name: end_session(session_id)^
 -- Mark a session ended; ending it again keeps the first ended_at. Nothing returned if missing.
+-- The row is locked FOR UPDATE before it is changed: appends lock it FOR KEY SHARE
+-- (queries/messages.sql), which a plain UPDATE of a non-key column neither waits for nor makes
+-- wait. FOR UPDATE waits for the appends in flight, and an update by a transaction holding it
+-- counts as a key update, so appends that come later wait for this one and then see the
+-- session ended (READ COMMITTED re-checks the locked row's newest version).
 UPDATE sessions
 SET ended_at = COALESCE(ended_at, NOW())
-WHERE id = :session_id
+WHERE id = (SELECT id FROM sessions WHERE id = :session_id FOR UPDATE)
 RETURNING id, started_at, ended_at, title;
 
 -- name: set_session_title(session_id, title)^
@@ -64,10 +69,10 @@ SELECT session_id FROM named;
 
 -- name: session_wait_appends(session_id)^
 -- Wait until every append to the session in flight has committed or rolled back: each holds
--- the session row FOR SHARE from before it takes its id (queries/messages.sql), and FOR NO
--- KEY UPDATE conflicts with it; appends that start meanwhile wait for this transaction and
+-- the session row FOR KEY SHARE from before it takes its id (queries/messages.sql), and FOR
+-- UPDATE conflicts with it; appends that start meanwhile wait for this transaction and
 -- take later ids. So the events read next in this transaction (a new snapshot, READ
 -- COMMITTED) up to the newest id read are all there will ever be: a follower resuming from
 -- that id skips nothing (BIGSERIAL ids alone commit out of order). Used by the web view's
 -- timeline tail and by export_session's horizon. No row: no such session.
-SELECT s.id FROM sessions AS s WHERE s.id = :session_id FOR NO KEY UPDATE;
+SELECT s.id FROM sessions AS s WHERE s.id = :session_id FOR UPDATE;

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import uuid
+from datetime import timedelta
 from typing import Any
 
+import psycopg
 import pytest
 
 import ikigai_store as ik
@@ -240,3 +243,44 @@ def test_transaction_rolls_back_on_exception(ikigai_store: ik.Store) -> None:
         ikigai_store.append(sid, "assistant", "two")
         raise RuntimeError("boom")
     assert ikigai_store.messages(sid) == []
+
+
+def test_appends_notify_only_listened_sessions(ikigai_db_url: str) -> None:
+    """Every kind of append to a session whose listened_until (migration 0024) is in the
+    future notifies ikigai_session with its id on commit; appends to a session never listened
+    to, or whose registration has lapsed, notify nothing."""
+    q = ik.queries
+    with (
+        ik.Store(ikigai_db_url, pool_size=1) as store,
+        psycopg.connect(ikigai_db_url, autocommit=True) as conn,
+    ):
+        listened, quiet, lapsed = (store.create_session(t) for t in ("on", "off", "lapsed"))
+        agent = store.create_agent(listened)
+        for sid, ttl in ((listened, timedelta(minutes=5)), (lapsed, timedelta(0))):
+            params = {"session_ids": [sid], "listener": uuid.uuid4(), "ttl": ttl}
+            conn.execute(q.session_listeners_register.sql, params)
+        conn.execute("LISTEN ikigai_session")
+
+        def heard() -> list[str]:
+            """Payloads heard before a sentinel sent now from another connection."""
+            with psycopg.connect(ikigai_db_url, autocommit=True) as other:
+                other.execute("SELECT pg_notify('ikigai_session', 'sentinel')")
+            got = []
+            for n in conn.notifies(timeout=10):
+                if n.payload == "sentinel":
+                    return got
+                got.append(n.payload)
+            raise AssertionError("the sentinel never came")
+
+        store.append(quiet, "user", "nobody listens")
+        store.append(lapsed, "user", "nobody listens any more")
+        store.append_many(quiet, [("user", "a", None), ("user", "b", None)])
+        assert heard() == []
+        store.append(listened, "user", "heard")
+        assert heard() == [str(listened)]
+        store.append(listened, "user", "from the agent", agent_uuid=agent.uuid)
+        assert heard() == [str(listened)]
+        store.append_many(listened, [("user", "a", None), ("user", "b", None)])
+        assert heard() == [str(listened)]
+        store.mark(agent.uuid, "m")
+        assert heard() == [str(listened)]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import threading
+import uuid
+from datetime import timedelta
 
+import psycopg
 import pytest
 
 import ikigai_store as ik
@@ -90,3 +93,64 @@ def test_no_event_commits_after_its_session_ended(ikigai_db_url: str) -> None:
                 t.join()
             assert store.count_messages(sid) == at_end
         store._truncate_all()
+
+
+def _blocked(url: str, sql: str, params: dict[str, object]) -> bool:
+    """Whether ``sql`` has to wait for a row lock held by another open transaction (it gives
+    up after 200 ms of waiting: lock_timeout, no timing measured)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET lock_timeout = '200ms'")
+        try:
+            conn.execute(sql, params)
+        except psycopg.errors.LockNotAvailable:
+            return True
+        return False
+
+
+def test_end_session_and_appends_wait_for_each_other(ikigai_db_url: str) -> None:
+    """Appends lock their session FOR KEY SHARE (migration 0024): end_session, batch appends
+    and session_wait_appends wait for an open append; an append waits for an open end_session
+    and then finds the session ended; a listener registration and a title change wait for
+    neither."""
+    q = ik.queries
+    sid_param = {"kind": "user", "content": "x", "data": None}
+    with ik.Store(ikigai_db_url, pool_size=2) as store, psycopg.connect(ikigai_db_url) as held:
+        sid = store.create_session("locks")
+        held.execute(q.append_event.sql, {"session_id": sid, **sid_param})  # open transaction
+        assert _blocked(ikigai_db_url, q.end_session.sql, {"session_id": sid})
+        assert _blocked(ikigai_db_url, q.session_wait_appends.sql, {"session_id": sid})
+        batch = {"session_id": sid, "kinds": ["user"], "contents": ["b"], "datas": [None]}
+        assert _blocked(ikigai_db_url, q.append_events.sql, batch)
+        listener = {"session_ids": [sid], "listener": uuid.uuid4(), "ttl": timedelta(minutes=1)}
+        assert not _blocked(ikigai_db_url, q.session_listeners_register.sql, listener)
+        title = {"session_id": sid, "title": "renamed"}
+        assert not _blocked(ikigai_db_url, q.set_session_title.sql, title)
+        held.rollback()
+
+        held.execute(q.end_session.sql, {"session_id": sid})  # open transaction
+        assert _blocked(ikigai_db_url, q.append_event.sql, {"session_id": sid, **sid_param})
+        refused: list[object] = []
+
+        def append() -> None:
+            with psycopg.connect(ikigai_db_url, autocommit=True) as conn:
+                params = {"session_id": sid, **sid_param}
+                refused.append(conn.execute(q.append_event.sql, params).fetchone())
+
+        waiter = threading.Thread(target=append)
+        waiter.start()
+        while not _waiting_for_lock(ikigai_db_url):
+            pass
+        held.commit()
+        waiter.join()
+        assert refused == [None] and store.count_messages(sid) == 0
+
+
+def _waiting_for_lock(url: str) -> bool:
+    """Whether some backend waits for a lock (the appender started by the test). Asked on a
+    connection of its own: pg_stat_activity is read once per transaction."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        ).fetchone()
+    return bool(row and row[0])

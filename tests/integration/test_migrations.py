@@ -48,8 +48,9 @@ ALL = [
     "0021-session-keys",
     "0022-hot-paths",
     "0023-mail-unread-row-trigger",
+    "0024-session-listened-until",
 ]
-LATEST = 23
+LATEST = 24
 
 
 def _since(migration: str) -> int:
@@ -649,10 +650,11 @@ def test_mail_unread_row_trigger_rollback(ikigai_empty_db_url: str) -> None:
     migrate.apply(url)
     assert _q(url, kind) == [(1,)]
     notified_when_unread_again()
-    assert migrate.rollback(url, count=_since("0023-mail-unread-row-trigger")) == ALL[-1:][::-1]
+    n = _since("0023-mail-unread-row-trigger")
+    assert migrate.rollback(url, count=n) == ALL[-n:][::-1]
     assert _q(url, kind) == [(0,)] and _version(url) == 22
     notified_when_unread_again()
-    assert migrate.apply(url) == ALL[-1:]
+    assert migrate.apply(url) == ALL[-n:]
     assert _q(url, kind) == [(1,)] and _version(url) == LATEST
 
 
@@ -674,4 +676,29 @@ def test_hot_paths_rollback(ikigai_empty_db_url: str) -> None:
     assert _q(url, keys) == new_keys and _version(url) == 21
     assert migrate.apply(url) == ALL[-n:]
     assert _q(url, triggers)[0][0] == 0 and _q(url, column)[0][0] == 1
+    assert _version(url) == LATEST
+
+
+def test_session_listened_until_rollback(ikigai_empty_db_url: str) -> None:
+    """0024 adds sessions.listened_until, filled from the live session_listeners rows;
+    rolling it back drops the column, and applying it again fills it again."""
+    url = ikigai_empty_db_url
+    n = _since("0024-session-listened-until")
+    migrate.apply(url)
+    assert migrate.rollback(url, count=n)[-1] == "0024-session-listened-until"
+    assert _version(url) == 23
+    sid = _q(url, "INSERT INTO sessions (title) VALUES ('s') RETURNING id")[0][0]
+    _q(url, "INSERT INTO sessions (title) VALUES ('quiet')")
+    _q(
+        url,
+        "INSERT INTO session_listeners VALUES (%s, gen_random_uuid(), '2100-01-01'),"
+        " (%s, gen_random_uuid(), '2099-01-01')",
+        (sid, sid),
+    )
+    column = "SELECT count(*) FROM pg_attribute WHERE attrelid = 'sessions'::regclass"
+    column += " AND attname = 'listened_until' AND NOT attisdropped"
+    assert _q(url, column)[0][0] == 0
+    assert migrate.apply(url) == ALL[-n:]
+    until = "SELECT title, extract(year FROM listened_until) FROM sessions ORDER BY id"
+    assert _q(url, until) == [("s", 2100), ("quiet", None)]
     assert _version(url) == LATEST
