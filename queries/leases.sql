@@ -12,7 +12,9 @@
 -- it) when another holder's live lease conflicts. A refusal that replaced one of the holder's
 -- own leases raises lease_refused() (exclusion_violation, migration 0022), which undoes the
 -- whole statement; any other refusal returns no row (what it swept stays swept: expired
--- leases). The scalar subqueries make the deletes run before the insert checks the
+-- leases). One row of mine's count, joined with the grant if any, decides which (no second
+-- branch re-reading the CTEs); the sweep deletes = ANY of an ARRAY of ids (no semi-join to
+-- hash). The scalar subqueries make the deletes run before the insert checks the
 -- constraint (rows deleted by this statement conflict with nothing). A grant notifies
 -- ikigai_lease on commit: the holder, and each swept lease's holder. No row: refused, or no
 -- such holder (leases_refusal says which).
@@ -24,13 +26,13 @@ WITH me AS (
     RETURNING id
 ), swept AS (
     DELETE FROM leases
-    WHERE id IN (SELECT x.id FROM leases AS x
-                 WHERE x.expires_at <= ikigai_now()
-                   AND (x.resource <> :resource
-                        OR x.holder_id IS DISTINCT FROM (SELECT id FROM me))
-                 ORDER BY x.expires_at
-                 LIMIT 16
-                 FOR UPDATE SKIP LOCKED)
+    WHERE id = ANY (ARRAY(SELECT x.id FROM leases AS x
+                          WHERE x.expires_at <= ikigai_now()
+                            AND (x.resource <> :resource
+                                 OR x.holder_id IS DISTINCT FROM (SELECT id FROM me))
+                          ORDER BY x.expires_at
+                          LIMIT 16
+                          FOR UPDATE SKIP LOCKED))
     RETURNING holder_id
 ), granted AS (
     INSERT INTO leases (resource, holder_id, exclusive, expires_at)
@@ -42,13 +44,14 @@ WITH me AS (
 )
 SELECT g.id, g.resource, CAST(:holder AS text) AS holder, g.exclusive,
        CAST(g.token AS text) AS token, g.acquired_at, g.expires_at
-FROM granted AS g
-WHERE pg_notify('ikigai_lease', CAST(g.holder_id AS text)) IS NOT NULL
-  AND (SELECT count(pg_notify('ikigai_lease', CAST(holder_id AS text))) FROM swept) >= 0
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL
-WHERE CASE WHEN EXISTS (SELECT 1 FROM granted) OR NOT EXISTS (SELECT 1 FROM mine) THEN false
-           ELSE lease_refused(:resource) END;
+FROM (SELECT count(*) AS n FROM mine) AS m
+LEFT JOIN granted AS g ON true
+WHERE CASE WHEN g.id IS NOT NULL
+           THEN pg_notify('ikigai_lease', CAST(g.holder_id AS text)) IS NOT NULL
+                AND (SELECT count(pg_notify('ikigai_lease', CAST(holder_id AS text)))
+                     FROM swept) >= 0
+           WHEN m.n > 0 THEN lease_refused(:resource)
+           ELSE false END;
 
 -- name: leases_refusal(holder, resource, exclusive)
 -- Why leases_acquire granted nothing (rare path): the holder's state ('active', 'retired' or
