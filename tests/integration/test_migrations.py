@@ -48,8 +48,9 @@ ALL = [
     "0021-session-keys",
     "0022-hot-paths",
     "0023-mail-unread-row-trigger",
+    "0025-queue-hot-path",
 ]
-LATEST = 23
+LATEST = 25
 
 
 def _since(migration: str) -> int:
@@ -649,10 +650,11 @@ def test_mail_unread_row_trigger_rollback(ikigai_empty_db_url: str) -> None:
     migrate.apply(url)
     assert _q(url, kind) == [(1,)]
     notified_when_unread_again()
-    assert migrate.rollback(url, count=_since("0023-mail-unread-row-trigger")) == ALL[-1:][::-1]
+    n = _since("0023-mail-unread-row-trigger")
+    assert migrate.rollback(url, count=n) == ALL[: -n - 1 : -1]
     assert _q(url, kind) == [(0,)] and _version(url) == 22
     notified_when_unread_again()
-    assert migrate.apply(url) == ALL[-1:]
+    assert migrate.apply(url) == ALL[-n:]
     assert _q(url, kind) == [(1,)] and _version(url) == LATEST
 
 
@@ -675,3 +677,55 @@ def test_hot_paths_rollback(ikigai_empty_db_url: str) -> None:
     assert migrate.apply(url) == ALL[-n:]
     assert _q(url, triggers)[0][0] == 0 and _q(url, column)[0][0] == 1
     assert _version(url) == LATEST
+
+
+def test_queue_hot_path_rollback(ikigai_empty_db_url: str) -> None:
+    """0025 adds queue_items.outcome (generated from state: NULL while open, else done or
+    dead), moves the open and dead indexes' predicates onto it, drops the lease index and
+    lowers the fillfactor, so a claim is a HOT update; every row keeps its state. Rolling it
+    back restores 0008/0010's indexes (the same rows in each) and the version; applying it
+    again gives the same outcomes."""
+    url = ikigai_empty_db_url
+    states = "SELECT mail_id, state, attempts, CAST(token AS text) FROM queue_items ORDER BY 1"
+    outcomes = "SELECT state, outcome FROM queue_items ORDER BY mail_id"
+    in_index = (
+        "SELECT count(*) FROM queue_items WHERE {} "
+        "AND topic_id = (SELECT id FROM topics WHERE name = 'jobs')"
+    )
+    migrate.apply(url)
+    with ik.Store(url) as store:
+        for name in ("pub", "w"):
+            store.identities.register(name)
+        store.topics.create("jobs", "queue", max_attempts=1)
+        store.topics.subscribe("w", "jobs")
+        for k in range(4):
+            store.mail.publish("pub", "jobs", f"j{k}", "x")
+        store.topics.complete(store.topics.claim("w", "jobs"))  # done
+        dead = store.topics.claim("w", "jobs")
+        assert dead is not None and store.topics.release(dead) == "dead"
+        assert store.topics.claim("w", "jobs") is not None  # claimed; the last one available
+    before = _q(url, states)
+    assert _q(url, outcomes) == [
+        ("done", "done"),
+        ("dead", "dead"),
+        ("claimed", None),
+        ("available", None),
+    ]
+    assert "queue_items_lease_idx" not in _indexes(url)
+    assert _q(url, "SELECT reloptions FROM pg_class WHERE relname = 'queue_items'") == [
+        (["fillfactor=70"],)
+    ]
+    n = _since("0025-queue-hot-path")
+    assert migrate.rollback(url, count=n) == ALL[: -n - 1 : -1]
+    assert _version(url) == 23 and _q(url, states) == before
+    indexes = _indexes(url)
+    assert "state = ANY" in indexes["queue_items_open_idx"]
+    assert "state = 'dead'" in indexes["queue_items_dead_idx"]
+    assert "state = 'claimed'" in indexes["queue_items_lease_idx"]
+    column = "SELECT count(*) FROM information_schema.columns WHERE column_name = 'outcome'"
+    assert _q(url, column) == [(0,)]
+    assert _q(url, in_index.format("state IN ('available', 'claimed')")) == [(2,)]
+    assert migrate.apply(url) == ALL[-n:]
+    assert _version(url) == LATEST and _q(url, states) == before
+    assert [r[1] for r in _q(url, outcomes)] == ["done", "dead", None, None]
+    assert _q(url, in_index.format("outcome IS NULL")) == [(2,)]
