@@ -1,5 +1,19 @@
 -- Undo 0025: the open and dead indexes read state again, the lease index comes back, outcome
--- goes (state always held the same meaning), default fillfactor; the version goes back to 23.
+-- goes (state always held the same meaning), default fillfactor, 0010's row trigger notifies
+-- again; the version goes back to 23.
+CREATE OR REPLACE FUNCTION queue_notify_row() RETURNS trigger
+LANGUAGE plpgsql
+AS $fn$
+BEGIN
+    PERFORM pg_notify('ikigai_queue', NEW.topic_id::text);
+    RETURN NULL;
+END
+$fn$;
+DROP TRIGGER IF EXISTS queue_items_notify_update ON queue_items;
+CREATE TRIGGER queue_items_notify_update
+    AFTER UPDATE OF state ON queue_items
+    FOR EACH ROW WHEN (NEW.state = 'available' AND OLD.state <> 'available')
+    EXECUTE FUNCTION queue_notify_row();
 DROP INDEX IF EXISTS queue_items_open_idx;
 DROP INDEX IF EXISTS queue_items_dead_idx;
 ALTER TABLE queue_items DROP COLUMN IF EXISTS outcome;

@@ -14,12 +14,17 @@
 --   claim's own walk of the open index (queries/topics.sql, claim_queue_item: an expired last
 --   attempt it meets becomes a dead letter), and claim_refusal's next lease expiry, which reads
 --   the topic's open rows (when a claim found nothing to claim, those are the live leases).
+-- - No trigger runs on an update of queue_items: 0010's row trigger (a WHEN clause, parsed and
+--   set up by every statement that updates the table, claims and completions included) goes;
+--   the two statements that make a row available again, release_claim and requeue
+--   (queries/topics.sql), call pg_notify themselves, with the same channel and payload (the
+--   topic id), delivered on commit as before. Inserts keep 0008's statement trigger.
 -- - fillfactor 70: room on each page for the claim's new row version (a full page makes the
 --   update move the row to another page, which is not HOT).
 -- Invariants: state keeps its meaning (available, claimed, done, dead) and stays the one
 -- column written; outcome = state for done and dead rows, NULL otherwise (GENERATED, so it
 -- cannot disagree); the open index holds exactly the available and claimed rows, the dead
--- index the dead ones, as before.
+-- index the dead ones, as before; a row that becomes available again notifies ikigai_queue.
 -- Idempotent.
 -- depends: 0023-mail-unread-row-trigger
 
@@ -33,5 +38,8 @@ DROP INDEX IF EXISTS queue_items_open_idx;
 CREATE INDEX queue_items_open_idx ON queue_items (topic_id, mail_id) WHERE outcome IS NULL;
 DROP INDEX IF EXISTS queue_items_dead_idx;
 CREATE INDEX queue_items_dead_idx ON queue_items (topic_id, mail_id) WHERE outcome = 'dead';
+
+DROP TRIGGER IF EXISTS queue_items_notify_update ON queue_items;
+DROP FUNCTION IF EXISTS queue_notify_row();
 
 UPDATE schema_metadata SET schema_version = 25 WHERE schema_version < 25;

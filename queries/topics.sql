@@ -307,14 +307,23 @@ RETURNING mail_id;
 
 -- name: release_claim(mail_id, token, error)^
 -- Give claimed work back: available again, or a dead letter when it used its last attempt.
-UPDATE queue_items AS q
-SET state = CASE WHEN q.attempts >= t.max_attempts THEN 'dead' ELSE 'available' END,
-    token = NULL, lease_until = NULL, holder_id = NULL, last_error = :error,
-    updated_at = ikigai_now()
-FROM topics AS t
-WHERE q.mail_id = :mail_id AND q.token = CAST(:token AS uuid)  -- claimed: it has a token
-  AND t.id = q.topic_id
-RETURNING q.state;
+-- Available again notifies ikigai_queue (payload: the topic id) on commit, so blocked
+-- claimers wake (migration 0025: this statement and requeue notify, no trigger does).
+WITH r AS (
+    UPDATE queue_items AS q
+    SET state = CASE WHEN q.attempts >= t.max_attempts THEN 'dead' ELSE 'available' END,
+        token = NULL, lease_until = NULL, holder_id = NULL, last_error = :error,
+        updated_at = ikigai_now()
+    FROM topics AS t
+    WHERE q.mail_id = :mail_id AND q.token = CAST(:token AS uuid)  -- claimed: it has a token
+      AND t.id = q.topic_id
+    RETURNING q.state, q.topic_id
+)
+SELECT state
+FROM r
+WHERE CASE WHEN state = 'available'  -- CASE: no notification for a dead letter
+           THEN pg_notify('ikigai_queue', CAST(topic_id AS text)) IS NOT NULL
+           ELSE true END;
 
 -- name: extend_claim(mail_id, token, lease)^
 -- Move a claim's lease to now + :lease seconds, only with the current token; returns the claim.
@@ -337,11 +346,15 @@ WHERE q.topic_id = (SELECT id FROM topics WHERE name = :topic)
 ORDER BY q.mail_id;
 
 -- name: requeue(mail_id)^
--- Make a dead letter claimable again, with its attempts reset.
-UPDATE queue_items
-SET state = 'available', attempts = 0, updated_at = ikigai_now()
-WHERE mail_id = :mail_id AND state = 'dead'
-RETURNING mail_id;
+-- Make a dead letter claimable again, with its attempts reset; notifies ikigai_queue (payload:
+-- the topic id) on commit, as release_claim does.
+WITH r AS (
+    UPDATE queue_items
+    SET state = 'available', attempts = 0, updated_at = ikigai_now()
+    WHERE mail_id = :mail_id AND state = 'dead'
+    RETURNING mail_id, topic_id
+)
+SELECT mail_id FROM r WHERE pg_notify('ikigai_queue', CAST(topic_id AS text)) IS NOT NULL;
 
 -- name: queue_item_state(mail_id)^
 -- A queue row's state (rare path of requeue).

@@ -682,9 +682,9 @@ def test_hot_paths_rollback(ikigai_empty_db_url: str) -> None:
 def test_queue_hot_path_rollback(ikigai_empty_db_url: str) -> None:
     """0025 adds queue_items.outcome (generated from state: NULL while open, else done or
     dead), moves the open and dead indexes' predicates onto it, drops the lease index and
-    lowers the fillfactor, so a claim is a HOT update; every row keeps its state. Rolling it
-    back restores 0008/0010's indexes (the same rows in each) and the version; applying it
-    again gives the same outcomes."""
+    0010's notify trigger and lowers the fillfactor, so a claim is a HOT update; every row
+    keeps its state. Rolling it back restores 0008/0010's indexes (the same rows in each), the
+    trigger and the version; applying it again gives the same outcomes."""
     url = ikigai_empty_db_url
     states = "SELECT mail_id, state, attempts, CAST(token AS text) FROM queue_items ORDER BY 1"
     outcomes = "SELECT state, outcome FROM queue_items ORDER BY mail_id"
@@ -712,6 +712,8 @@ def test_queue_hot_path_rollback(ikigai_empty_db_url: str) -> None:
         ("available", None),
     ]
     assert "queue_items_lease_idx" not in _indexes(url)
+    trigger = "SELECT count(*) FROM pg_trigger WHERE tgname = 'queue_items_notify_update'"
+    assert _q(url, trigger) == [(0,)]
     assert _q(url, "SELECT reloptions FROM pg_class WHERE relname = 'queue_items'") == [
         (["fillfactor=70"],)
     ]
@@ -725,7 +727,9 @@ def test_queue_hot_path_rollback(ikigai_empty_db_url: str) -> None:
     column = "SELECT count(*) FROM information_schema.columns WHERE column_name = 'outcome'"
     assert _q(url, column) == [(0,)]
     assert _q(url, in_index.format("state IN ('available', 'claimed')")) == [(2,)]
+    assert _q(url, trigger) == [(1,)]
     assert migrate.apply(url) == ALL[-n:]
     assert _version(url) == LATEST and _q(url, states) == before
     assert [r[1] for r in _q(url, outcomes)] == ["done", "dead", None, None]
     assert _q(url, in_index.format("outcome IS NULL")) == [(2,)]
+    assert _q(url, trigger) == [(0,)]
