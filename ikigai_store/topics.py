@@ -357,7 +357,8 @@ def claim(
     commit, or by a lease running out). None when there is none.
 
     A message whose lease expired is claimable again (its next attempt); one that used
-    ``max_attempts`` becomes a dead letter. No message is held by two live leases.
+    ``max_attempts`` becomes a dead letter when a claim's walk (oldest first) reaches it. No
+    message is held by two live leases.
 
     ``complete``: a claim (``Claim`` or ``(mail_id, token)``) to complete first, in the
     same statement, so a worker's loop (``held = claim(..., complete=held)``) is one round
