@@ -357,7 +357,8 @@ def claim(
     commit, or by a lease running out). None when there is none.
 
     A message whose lease expired is claimable again (its next attempt); one that used
-    ``max_attempts`` becomes a dead letter. No message is held by two live leases.
+    ``max_attempts`` becomes a dead letter when a claim's walk (oldest first) reaches it. No
+    message is held by two live leases.
 
     ``complete``: a claim (``Claim`` or ``(mail_id, token)``) to complete first, in the
     same statement, so a worker's loop (``held = claim(..., complete=held)``) is one round
@@ -390,18 +391,33 @@ def claim_once(
     refusal and nothing completed; if that lease was lost, ``InvalidArgument`` and nothing is
     claimed."""
     done_id, done_token = done if done is not None else (None, None)
-    row = yield one(
-        "claim_queue_item",
-        identity=identity,
-        topic=topic,
-        lease=lease,
-        done_id=done_id,
-        done_token=done_token,
-    )
-    if done_id is not None and not row["completed"]:
-        yield from claim_state(identity, topic)  # a refused claim completes nothing: say why
-        raise _lost(done_id)
-    return None if row["id"] is None else Claim.from_row(row)
+    while True:
+        rows = yield many(
+            "claim_queue_item",
+            identity=identity,
+            topic=topic,
+            lease=lease,
+            done_id=done_id,
+            done_token=done_token,
+        )
+        claimed = None
+        completed = settled = False
+        for row in rows:  # at most two: the claim completed, the row claimed (or settled)
+            act = row["act"]
+            if act == "claimed":
+                claimed = row
+            elif act == "done":
+                completed = True
+            else:
+                settled = True
+        if done_id is not None and not completed:
+            yield from claim_state(identity, topic)  # a refused claim completes nothing: say why
+            raise _lost(done_id)
+        if not settled:
+            return None if claimed is None else Claim.from_row(claimed)
+        # The walk met an expired last attempt first and made it a dead letter (rare): the
+        # next statement's walk goes past it. The claim to complete was completed.
+        done_id = done_token = None
 
 
 def claim_state(identity: str, topic: str) -> Op[tuple[int, float | None]]:

@@ -31,14 +31,14 @@ ORDER BY t.name;
 DELETE FROM topics AS t
 WHERE t.name = :name
   AND NOT EXISTS (SELECT 1 FROM queue_items AS q
-                  WHERE q.topic_id = t.id AND q.state IN ('available', 'claimed'))
+                  WHERE q.topic_id = t.id AND q.outcome IS NULL)  -- available or claimed
 RETURNING t.id;
 
 -- name: open_work(name)^
 -- How much unfinished queue work a topic has (why delete_topic refused).
 SELECT count(*) AS n
 FROM queue_items AS q JOIN topics AS t ON t.id = q.topic_id
-WHERE t.name = :name AND q.state IN ('available', 'claimed');
+WHERE t.name = :name AND q.outcome IS NULL;  -- available or claimed: queue_items_open_idx
 
 -- name: subscribe(identity, topic)^
 -- Subscribe an identity that is not retired (idempotent); no row when it is missing or retired.
@@ -196,86 +196,101 @@ SELECT * FROM (SELECT * FROM inbox ORDER BY id DESC) AS a
 UNION ALL
 SELECT * FROM (SELECT * FROM news ORDER BY topic_name, log_offset) AS b;
 
--- name: claim_queue_item(identity, topic, lease, done_id, done_token)^
--- Claim the oldest available message of a queue topic the identity subscribes to (or one whose
--- lease expired and that has attempts left), with a new token and a lease of :lease seconds.
--- SKIP LOCKED: racing claimers take different rows. Expired leases that used their last
--- attempt become dead letters in the same statement. With :done_id/:done_token, that claim is
--- completed first, in the same statement (a worker's loop is one round trip per message), and
--- nothing is claimed unless it was (completed = 0: its lease was lost, or this claim is
--- refused, which then completes nothing). Always one row; id NULL: nothing claimed (nothing
--- to claim, or not subscribed, not a queue, missing or retired identity: topics.py explains).
-WITH me AS (
-    SELECT id FROM identities WHERE name = :identity AND retired_at IS NULL
-), q_topic AS (
-    SELECT t.id, t.max_attempts
-    FROM topics AS t
-    JOIN subscriptions AS s ON s.topic_id = t.id AND s.identity_id = (SELECT id FROM me)
-    WHERE t.name = :topic AND t.kind = 'queue'
-), done AS (
-    -- A row with a token is claimed (queue_items_lease_check), so no state test: one with
-    -- it would match queue_items_lease_idx's predicate, and the planner, misled by stale
-    -- statistics, may then read that whole index instead of the primary key.
-    UPDATE queue_items
-    SET state = 'done', token = NULL, lease_until = NULL, updated_at = ikigai_now()
-    WHERE mail_id = CAST(:done_id AS bigint)
-      AND token = CAST(:done_token AS uuid) AND EXISTS (SELECT 1 FROM q_topic)
-    RETURNING mail_id
-), t AS (
-    SELECT id, max_attempts FROM q_topic
-    WHERE CAST(:done_id AS bigint) IS NULL OR EXISTS (SELECT 1 FROM done)
-), dead AS (
-    UPDATE queue_items AS q
-    SET state = 'dead', token = NULL, lease_until = NULL, holder_id = NULL,
-        last_error = 'lease expired', updated_at = ikigai_now()
-    WHERE q.topic_id = (SELECT id FROM t) AND q.state = 'claimed'
-      AND q.lease_until <= ikigai_now()
-      AND q.attempts >= (SELECT max_attempts FROM t)
-      AND q.mail_id IS DISTINCT FROM CAST(:done_id AS bigint)
-), c AS (
-    -- Ordered by (topic_id, mail_id), which only queue_items_open_idx gives, so the planner
-    -- walks it and stops at the first claimable row (done rows are not in that index).
-    -- Ordered by mail_id alone, or with topic_id = a scalar (which makes topic_id a constant
-    -- and drops it from the order), the primary key gives the order too, and the planner,
-    -- whose statistics may date from a fresh backlog, picked it: each claim then read every
-    -- done row of the queue's history (O(N^2) to drain N). = ANY (ARRAY[...]) is one value.
-    -- The row just completed is still 'claimed' in this statement's snapshot: skip it.
+-- name: claim_queue_item(identity, topic, lease, done_id, done_token)
+-- Claim the oldest claimable message of a queue topic the identity subscribes to: available,
+-- or claimed under a lease that expired; with a new token and a lease of :lease seconds.
+-- SKIP LOCKED: racing claimers take different rows. An expired lease that used its last
+-- attempt, met first, becomes a dead letter instead (the caller claims again: that claim's
+-- walk goes past it). With :done_id/:done_token, that claim is completed first, in the same
+-- statement (a worker's loop is one round trip per message), and nothing is claimed unless
+-- it was (its lease was lost, or this claim is refused, which then completes nothing).
+-- One row per queue row written, act saying what became of it: 'done' (the claim completed),
+-- 'claimed' (with its mail and the new claim) or 'dead'. No row: nothing completed (when
+-- :done_id is given) and nothing claimed: nothing to claim, or not subscribed, not a queue,
+-- missing or retired identity (topics.py explains).
+-- One UPDATE writes both rows (one result relation to set up, not two); a claim changes no
+-- indexed column (migration 0025): it is a HOT update.
+WITH t AS (
+    -- The topic, if the identity (not retired) subscribes to it and it is a queue.
+    SELECT t.id, t.max_attempts, i.id AS holder_id
+    FROM identities AS i
+    JOIN subscriptions AS s ON s.identity_id = i.id
+    JOIN topics AS t ON t.id = s.topic_id
+    WHERE i.name = :identity AND i.retired_at IS NULL AND t.name = :topic AND t.kind = 'queue'
+), held AS (
+    -- The claim to complete, locked: a concurrent claim that took over its expired lease
+    -- changed the token, and the lock's recheck of the newest row version then drops it, so
+    -- the UPDATE below completes exactly what is held here. A row with a token is claimed
+    -- (queue_items_lease_check), so no state test: one would match no index predicate
+    -- better than the primary key, and could only mislead the planner.
     SELECT q.mail_id
     FROM queue_items AS q
-    WHERE q.topic_id = ANY (ARRAY[(SELECT id FROM t)])
-      AND q.state IN ('available', 'claimed')
-      AND (q.state = 'available'
-           OR (q.lease_until <= ikigai_now() AND q.attempts < (SELECT max_attempts FROM t)))
+    WHERE q.mail_id = CAST(:done_id AS bigint) AND q.token = CAST(:done_token AS uuid)
+      AND EXISTS (SELECT 1 FROM t)
+    FOR UPDATE
+), c AS (
+    -- Ordered by (topic_id, mail_id), which only queue_items_open_idx gives, so the planner
+    -- walks it and stops at the first claimable row (done and dead rows are not in that
+    -- index). Ordered by mail_id alone, or with topic_id = a scalar (which makes topic_id a
+    -- constant and drops it from the order), the primary key gives the order too, and the
+    -- planner, whose statistics may date from a fresh backlog, picked it: each claim then
+    -- read every done row of the queue's history (O(N^2) to drain N). = ANY (ARRAY[...]) is
+    -- one value. The row being completed is still open in this statement's snapshot: skip it.
+    -- settle: an expired lease on its last attempt, which becomes a dead letter.
+    SELECT q.mail_id,
+           q.state = 'claimed' AND q.attempts >= (SELECT max_attempts FROM t) AS settle
+    FROM queue_items AS q
+    WHERE q.topic_id = ANY (ARRAY[(SELECT id FROM t
+                                   WHERE CAST(:done_id AS bigint) IS NULL
+                                      OR EXISTS (SELECT 1 FROM held))])
+      AND q.outcome IS NULL
+      AND (q.state = 'available' OR q.lease_until <= ikigai_now())
       AND q.mail_id IS DISTINCT FROM CAST(:done_id AS bigint)
     ORDER BY q.topic_id, q.mail_id
     LIMIT 1
     FOR UPDATE OF q SKIP LOCKED
-), u AS (
-    UPDATE queue_items AS q
-    SET state = 'claimed', attempts = q.attempts + 1, holder_id = (SELECT id FROM me),
-        token = gen_random_uuid(),
-        last_error = CASE WHEN q.state = 'claimed' THEN 'lease expired' ELSE q.last_error END,
-        lease_until = ikigai_now() + make_interval(secs => :lease),
-        updated_at = ikigai_now()
-    FROM c
-    WHERE q.mail_id = c.mail_id
-    RETURNING q.mail_id, q.attempts, q.lease_until, q.token
+), w AS (
+    SELECT mail_id, 'done' AS act FROM held
+    UNION ALL
+    SELECT mail_id, CASE WHEN settle THEN 'dead' ELSE 'claimed' END FROM c
 )
-SELECT (SELECT count(*) FROM done) AS completed,
-       v.*, u.attempts, u.lease_until, CAST(u.token AS text) AS token
-FROM (SELECT 1) AS one
-LEFT JOIN (u JOIN mail_view AS v ON v.id = u.mail_id) ON true;
+UPDATE queue_items AS q
+SET state = w.act,
+    attempts = CASE WHEN w.act = 'claimed' THEN q.attempts + 1 ELSE q.attempts END,
+    holder_id = CASE w.act WHEN 'claimed' THEN (SELECT holder_id FROM t)
+                           WHEN 'dead' THEN NULL
+                           ELSE q.holder_id END,
+    token = CASE WHEN w.act = 'claimed' THEN gen_random_uuid() END,
+    lease_until = CASE WHEN w.act = 'claimed'
+                       THEN ikigai_now() + make_interval(secs => :lease) END,
+    -- A claimed row taken over or settled here had an expired lease.
+    last_error = CASE WHEN w.act <> 'done' AND q.state = 'claimed' THEN 'lease expired'
+                      ELSE q.last_error END,
+    updated_at = ikigai_now()
+FROM w
+JOIN mail AS m ON m.id = w.mail_id
+JOIN identities AS s ON s.id = m.sender_id
+WHERE q.mail_id = w.mail_id
+RETURNING w.act,
+          m.id, m.thread_id, m.parent_id, m.sender_id, s.name AS sender, m.recipients,
+          m.subject, m.body, m.priority, m.deadline_at, m.attachments, m.metadata,
+          m.idempotency_key, m.deleted_by_sender, m.created_at,
+          m.topic_id, CAST(:topic AS text) AS topic, m.log_offset,
+          q.attempts, q.lease_until, CAST(q.token AS text) AS token;
 
 -- name: claim_refusal(identity, topic)^
 -- Why claim_queue_item found nothing (identity, topic, kind, subscription) and, when it could
 -- claim, the seconds until the topic's next lease expires (NULL: none), for a blocking claim.
+-- The claimed rows are read through queue_items_open_idx (the topic's open rows: when a claim
+-- found nothing to claim, its live leases and the rows racing claimers hold).
 SELECT (SELECT CASE WHEN retired_at IS NULL THEN 'active' ELSE 'retired' END
         FROM identities WHERE name = :identity) AS identity_state,
        t.id AS topic_id, t.kind,
        EXISTS (SELECT 1 FROM subscriptions AS s JOIN identities AS i ON i.id = s.identity_id
                WHERE s.topic_id = t.id AND i.name = :identity) AS subscribed,
        EXTRACT(EPOCH FROM (SELECT min(q.lease_until) FROM queue_items AS q
-                           WHERE q.topic_id = t.id AND q.state = 'claimed')
+                           WHERE q.topic_id = t.id AND q.outcome IS NULL
+                             AND q.state = 'claimed')
                           - ikigai_now()) AS next_expiry
 FROM (SELECT 1) AS one
 LEFT JOIN topics AS t ON t.name = :topic;
@@ -292,14 +307,23 @@ RETURNING mail_id;
 
 -- name: release_claim(mail_id, token, error)^
 -- Give claimed work back: available again, or a dead letter when it used its last attempt.
-UPDATE queue_items AS q
-SET state = CASE WHEN q.attempts >= t.max_attempts THEN 'dead' ELSE 'available' END,
-    token = NULL, lease_until = NULL, holder_id = NULL, last_error = :error,
-    updated_at = ikigai_now()
-FROM topics AS t
-WHERE q.mail_id = :mail_id AND q.token = CAST(:token AS uuid)  -- claimed: it has a token
-  AND t.id = q.topic_id
-RETURNING q.state;
+-- Available again notifies ikigai_queue (payload: the topic id) on commit, so blocked
+-- claimers wake (migration 0025: this statement and requeue notify, no trigger does).
+WITH r AS (
+    UPDATE queue_items AS q
+    SET state = CASE WHEN q.attempts >= t.max_attempts THEN 'dead' ELSE 'available' END,
+        token = NULL, lease_until = NULL, holder_id = NULL, last_error = :error,
+        updated_at = ikigai_now()
+    FROM topics AS t
+    WHERE q.mail_id = :mail_id AND q.token = CAST(:token AS uuid)  -- claimed: it has a token
+      AND t.id = q.topic_id
+    RETURNING q.state, q.topic_id
+)
+SELECT state
+FROM r
+WHERE CASE WHEN state = 'available'  -- CASE: no notification for a dead letter
+           THEN pg_notify('ikigai_queue', CAST(topic_id AS text)) IS NOT NULL
+           ELSE true END;
 
 -- name: extend_claim(mail_id, token, lease)^
 -- Move a claim's lease to now + :lease seconds, only with the current token; returns the claim.
@@ -317,15 +341,20 @@ FROM u JOIN mail_view AS v ON v.id = u.mail_id;
 SELECT v.*, q.attempts, q.last_error
 FROM queue_items AS q
 JOIN mail_view AS v ON v.id = q.mail_id
-WHERE q.topic_id = (SELECT id FROM topics WHERE name = :topic) AND q.state = 'dead'
+WHERE q.topic_id = (SELECT id FROM topics WHERE name = :topic)
+  AND q.outcome = 'dead'  -- state = 'dead', as queue_items_dead_idx reads it
 ORDER BY q.mail_id;
 
 -- name: requeue(mail_id)^
--- Make a dead letter claimable again, with its attempts reset.
-UPDATE queue_items
-SET state = 'available', attempts = 0, updated_at = ikigai_now()
-WHERE mail_id = :mail_id AND state = 'dead'
-RETURNING mail_id;
+-- Make a dead letter claimable again, with its attempts reset; notifies ikigai_queue (payload:
+-- the topic id) on commit, as release_claim does.
+WITH r AS (
+    UPDATE queue_items
+    SET state = 'available', attempts = 0, updated_at = ikigai_now()
+    WHERE mail_id = :mail_id AND state = 'dead'
+    RETURNING mail_id, topic_id
+)
+SELECT mail_id FROM r WHERE pg_notify('ikigai_queue', CAST(topic_id AS text)) IS NOT NULL;
 
 -- name: queue_item_state(mail_id)^
 -- A queue row's state (rare path of requeue).

@@ -125,7 +125,7 @@ SELECT q.mail_id, left(m.subject, 200) AS subject, h.name AS holder, q.attempts 
 FROM queue_items AS q
 JOIN mail AS m ON m.id = q.mail_id
 LEFT JOIN identities AS h ON h.id = q.holder_id
-WHERE q.topic_id = :topic_id AND q.state = 'claimed'
+WHERE q.topic_id = :topic_id AND q.outcome IS NULL AND q.state = 'claimed'  -- open_idx
 ORDER BY q.mail_id
 LIMIT :lim;
 
@@ -138,7 +138,7 @@ SELECT q.mail_id, left(m.subject, 200) AS subject, left(m.body, 2000) AS body,
 FROM queue_items AS q
 JOIN mail AS m ON m.id = q.mail_id
 JOIN identities AS s ON s.id = m.sender_id
-WHERE q.topic_id = :topic_id AND q.state = 'dead'
+WHERE q.topic_id = :topic_id AND q.outcome = 'dead'  -- state 'dead': queue_items_dead_idx
 ORDER BY q.mail_id
 LIMIT :lim;
 

@@ -45,17 +45,17 @@ becomes ``max(stored, offset)`` and is returned. Subscribing is not required to 
 Queues: a message is ``available``, ``claimed`` (a token, a lease end, a holder), ``done`` or
 ``dead``, with ``attempts`` and ``last_error``. ``claim(identity, topic, lease)``: ``lease`` in
 (0, 86400] seconds; refusals in order: missing identity, missing topic (``RefNotFound``), retired
-identity, not a queue, not subscribed (``RefInvalid``). A claim first settles the topic's expired
-leases (``lease_until <= now``) that used their last attempt: they become dead letters with
-``last_error = "lease expired"``. Then it takes the lowest-id message that is available or whose
-lease expired: ``attempts + 1``, a new token, ``lease_until = now + lease`` (an expired lease
-taken over records ``"lease expired"``); None when there is none. ``complete``, ``release`` and
-``extend`` need the message's current claim token (else ``RefConflict``); ``claim(...,
-complete=(mail id, token))`` completes that claim first, as ``complete`` would, once the claim
-itself is known to be allowed (a refused claim completes nothing; a lost lease refuses the claim
-and claims nothing): ``complete`` makes it
-``done`` (never handed out again); ``release(error)`` makes it ``available``, or ``dead`` when it
-used ``max_attempts``, and stores ``error`` (None included) as ``last_error``; ``extend`` moves
+identity, not a queue, not subscribed (``RefInvalid``). A claim walks the topic's messages that
+are available or whose lease expired (``lease_until <= now``), lowest id first: an expired lease
+that used its last attempt becomes a dead letter with ``last_error = "lease expired"`` and the
+walk goes on; the first other one is taken: ``attempts + 1``, a new token, ``lease_until = now +
+lease`` (an expired lease taken over records ``"lease expired"``); None when the walk ends.
+``complete``, ``release`` and ``extend`` need the message's current claim token (else
+``RefConflict``); ``claim(..., complete=(mail id, token))`` completes that claim first, as
+``complete`` would, once the claim itself is known to be allowed (a refused claim completes
+nothing; a lost lease refuses the claim and claims nothing): ``complete`` makes it ``done`` (never
+handed out again); ``release(error)`` makes it ``available``, or ``dead`` when it used
+``max_attempts``, and stores ``error`` (None included) as ``last_error``; ``extend`` moves
 ``lease_until`` to ``now + lease``. ``dead_letters(topic)`` lists dead messages by id (a
 broadcast topic has none); ``requeue(mail_id)``: no queue message ``RefNotFound``, not dead
 ``RefInvalid``; else available with 0 attempts.
@@ -67,9 +67,10 @@ offset (0 if none) of some current subscriber (retired or not). Direct mail is n
 ``last_offset`` never goes back. A deleted mail frees its idempotency key (the mail is gone).
 
 Decisions where the issue and README are silent (the reading a demanding user expects): a lease
-that expired is only acted on by the next claim of its topic: until someone claims, its holder
-may still complete, release or extend it, and a last attempt's expired lease shows as a dead
-letter only after that claim (the issue guards only "work that someone else now holds");
+that expired is only acted on by a later claim of its topic that walks to it (one taking a
+message with a lower id stops before it): until then its holder may still complete, release or
+extend it, and a last attempt's expired lease shows as a dead letter only after that claim (the
+issue guards only "work that someone else now holds");
 commits need no subscription and retired identities may commit; queue topics are not in
 ``poll``; retention of queue mail ignores consumer offsets.
 
@@ -454,12 +455,13 @@ class RefTopicWorld:
             self.complete(*complete)
         mine = sorted((w for w in self.work.values() if w.topic == name), key=lambda w: w.mail_id)
         for work in mine:
-            if self._expired(work) and work.attempts >= target.max_attempts:
-                self._settle(work, "dead", LEASE_EXPIRED)
-        ready = [w for w in mine if w.state == "available" or self._expired(w)]
-        if not ready:
+            if work.state != "available" and not self._expired(work):
+                continue
+            if work.state == "available" or work.attempts < target.max_attempts:
+                break
+            self._settle(work, "dead", LEASE_EXPIRED)  # an expired last attempt, walked past
+        else:
             return None
-        work = ready[0]
         if work.state == "claimed":
             work.last_error = LEASE_EXPIRED
         work.state = "claimed"

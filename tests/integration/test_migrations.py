@@ -49,8 +49,9 @@ ALL = [
     "0022-hot-paths",
     "0023-mail-unread-row-trigger",
     "0024-session-listened-until",
+    "0025-queue-hot-path",
 ]
-LATEST = 24
+LATEST = 25
 
 
 def _since(migration: str) -> int:
@@ -702,3 +703,59 @@ def test_session_listened_until_rollback(ikigai_empty_db_url: str) -> None:
     until = "SELECT title, extract(year FROM listened_until) FROM sessions ORDER BY id"
     assert _q(url, until) == [("s", 2100), ("quiet", None)]
     assert _version(url) == LATEST
+
+
+def test_queue_hot_path_rollback(ikigai_empty_db_url: str) -> None:
+    """0025 adds queue_items.outcome (generated from state: NULL while open, else done or
+    dead), moves the open and dead indexes' predicates onto it, drops the lease index and
+    0010's notify trigger and lowers the fillfactor, so a claim is a HOT update; every row
+    keeps its state. Rolling it back restores 0008/0010's indexes (the same rows in each), the
+    trigger and the version; applying it again gives the same outcomes."""
+    url = ikigai_empty_db_url
+    states = "SELECT mail_id, state, attempts, CAST(token AS text) FROM queue_items ORDER BY 1"
+    outcomes = "SELECT state, outcome FROM queue_items ORDER BY mail_id"
+    in_index = (
+        "SELECT count(*) FROM queue_items WHERE {} "
+        "AND topic_id = (SELECT id FROM topics WHERE name = 'jobs')"
+    )
+    migrate.apply(url)
+    with ik.Store(url) as store:
+        for name in ("pub", "w"):
+            store.identities.register(name)
+        store.topics.create("jobs", "queue", max_attempts=1)
+        store.topics.subscribe("w", "jobs")
+        for k in range(4):
+            store.mail.publish("pub", "jobs", f"j{k}", "x")
+        store.topics.complete(store.topics.claim("w", "jobs"))  # done
+        dead = store.topics.claim("w", "jobs")
+        assert dead is not None and store.topics.release(dead) == "dead"
+        assert store.topics.claim("w", "jobs") is not None  # claimed; the last one available
+    before = _q(url, states)
+    assert _q(url, outcomes) == [
+        ("done", "done"),
+        ("dead", "dead"),
+        ("claimed", None),
+        ("available", None),
+    ]
+    assert "queue_items_lease_idx" not in _indexes(url)
+    trigger = "SELECT count(*) FROM pg_trigger WHERE tgname = 'queue_items_notify_update'"
+    assert _q(url, trigger) == [(0,)]
+    assert _q(url, "SELECT reloptions FROM pg_class WHERE relname = 'queue_items'") == [
+        (["fillfactor=70"],)
+    ]
+    n = _since("0025-queue-hot-path")
+    assert migrate.rollback(url, count=n) == ALL[-n:][::-1]
+    assert _version(url) == 24 and _q(url, states) == before
+    indexes = _indexes(url)
+    assert "state = ANY" in indexes["queue_items_open_idx"]
+    assert "state = 'dead'" in indexes["queue_items_dead_idx"]
+    assert "state = 'claimed'" in indexes["queue_items_lease_idx"]
+    column = "SELECT count(*) FROM information_schema.columns WHERE column_name = 'outcome'"
+    assert _q(url, column) == [(0,)]
+    assert _q(url, in_index.format("state IN ('available', 'claimed')")) == [(2,)]
+    assert _q(url, trigger) == [(1,)]
+    assert migrate.apply(url) == ALL[-n:]
+    assert _version(url) == LATEST and _q(url, states) == before
+    assert [r[1] for r in _q(url, outcomes)] == ["done", "dead", None, None]
+    assert _q(url, in_index.format("outcome IS NULL")) == [(2,)]
+    assert _q(url, trigger) == [(0,)]

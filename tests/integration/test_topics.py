@@ -373,6 +373,33 @@ def test_release_and_dead_letters(hub: ik.Store) -> None:
         hub.topics.requeue(999999)
 
 
+def test_claim_settles_the_expired_last_attempts_its_walk_passes(hub: ik.Store) -> None:
+    """A claim's walk of the open work (lowest id first) makes the expired last attempts it
+    passes dead letters (each in its own statement) and takes the next claimable message; an
+    expired last attempt after that one is still its holder's until a claim walks to it."""
+    clock = Clock(hub)
+    jobs = [hub.mail.publish("pub", "jobs", f"j{k}", "x").id for k in range(4)]
+    for _ in range(2):  # 'jobs' has 2 attempts: every job on its last one
+        held = {c.mail.id: c for c in (_claim(hub, "w1", lease=1) for _ in jobs)}
+        clock.advance(seconds=2)
+    assert hub.topics.release(held[jobs[2]]) == "dead"
+    hub.topics.requeue(jobs[2])  # available, after two and before one expired last attempts
+    assert _claim(hub, "w2").mail.id == jobs[2]
+    dead = hub.topics.dead_letters("jobs")
+    assert [(d.mail.id, d.attempts, d.last_error) for d in dead] == [
+        (jobs[0], 2, "lease expired"),
+        (jobs[1], 2, "lease expired"),
+    ]
+    hub.topics.complete(held[jobs[3]])  # not walked to: still its holder's
+    assert hub.topics.claim("w1", "jobs") is None
+    assert _queue_states(hub) == {
+        jobs[0]: ("dead", 2),
+        jobs[1]: ("dead", 2),
+        jobs[2]: ("claimed", 1),
+        jobs[3]: ("done", 2),
+    }
+
+
 def test_claim_refusals(hub: ik.Store) -> None:
     """Claiming needs an existing queue topic the identity subscribes to."""
     for who, topic, error in [

@@ -189,3 +189,35 @@ def test_killed_backends_lose_nothing_and_complete_nothing_twice(url: str) -> No
             ).fetchall()
         assert {r["state"]: r["n"] for r in states} == {"done": len(ids)}  # none lost
         assert set(completed) <= ids
+
+
+def test_rows_available_again_notify_their_topic_on_commit(url: str) -> None:
+    """release (to available) and requeue notify ikigai_queue with the topic id, on commit;
+    publish notifies too; claims, completions and a release that dead-letters do not."""
+    with ik.open(url, migrate=False) as store, psycopg.connect(url, autocommit=True) as ear:
+        for name in ("pub", "w"):
+            store.identities.register(name)
+        jobs = store.topics.create("jobs", "queue", max_attempts=2)
+        store.topics.subscribe("w", "jobs")
+        ear.execute("LISTEN ikigai_queue")
+
+        def heard() -> list[str]:
+            return [n.payload for n in ear.notifies(timeout=0.3)]
+
+        job = store.mail.publish("pub", "jobs", "j", "x")
+        assert heard() == [str(jobs.id)]
+        held = store.topics.claim("w", "jobs")
+        assert held is not None and heard() == []
+        with store.transaction():
+            assert store.topics.release(held, error="again") == "available"
+            assert heard() == []  # not before commit
+        assert heard() == [str(jobs.id)]
+        held = store.topics.claim("w", "jobs")
+        assert held is not None and store.topics.release(held) == "dead"
+        assert heard() == []
+        store.topics.requeue(job.id)
+        assert heard() == [str(jobs.id)]
+        held = store.topics.claim("w", "jobs")
+        assert held is not None
+        assert store.topics.claim("w", "jobs", complete=held) is None
+        assert heard() == []

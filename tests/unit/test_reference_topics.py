@@ -211,6 +211,26 @@ def test_claim_refusals_in_order() -> None:
             w.claim(who, topic, lease=lease)
 
 
+def test_claim_settles_the_expired_last_attempts_its_walk_passes() -> None:
+    """A claim's walk (lowest id first) makes the expired last attempts before the message it
+    takes dead letters and stops there: one after it stays claimed (its holder may still
+    complete it) until a claim walks to it."""
+    w = world("ann")
+    jobs = [w.publish("ann", "jobs", f"j{k}", "x").id for k in range(3)]
+    for _ in range(2):  # jobs has 2 attempts: every job on its last one
+        held = {c.mail["id"]: c for c in (w.claim("ann", "jobs", lease=1) for _ in jobs) if c}
+        w.mail.advance(SECOND)
+    assert w.release(jobs[1], held[jobs[1]].token) == "dead"
+    w.requeue(jobs[1])  # available, between two expired last attempts
+    taken = w.claim("ann", "jobs")
+    assert taken is not None and taken.mail["id"] == jobs[1]
+    assert [d[0]["id"] for d in w.dead_letters("jobs")] == [jobs[0]]
+    w.complete(jobs[2], held[jobs[2]].token)  # not walked to: still its holder's
+    assert w.claim("ann", "jobs") is None
+    assert [d[0]["id"] for d in w.dead_letters("jobs")] == [jobs[0]]
+    w.check()
+
+
 def test_release_dead_letters_requeue_and_expired_last_attempt() -> None:
     """Release until max_attempts, then dead; requeue revives with 0 attempts; an expired last
     attempt becomes a dead letter at the next claim."""
