@@ -48,8 +48,9 @@ ALL = [
     "0021-session-keys",
     "0022-hot-paths",
     "0023-mail-unread-row-trigger",
+    "0026-mail-hand-off",
 ]
-LATEST = 23
+LATEST = 26
 
 
 def _since(migration: str) -> int:
