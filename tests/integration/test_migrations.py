@@ -650,10 +650,11 @@ def test_mail_unread_row_trigger_rollback(ikigai_empty_db_url: str) -> None:
     migrate.apply(url)
     assert _q(url, kind) == [(1,)]
     notified_when_unread_again()
-    assert migrate.rollback(url, count=_since("0023-mail-unread-row-trigger")) == ALL[-1:][::-1]
+    n = _since("0023-mail-unread-row-trigger")
+    assert migrate.rollback(url, count=n) == ALL[: -n - 1 : -1]
     assert _q(url, kind) == [(0,)] and _version(url) == 22
     notified_when_unread_again()
-    assert migrate.apply(url) == ALL[-1:]
+    assert migrate.apply(url) == ALL[-n:]
     assert _q(url, kind) == [(1,)] and _version(url) == LATEST
 
 
@@ -676,3 +677,33 @@ def test_hot_paths_rollback(ikigai_empty_db_url: str) -> None:
     assert migrate.apply(url) == ALL[-n:]
     assert _q(url, triggers)[0][0] == 0 and _q(url, column)[0][0] == 1
     assert _version(url) == LATEST
+
+
+def test_mail_hand_off_rollback(ikigai_empty_db_url: str) -> None:
+    """Rolling back 0026 makes a pending hand-off unread again, drops mail_waiters and its
+    functions, restores 0016's post_mail() (which sends still call) and sets version 23;
+    applying it again restores them."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO identities (name) VALUES ('a'), ('b')")
+        conn.execute(
+            "SELECT post_mail(thread_id => 't', sender_id => 1, recipient_ids => ARRAY[2::bigint],"
+            " recipients => ARRAY['b'], subject => 's', body => 'b', priority => 'normal',"
+            " metadata => '{}', handed_ids => ARRAY[2::bigint])"
+        )
+        conn.execute(
+            "INSERT INTO mail_waiters (identity_id, liveness, expires_at, handed_mail_id,"
+            " handed_at) SELECT 2, 1, now() + interval '1 hour', mail_id, state_changed_at"
+            " FROM mail_recipients"
+        )
+    assert _q(url, "SELECT state FROM mail_recipients") == [("read",)]
+    assert migrate.rollback(url, count=1) == ["0026-mail-hand-off"]
+    assert _q(url, "SELECT state, read_at FROM mail_recipients") == [("unread", None)]
+    assert "mail_waiters" not in _tables(url) and _version(url) == 23
+    gone = "SELECT count(*) FROM pg_proc WHERE proname IN ('mail_waiters_reap', 'mail_waiters_drop')"
+    assert _q(url, gone)[0][0] == 0
+    assert _q(url, "SELECT pronargs FROM pg_proc WHERE proname = 'post_mail'") == [(18,)]
+    assert migrate.apply(url) == ["0026-mail-hand-off"]
+    assert "mail_waiters" in _tables(url) and _version(url) == LATEST
+    assert _q(url, "SELECT pronargs FROM pg_proc WHERE proname = 'post_mail'") == [(19,)]
