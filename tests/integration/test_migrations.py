@@ -701,7 +701,9 @@ def test_mail_hand_off_rollback(ikigai_empty_db_url: str) -> None:
     assert migrate.rollback(url, count=1) == ["0026-mail-hand-off"]
     assert _q(url, "SELECT state, read_at FROM mail_recipients") == [("unread", None)]
     assert "mail_waiters" not in _tables(url) and _version(url) == 23
-    gone = "SELECT count(*) FROM pg_proc WHERE proname IN ('mail_waiters_reap', 'mail_waiters_drop')"
+    gone = (
+        "SELECT count(*) FROM pg_proc WHERE proname IN ('mail_waiters_reap', 'mail_waiters_drop')"
+    )
     assert _q(url, gone)[0][0] == 0
     assert _q(url, "SELECT pronargs FROM pg_proc WHERE proname = 'post_mail'") == [(18,)]
     assert migrate.apply(url) == ["0026-mail-hand-off"]
