@@ -158,6 +158,10 @@ def test_async_cancel_after_a_hand_off_makes_the_mail_unread_again(
             with ik.open(ikigai_empty_db_url) as sync:
                 while not _registrations(sync):
                     await asyncio.sleep(0.01)
+                # Let the waiter get from its register call to its Sleep: a cancellation that
+                # lands inside the register call leaves its registration to expiry (a known gap,
+                # see the branch's report), which this test is not about.
+                await asyncio.sleep(0.2)
                 sent = sync.mail.send("alice", ["bob"], "s", "b").id  # blocks the loop
                 assert _state(sync, sent) == "read"
                 task.cancel()
