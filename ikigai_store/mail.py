@@ -25,6 +25,7 @@ Owns sending, replying, mailboxes, state changes, threads, search and the buildi
 from __future__ import annotations
 
 import contextlib
+import secrets
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -584,6 +585,12 @@ def claim_next(identity: str) -> Op[tuple[InboxItem | None, float | None]]:
     return None, None if wake is None else max(0.0, float(wake))
 
 
+def _new_waiter_id() -> int:
+    """A random positive bigint: the id of a ``mail_waiters`` registration, chosen before
+    registering (withdrawing an id never registered is a no-op)."""
+    return secrets.randbits(63) or 1
+
+
 def _leave(waiter_id: int) -> Op[InboxItem | None]:
     """Delete our registration; the mail handed to it, if any (then it is ours to return)."""
     left = yield one("mail_wait_leave", waiter_id=waiter_id)
@@ -646,19 +653,27 @@ def wait(identity: str | Identity, timeout: timedelta | float) -> Op[InboxItem |
                 waiter = None
                 if item is not None:
                     return item
-            if waiter is None and live is not None:
+            while waiter is None and live is not None:
                 # A send that commits before this is seen by the next look (its notification
-                # wakes the Sleep below); one after it hands its mail over.
+                # wakes the Sleep below); one after it hands its mail over. The id is ours
+                # before the call, so an interruption inside it can still withdraw it.
+                waiter = (_new_waiter_id(), live)
                 reg = yield one(
-                    "mail_wait_register", identity_id=key, liveness=live, seconds=remaining
+                    "mail_wait_register",
+                    waiter_id=waiter[0],
+                    identity_id=key,
+                    liveness=live,
+                    seconds=remaining,
                 )
-                waiter = (int(reg["id"]), live)
+                if reg is None:  # the id is taken (63 random bits: in theory only)
+                    waiter = None
             yield Sleep(remaining if wake is None else min(remaining, wake + 0.001))
     except GeneratorExit:
         raise  # closed without being driven: no step can run (liveness and expiry cover it)
     except BaseException:
-        # Interrupted (KeyboardInterrupt, cancellation) or failed: withdraw the registration;
-        # a mail handed to it becomes unread again. If even that fails, the registration dies
+        # Interrupted (KeyboardInterrupt, cancellation) or failed: withdraw the registration,
+        # even one whose register call was interrupted (committed or not: its id is ours); a
+        # mail handed to it becomes unread again. If even that fails, the registration dies
         # with the listener's connection or at its expiry, and the reaper undoes it then.
         if waiter is not None:
             with contextlib.suppress(IkigaiStoreError):

@@ -1,9 +1,11 @@
 -- Mail hand-off (issue 22, the wake-up hot path): a send hands its mail to a waiting `wait` in
 -- the sender's own transaction, so the woken waiter no longer pays a durable commit (a WAL
 -- flush, about 0.5 ms) of its own before it returns the mail.
--- - mail_waiters: one row per `wait` asleep outside store.transaction() with a timeout. liveness
---   names the session-level advisory lock (bigint key) that the waiter's store holds on its one
---   LISTEN connection (notify.py): the row is live while that lock is held and expires_at (the
+-- - mail_waiters: one row per `wait` asleep outside store.transaction() with a timeout. Its id
+--   is chosen by the waiter (63 random bits) before it registers, so an interrupted waiter can
+--   always withdraw it, committed or not; seq orders the registrations. liveness names the
+--   session-level advisory lock (bigint key) that the waiter's store holds on its one LISTEN
+--   connection (notify.py): the row is live while that lock is held and expires_at (the
 --   wait's deadline plus a grace) has not passed; dead otherwise (the process or its listener
 --   connection is gone, or the waiter overstayed). A dead row's key can be locked
 --   (pg_try_advisory_xact_lock_shared succeeds), which is how everyone tells.
@@ -27,7 +29,10 @@
 -- depends: 0023-mail-unread-row-trigger
 
 CREATE TABLE IF NOT EXISTS mail_waiters (
-    id             BIGSERIAL PRIMARY KEY,
+    -- Chosen by the waiter before it registers (63 random bits), so an interruption during
+    -- its register call can still withdraw it (a no-op if it was never committed).
+    id             BIGINT PRIMARY KEY,
+    seq            BIGINT GENERATED ALWAYS AS IDENTITY,  -- registration order
     identity_id    BIGINT NOT NULL REFERENCES identities (id),
     liveness       BIGINT NOT NULL,
     expires_at     TIMESTAMPTZ NOT NULL,
@@ -36,7 +41,7 @@ CREATE TABLE IF NOT EXISTS mail_waiters (
     CONSTRAINT mail_waiters_handed_check CHECK ((handed_mail_id IS NULL) = (handed_at IS NULL))
 );
 -- What a send probes per recipient (oldest first), and the reaper per identity.
-CREATE INDEX IF NOT EXISTS mail_waiters_identity_idx ON mail_waiters (identity_id, id);
+CREATE INDEX IF NOT EXISTS mail_waiters_identity_idx ON mail_waiters (identity_id, seq);
 
 -- Delete the registrations :ids and make the mail handed to them unread again where it is
 -- still as the hand-off left it (read, not acked, state_changed_at = handed_at); returns how

@@ -39,7 +39,7 @@ WITH s AS (
         WHERE mw.identity_id = r.id AND mw.handed_mail_id IS NULL
           AND mw.expires_at > ikigai_now()
           AND NOT pg_try_advisory_xact_lock_shared(mw.liveness)
-        ORDER BY mw.id
+        ORDER BY mw.seq
         LIMIT 1
         FOR UPDATE OF mw SKIP LOCKED
     ) AS x
@@ -329,16 +329,19 @@ SELECT i.id,
 FROM identities AS i
 WHERE i.name = :identity;
 
--- name: mail_wait_register(identity_id, liveness, seconds)^
--- For wait: register a waiter of :identity_id that sends may hand their mail to, alive while
--- the lock :liveness is held and for :seconds plus a 10 s grace (migration 0026). Committed
--- without waiting for the WAL flush: losing it on a crash only means no hand-off to it (the
--- crash also ends the listener's lock, and the waiter registers again).
+-- name: mail_wait_register(waiter_id, identity_id, liveness, seconds)^
+-- For wait: register waiter :waiter_id (an id the waiter chose, so that it can withdraw the
+-- registration even when interrupted during this call) of :identity_id, which sends may hand
+-- their mail to, alive while the lock :liveness is held and for :seconds plus a 10 s grace
+-- (migration 0026). No row: the id is taken (pick another). Committed without waiting for the
+-- WAL flush: losing it on a crash only means no hand-off to it (the crash also ends the
+-- listener's lock, and the waiter registers again).
 WITH cfg AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS v)
-INSERT INTO mail_waiters (identity_id, liveness, expires_at)
-SELECT :identity_id, :liveness,
+INSERT INTO mail_waiters (id, identity_id, liveness, expires_at)
+SELECT :waiter_id, :identity_id, :liveness,
        ikigai_now() + make_interval(secs => CAST(:seconds AS float8) + 10)
 FROM cfg
+ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
 -- name: mail_wait_take(waiter_id)^
@@ -376,7 +379,8 @@ RETURNING w.id;
 -- name: mail_wait_cancel(waiter_id)^
 -- For wait, when it will not return a hand-off (interrupted, or it claimed another mail):
 -- delete the registration; a mail handed to it becomes unread again (mail_waiters_drop,
--- migration 0026). Without the WAL flush: losing it brings back a dead registration, which
+-- migration 0026). A no-op if it was never committed (interrupted while registering). Without
+-- the WAL flush: losing it brings back a dead registration, which
 -- the reaper drops the same way.
 WITH cfg AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS v)
 SELECT mail_waiters_drop(ARRAY[CAST(:waiter_id AS bigint)]) AS dropped FROM cfg;

@@ -10,7 +10,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -18,6 +19,7 @@ import pytest
 
 import ikigai_store as ik
 from ikigai_store import mail, ops
+from ikigai_store.aio import _AsyncSteps
 from ikigai_store.store import _Steps
 
 pytestmark = pytest.mark.db
@@ -158,10 +160,7 @@ def test_async_cancel_after_a_hand_off_makes_the_mail_unread_again(
             with ik.open(ikigai_empty_db_url) as sync:
                 while not _registrations(sync):
                     await asyncio.sleep(0.01)
-                # Let the waiter get from its register call to its Sleep: a cancellation that
-                # lands inside the register call leaves its registration to expiry (a known gap,
-                # see the branch's report), which this test is not about.
-                await asyncio.sleep(0.2)
+                # The waiter may still be inside its register call: it withdraws it all the same.
                 sent = sync.mail.send("alice", ["bob"], "s", "b").id  # blocks the loop
                 assert _state(sync, sent) == "read"
                 task.cancel()
@@ -171,6 +170,98 @@ def test_async_cancel_after_a_hand_off_makes_the_mail_unread_again(
             got = await astore.mail.wait("bob", 0)
             assert got is not None and got.mail.id == sent
             return sent
+
+    asyncio.run(main())
+
+
+class _CancelAfterExecute:
+    """A connection whose cursors, once their statement has run (committed: the pool's
+    connections autocommit), note how many registrations exist and cancel the current task
+    before the result reaches the operation."""
+
+    def __init__(self, store: ik.AsyncStore, conn: Any, committed: list[int]) -> None:
+        self.store, self.conn, self.committed = store, conn, committed
+
+    @asynccontextmanager
+    async def cursor(self, **kwargs: Any) -> AsyncIterator[Any]:
+        async with self.conn.cursor(**kwargs) as cur:
+            yield _CancelledCursor(self, cur)
+
+
+class _CancelledCursor:
+    """A cursor whose ``execute`` runs its statement, then cancels the current task."""
+
+    def __init__(self, owner: _CancelAfterExecute, cur: Any) -> None:
+        self.owner, self.cur = owner, cur
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cur, name)
+
+    async def execute(self, *args: Any, **kwargs: Any) -> Any:
+        result = await self.cur.execute(*args, **kwargs)
+        async with self.owner.store._pool.connection() as other:  # what is committed
+            seen = await other.execute("SELECT count(*) AS n FROM mail_waiters")
+            self.owner.committed.append(int((await seen.fetchone())["n"]))  # type: ignore[index]
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        await asyncio.sleep(0)  # cancelled here: committed, the id not yet received
+        return result
+
+
+@pytest.mark.parametrize("where", ["before", "inside", "after"])
+def test_async_cancel_around_the_register_call_withdraws_it(
+    ikigai_empty_db_url: str, where: str
+) -> None:
+    """asyncio: a waiter cancelled just before its register call, inside it (committed or not)
+    or just after it (committed, its result not yet received) leaves no registration, so a
+    later send is not handed to it; a new wait gets that mail."""
+
+    async def main() -> None:
+        async with ik.open_async(ikigai_empty_db_url) as astore:
+            for name in ("alice", "bob"):
+                await astore.identities.register(name)
+            registering = False
+            committed: list[int] = []
+
+            class Steps(_AsyncSteps):
+                async def step(self, step: Any) -> Any:
+                    nonlocal registering
+                    value = await super().step(step)
+                    registering = isinstance(step, ops.Liveness) and value is not None
+                    return value
+
+            @asynccontextmanager
+            async def scope() -> AsyncIterator[Any]:
+                nonlocal registering
+                this, registering = registering, False  # the register call's scope, if set
+                task = asyncio.current_task()
+                assert task is not None
+                if this and where == "before":
+                    task.cancel()
+                    await asyncio.sleep(0)  # cancelled here, before the statement is sent
+                async with astore._pool.connection() as conn:
+                    if this and where == "inside":
+                        task.cancel()  # cancelled at the statement's first await
+                    yield (
+                        _CancelAfterExecute(astore, conn, committed)
+                        if this and where == "after"
+                        else conn
+                    )
+
+            waiter = asyncio.create_task(
+                ops.arun(scope, mail.wait("bob", 30), astore._on_error, lambda: Steps(astore))
+            )
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+            with ik.open(ikigai_empty_db_url) as sync:
+                assert _registrations(sync) == []
+                sent = sync.mail.send("alice", ["bob"], "s", "b").id
+                assert _state(sync, sent) == "unread"
+            if where == "after":
+                assert committed == [1]
+            got = await astore.mail.wait("bob", 0)
+            assert got is not None and got.mail.id == sent
 
     asyncio.run(main())
 
@@ -241,8 +332,8 @@ def test_prune_reaps_dead_hand_offs(store: ik.Store) -> None:
             [sent.id],
         )
         conn.execute(
-            "INSERT INTO mail_waiters (identity_id, liveness, expires_at, handed_mail_id,"
-            " handed_at) SELECT i.id, 42, ikigai_now() + interval '1 hour', r.mail_id,"
+            "INSERT INTO mail_waiters (id, identity_id, liveness, expires_at, handed_mail_id,"
+            " handed_at) SELECT 7, i.id, 42, ikigai_now() + interval '1 hour', r.mail_id,"
             " r.state_changed_at FROM identities AS i JOIN mail_recipients AS r"
             " ON r.identity_id = i.id WHERE i.name = 'bob'"
         )
@@ -257,8 +348,8 @@ def test_a_live_registration_is_kept_by_the_reaper(store: ik.Store) -> None:
         holder.execute("SELECT pg_advisory_lock(4242)")
         with store._connection() as conn:
             conn.execute(
-                "INSERT INTO mail_waiters (identity_id, liveness, expires_at)"
-                " SELECT id, 4242, ikigai_now() + interval '1 hour' FROM identities"
+                "INSERT INTO mail_waiters (id, identity_id, liveness, expires_at)"
+                " SELECT 7, id, 4242, ikigai_now() + interval '1 hour' FROM identities"
                 " WHERE name = 'bob'"
             )
         store.mail.prune()

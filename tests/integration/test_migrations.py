@@ -693,8 +693,8 @@ def test_mail_hand_off_rollback(ikigai_empty_db_url: str) -> None:
             " metadata => '{}', handed_ids => ARRAY[2::bigint])"
         )
         conn.execute(
-            "INSERT INTO mail_waiters (identity_id, liveness, expires_at, handed_mail_id,"
-            " handed_at) SELECT 2, 1, now() + interval '1 hour', mail_id, state_changed_at"
+            "INSERT INTO mail_waiters (id, identity_id, liveness, expires_at, handed_mail_id,"
+            " handed_at) SELECT 7, 2, 1, now() + interval '1 hour', mail_id, state_changed_at"
             " FROM mail_recipients"
         )
     assert _q(url, "SELECT state FROM mail_recipients") == [("read",)]
