@@ -1,7 +1,7 @@
 -- Undo 0026: hand-offs still pending are made unread again (no waiter of an older release
--- will take them: re-delivery, never a loss), then mail_waiters, mail_waiters_reap() and mail_waiters_drop() go,
--- post_mail() is 0016's again and new recipient rows notify ikigai_mail only when unread
--- (0017's mail_notify_insert).
+-- will take them: re-delivery, never a loss), then mail_waiters, mail_waiters_reap(),
+-- mail_waiters_take() and mail_waiters_drop() go, post_mail() is 0016's again and new
+-- recipient rows notify ikigai_mail only when unread (0017's mail_notify_insert).
 UPDATE mail_recipients AS r
 SET state = 'unread', read_at = NULL, state_changed_at = ikigai_now()
 FROM mail_waiters AS w
@@ -9,6 +9,7 @@ WHERE w.handed_mail_id IS NOT NULL
   AND r.identity_id = w.identity_id AND r.mail_id = w.handed_mail_id
   AND r.state = 'read' AND r.acked_at IS NULL AND r.state_changed_at = w.handed_at;
 DROP FUNCTION IF EXISTS mail_waiters_reap(BIGINT);
+DROP FUNCTION IF EXISTS mail_waiters_take(BIGINT);
 DROP FUNCTION IF EXISTS mail_waiters_drop(BIGINT[]);
 DROP TABLE IF EXISTS mail_waiters;
 DROP FUNCTION IF EXISTS post_mail(TEXT, BIGINT, BIGINT[], TEXT[], TEXT, TEXT, TEXT, JSONB, TEXT,

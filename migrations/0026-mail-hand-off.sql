@@ -18,7 +18,7 @@
 --   becomes unread again, if it is still read as the hand-off left it and not acked). Row
 --   locks make them exclusive: exactly one of them. A statement that acts on a hand-off must
 --   see it in its own snapshot (a DELETE that waited for the sender sees the sender's recipient
---   row only in a later statement): queries/mail.sql's take requires it in its WHERE, the
+--   row only in a later statement): mail_waiters_take() requires it in its WHERE, the
 --   waiter's leave deletes only rows without one, mail_waiters_drop() uses two statements.
 -- - New recipient rows notify ikigai_mail whether unread or handed over (mail_notify_insert):
 --   the waiter a mail was handed to learns it from that notification.
@@ -69,6 +69,49 @@ BEGIN
     WHERE r.identity_id = g.identity_id AND r.mail_id = g.mail_id
       AND r.state = 'read' AND r.acked_at IS NULL AND r.state_changed_at = g.handed_at;
     RETURN COALESCE(cardinality(gone_identity), 0);
+END
+$fn$;
+
+-- The waiter's take (queries/mail.sql mail_wait_take, on the wake-up hot path): delete
+-- registration waiter_id if a mail was handed to it, and return that mail with its recipient
+-- row (InboxItem's columns: mail_view's without topic and log_offset, which a hand-off never
+-- has, and mailbox's effective state). No row: nothing handed over yet, or the registration
+-- is gone (reaped). Deleting it makes the mail the waiter's (the reaper can no longer undo
+-- it); it deletes only a row whose hand-off its own snapshot sees, so the joins see the
+-- sender's mail. synchronous_commit is off for the caller's transaction (the take's own
+-- statement): the mail was marked read by the sender's durable commit; losing this delete on
+-- a crash brings the registration back, dead (the crash ended its lock), and the reaper makes
+-- the mail unread again: a re-delivery, never a loss. PL/pgSQL, so each connection plans the
+-- query once and keeps the plan (the statement is planned once per call otherwise: about
+-- three times this one's cost, measured).
+CREATE OR REPLACE FUNCTION mail_waiters_take(waiter_id BIGINT)
+RETURNS TABLE (id BIGINT, thread_id TEXT, parent_id BIGINT, sender TEXT, recipients TEXT[],
+               subject TEXT, body TEXT, priority TEXT, deadline_at TIMESTAMPTZ,
+               attachments JSONB, metadata JSONB, idempotency_key TEXT,
+               deleted_by_sender BOOLEAN, created_at TIMESTAMPTZ, state TEXT,
+               read_at TIMESTAMPTZ, acked_at TIMESTAMPTZ, snoozed_until TIMESTAMPTZ)
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    RETURN QUERY
+    WITH d AS (
+        DELETE FROM mail_waiters AS w
+        WHERE w.id = mail_waiters_take.waiter_id AND w.handed_mail_id IS NOT NULL
+        RETURNING w.identity_id, w.handed_mail_id
+    )
+    SELECT m.id, m.thread_id, m.parent_id, s.name, m.recipients, m.subject, m.body,
+           m.priority, m.deadline_at, m.attachments, m.metadata, m.idempotency_key,
+           m.deleted_by_sender, m.created_at,
+           CASE WHEN r.state = 'snoozed' AND r.snoozed_until <= ikigai_now() THEN 'unread'
+                ELSE r.state END,
+           r.read_at, r.acked_at,
+           CASE WHEN r.state = 'snoozed' AND r.snoozed_until <= ikigai_now() THEN NULL
+                ELSE r.snoozed_until END
+    FROM d
+    JOIN mail_recipients AS r ON r.identity_id = d.identity_id AND r.mail_id = d.handed_mail_id
+    JOIN mail AS m ON m.id = d.handed_mail_id
+    JOIN identities AS s ON s.id = m.sender_id;
 END
 $fn$;
 

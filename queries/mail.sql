@@ -347,23 +347,12 @@ RETURNING id;
 -- name: mail_wait_take(waiter_id)^
 -- For wait: the mail handed to waiter :waiter_id, with its recipient row; the registration
 -- is deleted, which makes the mail this waiter's (the reaper can no longer undo it). No row:
--- nothing handed over yet, or the registration is gone (reaped). It deletes only a row whose
--- hand-off its own snapshot sees, so the joins below see the sender's mail. Committed without
--- waiting for the WAL flush (synchronous_commit off for this transaction only): the mail was marked
--- read by the sender's durable commit; losing this delete on a crash brings the registration
--- back, dead (the crash ended its lock), and the reaper makes the mail unread again: a
--- re-delivery, never a loss.
-WITH cfg AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS v),
-d AS (
-    DELETE FROM mail_waiters AS w
-    USING cfg
-    WHERE w.id = :waiter_id AND w.handed_mail_id IS NOT NULL
-    RETURNING w.identity_id, w.handed_mail_id
-)
-SELECT v.*, b.state, b.read_at, b.acked_at, b.snoozed_until
-FROM d
-JOIN mailbox AS b ON b.identity_id = d.identity_id AND b.mail_id = d.handed_mail_id
-JOIN mail_view AS v ON v.id = d.handed_mail_id;
+-- nothing handed over yet, or the registration is gone (reaped). On the wake-up hot path:
+-- mail_waiters_take (migration 0026), whose plan each connection keeps; it commits without
+-- waiting for the WAL flush (the mail was marked read by the sender's durable commit; a lost
+-- delete brings back a dead registration, which the reaper undoes: a re-delivery, never a
+-- loss).
+SELECT t.* FROM mail_waiters_take(CAST(:waiter_id AS bigint)) AS t;
 
 -- name: mail_wait_leave(waiter_id)^
 -- For wait, at its timeout: delete the registration unless a mail was handed to it (a sender

@@ -702,7 +702,8 @@ def test_mail_hand_off_rollback(ikigai_empty_db_url: str) -> None:
     assert _q(url, "SELECT state, read_at FROM mail_recipients") == [("unread", None)]
     assert "mail_waiters" not in _tables(url) and _version(url) == 23
     gone = (
-        "SELECT count(*) FROM pg_proc WHERE proname IN ('mail_waiters_reap', 'mail_waiters_drop')"
+        "SELECT count(*) FROM pg_proc"
+        " WHERE proname IN ('mail_waiters_reap', 'mail_waiters_drop', 'mail_waiters_take')"
     )
     assert _q(url, gone)[0][0] == 0
     assert _q(url, "SELECT pronargs FROM pg_proc WHERE proname = 'post_mail'") == [(18,)]
