@@ -12,11 +12,20 @@ Owns sending, replying, mailboxes, state changes, threads, search and the buildi
   illegal moves raise ``InvalidArgument`` and change nothing;
 - a snooze whose time has passed is unread everywhere (inbox, counts, wait, transitions) with no
   background job (the ``mailbox`` view); ``wake_snoozed`` only materialises it;
-- order is ``mail.id``, never a timestamp; thread operations and counts are single statements.
+- order is ``mail.id``, never a timestamp; thread operations and counts are single statements;
+- ``wait`` (outside ``store.transaction()``, with a timeout) registers in ``mail_waiters``
+  (migration 0026) once it found nothing, and a send hands its mail to the oldest live waiter of
+  each recipient in the send's own statement (the row is inserted read: one durable commit, the
+  sender's); whoever deletes a registration owns its hand-off: the waiter returns it, or the
+  reaper (the start of ``wait``, ``prune``) makes it unread again once the registration is dead
+  (its store's listener connection gone, or expired). A mail ``wait`` returns was marked read by
+  a durable commit; one handed to a process that dies before taking it becomes unread again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import secrets
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -24,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from . import topics
-from .errors import InvalidArgument, NotFound
+from .errors import IkigaiStoreError, InvalidArgument, NotFound
 from .models import (
     MAIL_STATES,
     PRIORITIES,
@@ -39,6 +48,7 @@ from .ops import (
     Area,
     FaceT,
     Listen,
+    Liveness,
     Op,
     Sleep,
     atomic,
@@ -541,9 +551,12 @@ def wake_snoozed() -> Op[int]:
 
 def prune(*, older_than: timedelta | float = timedelta(days=30)) -> Op[int]:
     """Delete recipient copies that have been in trash longer than ``older_than`` (a
-    timedelta or seconds); return how many."""
+    timedelta or seconds); return how many. Also reaps every identity's dead ``wait``
+    registrations (their waiting process or its listener connection is gone, or they
+    expired): a mail handed to one and never taken becomes unread again."""
     age = check_duration(older_than, "older_than")
     count: int = yield statement("purge_trash", older_than=age)
+    yield one("mail_waiters_reap_all")
     return count
 
 
@@ -572,6 +585,21 @@ def claim_next(identity: str) -> Op[tuple[InboxItem | None, float | None]]:
     return None, None if wake is None else max(0.0, float(wake))
 
 
+def _new_waiter_id() -> int:
+    """A random positive bigint: the id of a ``mail_waiters`` registration, chosen before
+    registering (withdrawing an id never registered is a no-op)."""
+    return secrets.randbits(63) or 1
+
+
+def _leave(waiter_id: int) -> Op[InboxItem | None]:
+    """Delete our registration; the mail handed to it, if any (then it is ours to return)."""
+    left = yield one("mail_wait_leave", waiter_id=waiter_id)
+    if left is not None:
+        return None
+    row = yield one("mail_wait_take", waiter_id=waiter_id)  # handed over (or reaped: None)
+    return None if row is None else InboxItem.from_row(row)
+
+
 def wait(identity: str | Identity, timeout: timedelta | float) -> Op[InboxItem | None]:
     """The identity's oldest unread mail, marked read, waiting up to ``timeout`` (a timedelta
     or seconds, at most a day; 0: do not wait) for one to arrive; None if none did.
@@ -579,19 +607,78 @@ def wait(identity: str | Identity, timeout: timedelta | float) -> Op[InboxItem |
     Wakes within milliseconds of the sending commit (LISTEN/NOTIFY on one extra connection
     per store, not a pooled one; no polling). Concurrent waiters never get the same mail.
     Inside ``store.transaction()`` the mail is marked read in that transaction.
+
+    Outside a transaction, a waiter that found nothing registers, and a ``send`` to the
+    identity hands its mail over in the send's own transaction: the mail returned was marked
+    read by a durable commit either way. If the waiting process dies (or is interrupted)
+    between such a hand-off and returning the mail, the mail becomes unread again: it may be
+    delivered again, it is never lost. (Once ``wait`` has taken it, it is the caller's, as
+    with any mail marked read.)
     """
     seconds = check_duration(timeout, "timeout", maximum=MAX_WAIT).total_seconds()
     deadline = time.monotonic() + seconds
-    key = yield from wait_target(identity)
     name = identity_name(identity)
+    start = yield one("mail_wait_start", identity=name)  # reaps the dead registrations first
+    if start is None:
+        raise NotFound(f"identity {name!r} does not exist")
+    key = int(start["id"])
     if seconds > 0:
         yield Listen((MAIL_CHANNEL, key))  # before looking: no wake-up is lost
-    while True:
-        item, wake = yield from claim_next(name)
-        remaining = deadline - time.monotonic()
-        if item is not None or remaining <= 0:
-            return item
-        yield Sleep(remaining if wake is None else min(remaining, wake + 0.001))
+    waiter: tuple[int, int] | None = None  # our registration (id, the liveness key it names)
+    try:
+        while True:
+            if waiter is not None:  # the hand-off, if a send made one: no flush of our own
+                row = yield one("mail_wait_take", waiter_id=waiter[0])
+                if row is not None:
+                    waiter = None
+                    return InboxItem.from_row(row)
+            item, wake = yield from claim_next(name)
+            if item is not None:
+                if waiter is not None:  # a mail handed over meanwhile becomes unread again
+                    yield one("mail_wait_cancel", waiter_id=waiter[0])
+                    waiter = None
+                return item
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if waiter is None:
+                    return None
+                item = yield from _leave(waiter[0])
+                waiter = None
+                return item
+            live = yield Liveness()
+            if waiter is not None and waiter[1] != live:
+                # The listener's connection was replaced: the registration is dead. Ours to
+                # take back (with what it holds) unless the reaper already did.
+                item = yield from _leave(waiter[0])
+                waiter = None
+                if item is not None:
+                    return item
+            while waiter is None and live is not None:
+                # A send that commits before this is seen by the next look (its notification
+                # wakes the Sleep below); one after it hands its mail over. The id is ours
+                # before the call, so an interruption inside it can still withdraw it.
+                waiter = (_new_waiter_id(), live)
+                reg = yield one(
+                    "mail_wait_register",
+                    waiter_id=waiter[0],
+                    identity_id=key,
+                    liveness=live,
+                    seconds=remaining,
+                )
+                if reg is None:  # the id is taken (63 random bits: in theory only)
+                    waiter = None
+            yield Sleep(remaining if wake is None else min(remaining, wake + 0.001))
+    except GeneratorExit:
+        raise  # closed without being driven: no step can run (liveness and expiry cover it)
+    except BaseException:
+        # Interrupted (KeyboardInterrupt, cancellation) or failed: withdraw the registration,
+        # even one whose register call was interrupted (committed or not: its id is ours); a
+        # mail handed to it becomes unread again. If even that fails, the registration dies
+        # with the listener's connection or at its expiry, and the reaper undoes it then.
+        if waiter is not None:
+            with contextlib.suppress(IkigaiStoreError):
+                yield one("mail_wait_cancel", waiter_id=waiter[0])
+        raise
 
 
 send_or_queue = queued("send", send)

@@ -16,6 +16,12 @@ notification names it. Invariants:
   ``RETRY`` seconds instead of sleeping blind;
 - notifications are delivered on commit only, so a waiter wakes for committed mail.
 
+Each listener connection also holds a session-level advisory lock on a random key, its
+``liveness`` (None while not connected): ``mail.wait`` registers under it in ``mail_waiters``
+(migration 0026), so a registration dies with the connection that holds its key, i.e. with the
+waiting process (a send hands mail over only to live registrations; the reaper undoes hand-offs
+to dead ones). A key is taken once per connection, before waiters are woken by ``_connected``.
+
 An *observer* (``observe``) is told every notification as it is heard, ``(channel, ids)``
 (``ids`` None: everyone of that channel), and ``(None, None)`` whenever the listener has
 (re)connected, because what was sent while it was not listening is gone; it is how the MCP
@@ -34,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import threading
 import uuid
 from collections.abc import Awaitable, Callable
@@ -79,6 +86,13 @@ ANY = -1
 _LISTEN = tuple(
     getattr(queries, name).sql for name in ("listen_mail", "listen_queue", "listen_changes")
 )
+_LIVENESS = queries.listener_liveness.sql
+
+
+def _new_key() -> int:
+    """A random positive bigint for the liveness lock (never reused in practice: 63 bits)."""
+    return secrets.randbits(63) or 1
+
 
 Key = tuple[str, int]
 
@@ -159,6 +173,8 @@ class _BaseListener(Generic[E]):
         self._closed = False
         self._delay = _FIRST_DELAY
         self.listening = False
+        #: The advisory lock key this listener's connection holds (None: not connected).
+        self.liveness: int | None = None
 
     def _add(self, key: Key, event: E) -> E:
         """Register ``event`` for ``key``; the first registration starts the listener."""
@@ -265,8 +281,12 @@ class Listener(_BaseListener[threading.Event]):
         while not self._closed:
             try:
                 with self._connect() as conn:
+                    key = _new_key()
+                    while not conn.execute(_LIVENESS, {"key": key}).fetchone()["locked"]:
+                        key = _new_key()
                     for sql in _LISTEN:
                         conn.execute(sql)
+                    self.liveness = key
                     self._connected()
                     while not self._closed:
                         for note in conn.notifies(timeout=0.2):
@@ -275,6 +295,7 @@ class Listener(_BaseListener[threading.Event]):
                 log.info("mail listener reconnecting: %s", exc)
             finally:
                 self.listening = False
+                self.liveness = None
             if not self._closed:
                 threading.Event().wait(self._backoff())
 
@@ -308,8 +329,14 @@ class AsyncListener(_BaseListener[asyncio.Event]):
         while not self._closed:
             try:
                 async with await self._connect() as conn:
+                    key = _new_key()
+                    while not (await (await conn.execute(_LIVENESS, {"key": key})).fetchone())[
+                        "locked"
+                    ]:
+                        key = _new_key()
                     for sql in _LISTEN:
                         await conn.execute(sql)
+                    self.liveness = key
                     self._connected()
                     async for note in conn.notifies():
                         self._heard(note.channel, note.payload)
@@ -319,6 +346,7 @@ class AsyncListener(_BaseListener[asyncio.Event]):
                 log.info("mail listener reconnecting: %s", exc)
             finally:
                 self.listening = False
+                self.liveness = None
             if not self._closed:
                 await asyncio.sleep(self._backoff())
 

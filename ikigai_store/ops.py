@@ -10,6 +10,7 @@ The steps:
   ``statement``) and receive its shaped result;
 - ``Listen`` / ``Sleep``: be woken by a notification (``notify``) / sleep until woken or until
   a time passes, for the waiting operations (``mail.wait``, a blocking ``topics.claim``);
+  ``Liveness``: the listener's liveness key (``mail.wait``'s hand-off registrations);
 - ``Blocking``: call a blocking local function (the outbox's SQLite file), which the asyncio
   face runs in a worker thread;
 - ``Run``: run another operation in scopes of its own and receive its result (or have its
@@ -30,6 +31,9 @@ Invariants:
   while an operation sleeps or does local I/O; a failed call ends its scope (rolled back) and
   its translated error is thrown into the operation, which may handle it (e.g. explain why a
   write was refused) and go on in a fresh scope, or let it propagate;
+- an interruption (``KeyboardInterrupt``, asyncio cancellation) raised while a step runs is
+  thrown into the operation too, so it can undo what it left in the database (``mail.wait``
+  withdraws its registration) before the interruption propagates;
 - no psycopg exception leaves a driver: everything is translated by ``errors.translate``;
 - both drivers execute the same SQL text (aiosql's parse of ``queries/*.sql``) with the same
   row handling, so the faces return equal results for equal calls.
@@ -63,6 +67,7 @@ __all__ = [
     "Blocking",
     "Call",
     "Listen",
+    "Liveness",
     "Op",
     "Run",
     "Sleep",
@@ -120,6 +125,14 @@ class Sleep:
 
 
 @dataclass(frozen=True, slots=True)
+class Liveness:
+    """Receive the key of the advisory lock the face's listener connection holds (see
+    ``notify``), which a ``mail_waiters`` registration names; None inside
+    ``store.transaction()`` (nothing is handed over there) or while the listener is not
+    connected."""
+
+
+@dataclass(frozen=True, slots=True)
 class Blocking:
     """Call ``fn(*args)``, a blocking local function (no database), and receive its result;
     the asyncio face runs it in a worker thread."""
@@ -136,7 +149,7 @@ class Run:
     op: Generator[Any, Any, Any]
 
 
-Step = Call | Listen | Sleep | Blocking | Run
+Step = Call | Listen | Sleep | Liveness | Blocking | Run
 
 #: An operation returning T: yields steps, receives their results.
 Op = Generator[Any, Any, T]
@@ -538,12 +551,13 @@ def run(
                     host = steps()
                 try:
                     value = host.step(step)
-                except Exception as exc:  # thrown in: e.g. the outbox settles what failed
+                except BaseException as exc:  # thrown in: e.g. the outbox settles what failed
                     step = _advance(op, None, exc)
                     continue
                 step = _advance(op, value, None)
                 continue
             error: IkigaiStoreError | None = None
+            interrupted: BaseException | None = None
             finished = False
             try:
                 with scope() as conn:
@@ -564,6 +578,13 @@ def run(
                 error.__cause__ = failed.__cause__
             except psycopg.Error as exc:  # entering or leaving the scope (BEGIN, COMMIT, ...)
                 raise on_error(exc, None) from exc
+            except BaseException as exc:
+                if inspect.getgeneratorstate(op) != inspect.GEN_SUSPENDED:
+                    raise  # the operation itself raised
+                interrupted = exc  # e.g. KeyboardInterrupt during a call: the operation may undo
+            if interrupted is not None:
+                step = _advance(op, None, interrupted)
+                continue
             if error is not None:
                 step = _advance(op, None, error)  # the operation may handle it and go on
                 continue
@@ -599,12 +620,13 @@ async def arun(
                     host = steps()
                 try:
                     value = await host.step(step)
-                except Exception as exc:  # thrown in: e.g. the outbox settles what failed
+                except BaseException as exc:  # thrown in: e.g. the outbox settles what failed
                     step = _advance(op, None, exc)
                     continue
                 step = _advance(op, value, None)
                 continue
             error: IkigaiStoreError | None = None
+            interrupted: BaseException | None = None
             finished = False
             try:
                 async with scope() as conn:
@@ -625,6 +647,13 @@ async def arun(
                 error.__cause__ = failed.__cause__
             except psycopg.Error as exc:
                 raise on_error(exc, None) from exc
+            except BaseException as exc:
+                if inspect.getgeneratorstate(op) != inspect.GEN_SUSPENDED:
+                    raise
+                interrupted = exc  # e.g. cancelled during a call: the operation may undo
+            if interrupted is not None:
+                step = _advance(op, None, interrupted)
+                continue
             if error is not None:
                 step = _advance(op, None, error)
                 continue

@@ -239,6 +239,8 @@ class _Steps(ops.Steps):
         if isinstance(step, ops.Run):
             return self._store._run(step.op)
         listener = self._store._listener
+        if isinstance(step, ops.Liveness):
+            return None if self._store._pinned.get() is not None else listener.liveness
         if isinstance(step, ops.Listen):
             listener.register(step.key, self._event)
             self._listening.append(step.key)

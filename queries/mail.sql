@@ -5,9 +5,11 @@
 -- snooze whose time has passed is unread). Order is mail.id.
 
 -- name: send_mail(sender, recipients, thread_id, new_thread_id, parent_id, subject, body, priority, deadline_at, attachments, metadata, idempotency_key, request_hash)^
--- Send one mail: the mail row and one unread recipient row per name of :recipients (distinct,
+-- Send one mail: the mail row and one recipient row per name of :recipients (distinct,
 -- sorted), atomically, in one statement. The sender and the recipients are locked FOR SHARE,
 -- so a concurrent retire lands before (the send is refused) or after (the mail is delivered).
+-- A recipient with a live waiter (mail_waiters, migration 0026) gets the mail handed over: its
+-- row is inserted read and the waiter's registration names the mail; every other row is unread.
 -- No row when the sender or a recipient is missing or retired, the parent is not in the
 -- thread, or the sender already used :idempotency_key (mail.py explains which).
 WITH s AS (
@@ -25,6 +27,22 @@ WITH s AS (
                AS thread_id
     FROM (VALUES (CAST(:parent_id AS bigint))) AS a(parent_id)
     LEFT JOIN mail AS p ON p.id = a.parent_id
+), w AS (
+    -- Per recipient, its oldest live waiter without a hand-off (migration 0026): not expired,
+    -- and its store's listener still holds the liveness lock (the shared try fails). SKIP
+    -- LOCKED: a registration another sender or its waiter holds is passed over (its mail stays
+    -- unread and the waiter, notified, claims it). Read twice below: evaluated once.
+    SELECT x.id, x.identity_id
+    FROM r CROSS JOIN LATERAL (
+        SELECT mw.id, mw.identity_id
+        FROM mail_waiters AS mw
+        WHERE mw.identity_id = r.id AND mw.handed_mail_id IS NULL
+          AND mw.expires_at > ikigai_now()
+          AND NOT pg_try_advisory_xact_lock_shared(mw.liveness)
+        ORDER BY mw.seq
+        LIMIT 1
+        FOR UPDATE OF mw SKIP LOCKED
+    ) AS x
 ), posted AS (
     -- The mail and its recipient rows (post_mail, migration 0016), written only if the checks
     -- pass; read by m, which the main query reads.
@@ -34,7 +52,8 @@ WITH s AS (
                recipients => CAST(:recipients AS text[]), subject => :subject, body => :body,
                priority => :priority, deadline_at => :deadline_at,
                attachments => CAST(:attachments AS jsonb), metadata => CAST(:metadata AS jsonb),
-               idempotency_key => :idempotency_key, request_hash => :request_hash
+               idempotency_key => :idempotency_key, request_hash => :request_hash,
+               handed_ids => ARRAY(SELECT w.identity_id FROM w)
            ) AS mail
     FROM s, t
     WHERE (SELECT count(*) FROM r) = cardinality(CAST(:recipients AS text[]))
@@ -42,6 +61,13 @@ WITH s AS (
 ), m AS (
     -- The mail written (none when the sender already used the key).
     SELECT (posted.mail).* FROM posted WHERE (posted.mail).id IS NOT NULL
+), handed AS (
+    -- The hand-offs: each registration of w names the mail (whose row post_mail inserted read,
+    -- read_at = state_changed_at = this statement's ikigai_now()).
+    UPDATE mail_waiters AS mw
+    SET handed_mail_id = m.id, handed_at = ikigai_now()
+    FROM w, m
+    WHERE mw.id = w.id
 )
 SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender,
        m.recipients, m.subject, m.body, m.priority, m.deadline_at,
@@ -293,6 +319,65 @@ SELECT i.id,
 FROM identities AS i
 WHERE i.name = :identity;
 
+-- name: mail_wait_start(identity)^
+-- For wait: the identity's id (the NOTIFY payload names it), after reaping its dead waiters'
+-- registrations (mail_waiters_reap, migration 0026: their hand-offs become unread again, so
+-- this wait can get them). The reaper runs only when the identity has registrations.
+SELECT i.id,
+       CASE WHEN EXISTS (SELECT 1 FROM mail_waiters AS w WHERE w.identity_id = i.id)
+            THEN mail_waiters_reap(i.id) ELSE 0 END AS reaped
+FROM identities AS i
+WHERE i.name = :identity;
+
+-- name: mail_wait_register(waiter_id, identity_id, liveness, seconds)^
+-- For wait: register waiter :waiter_id (an id the waiter chose, so that it can withdraw the
+-- registration even when interrupted during this call) of :identity_id, which sends may hand
+-- their mail to, alive while the lock :liveness is held and for :seconds plus a 10 s grace
+-- (migration 0026). No row: the id is taken (pick another). Committed without waiting for the
+-- WAL flush: losing it on a crash only means no hand-off to it (the crash also ends the
+-- listener's lock, and the waiter registers again).
+WITH cfg AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS v)
+INSERT INTO mail_waiters (id, identity_id, liveness, expires_at)
+SELECT :waiter_id, :identity_id, :liveness,
+       ikigai_now() + make_interval(secs => CAST(:seconds AS float8) + 10)
+FROM cfg
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
+
+-- name: mail_wait_take(waiter_id)^
+-- For wait: the mail handed to waiter :waiter_id, with its recipient row; the registration
+-- is deleted, which makes the mail this waiter's (the reaper can no longer undo it). No row:
+-- nothing handed over yet, or the registration is gone (reaped). On the wake-up hot path:
+-- mail_waiters_take (migration 0026), whose plan each connection keeps; it commits without
+-- waiting for the WAL flush (the mail was marked read by the sender's durable commit; a lost
+-- delete brings back a dead registration, which the reaper undoes: a re-delivery, never a
+-- loss).
+SELECT t.* FROM mail_waiters_take(CAST(:waiter_id AS bigint)) AS t;
+
+-- name: mail_wait_leave(waiter_id)^
+-- For wait, at its timeout: delete the registration unless a mail was handed to it (a sender
+-- holding it is waited for; its hand-off then keeps the row, for mail_wait_take, whose own
+-- snapshot sees the mail). No row: not deleted (handed over, or reaped already). Without the
+-- WAL flush: losing it brings back a registration that dies with the crash.
+WITH cfg AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS v)
+DELETE FROM mail_waiters AS w
+USING cfg
+WHERE w.id = :waiter_id AND w.handed_mail_id IS NULL
+RETURNING w.id;
+
+-- name: mail_wait_cancel(waiter_id)^
+-- For wait, when it will not return a hand-off (interrupted, or it claimed another mail):
+-- delete the registration; a mail handed to it becomes unread again (mail_waiters_drop,
+-- migration 0026). A no-op if it was never committed (interrupted while registering). Without
+-- the WAL flush: losing it brings back a dead registration, which
+-- the reaper drops the same way.
+WITH cfg AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS v)
+SELECT mail_waiters_drop(ARRAY[CAST(:waiter_id AS bigint)]) AS dropped FROM cfg;
+
+-- name: mail_waiters_reap_all()^
+-- Reap every identity's dead waiter registrations (mail_waiters_reap, migration 0026).
+SELECT mail_waiters_reap(NULL) AS reaped;
+
 -- name: wake_snoozed()!
 -- Materialise passed snoozes as unread (they already count as unread).
 UPDATE mail_recipients
@@ -304,6 +389,12 @@ WHERE state = 'snoozed' AND snoozed_until <= ikigai_now();
 -- trashed exactly :older_than ago stays; with 0, a row trashed at this very instant stays).
 DELETE FROM mail_recipients
 WHERE state = 'trash' AND state_changed_at < ikigai_now() - CAST(:older_than AS interval);
+
+-- name: listener_liveness(key)^
+-- Take the session-level advisory lock :key on a store's LISTEN connection (notify.py): while
+-- that connection lives, the mail_waiters rows naming :key are live (migration 0026). False:
+-- someone holds it already (pick another key).
+SELECT pg_try_advisory_lock(:key) AS locked;
 
 -- name: listen_mail()!
 -- Subscribe this connection to the channel migration 0007's trigger notifies (notify.py).

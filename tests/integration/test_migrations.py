@@ -50,8 +50,9 @@ ALL = [
     "0023-mail-unread-row-trigger",
     "0024-session-listened-until",
     "0025-queue-hot-path",
+    "0026-mail-hand-off",
 ]
-LATEST = 25
+LATEST = 26
 
 
 def _since(migration: str) -> int:
@@ -759,3 +760,37 @@ def test_queue_hot_path_rollback(ikigai_empty_db_url: str) -> None:
     assert [r[1] for r in _q(url, outcomes)] == ["done", "dead", None, None]
     assert _q(url, in_index.format("outcome IS NULL")) == [(2,)]
     assert _q(url, trigger) == [(0,)]
+
+
+def test_mail_hand_off_rollback(ikigai_empty_db_url: str) -> None:
+    """Rolling back 0026 makes a pending hand-off unread again, drops mail_waiters and its
+    functions, restores 0016's post_mail() (which sends still call) and sets version 25;
+    applying it again restores them."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO identities (name) VALUES ('a'), ('b')")
+        conn.execute(
+            "SELECT post_mail(thread_id => 't', sender_id => 1, recipient_ids => ARRAY[2::bigint],"
+            " recipients => ARRAY['b'], subject => 's', body => 'b', priority => 'normal',"
+            " metadata => '{}', handed_ids => ARRAY[2::bigint])"
+        )
+        conn.execute(
+            "INSERT INTO mail_waiters (id, identity_id, liveness, expires_at, handed_mail_id,"
+            " handed_at) SELECT 7, 2, 1, now() + interval '1 hour', mail_id, state_changed_at"
+            " FROM mail_recipients"
+        )
+    assert _q(url, "SELECT state FROM mail_recipients") == [("read",)]
+    n = _since("0026-mail-hand-off")
+    assert migrate.rollback(url, count=n) == ALL[-n:][::-1]
+    assert _q(url, "SELECT state, read_at FROM mail_recipients") == [("unread", None)]
+    assert "mail_waiters" not in _tables(url) and _version(url) == 25
+    gone = (
+        "SELECT count(*) FROM pg_proc"
+        " WHERE proname IN ('mail_waiters_reap', 'mail_waiters_drop', 'mail_waiters_take')"
+    )
+    assert _q(url, gone)[0][0] == 0
+    assert _q(url, "SELECT pronargs FROM pg_proc WHERE proname = 'post_mail'") == [(18,)]
+    assert migrate.apply(url) == ALL[-n:]
+    assert "mail_waiters" in _tables(url) and _version(url) == LATEST
+    assert _q(url, "SELECT pronargs FROM pg_proc WHERE proname = 'post_mail'") == [(19,)]

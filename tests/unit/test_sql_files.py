@@ -165,8 +165,12 @@ def test_mail_is_written_once() -> None:
     texts = {p.name: p.read_text() for p in queries_dir().glob("*.sql")}
     insert = re.compile(r"INSERT\s+INTO\s+(mail|mail_recipients)\b", re.I)
     assert [name for name, text in texts.items() if insert.search(text)] == []
-    migrations = [p.read_text() for p in migrations_dir().glob("*.sql")]
-    assert sum(len(insert.findall(t)) for t in migrations) == 2
+    migrations = {p.name: p.read_text() for p in migrations_dir().glob("*.sql")}
+    # Only the migrations (or rollbacks) that define post_mail write mail, once each table:
+    # 0016, and the hand-off's redefinition (0026) and its rollback's restoring of 0016's.
+    writers = {n: len(insert.findall(t)) for n, t in migrations.items() if insert.search(t)}
+    assert writers and set(writers.values()) == {2}
+    assert all(re.search(r"FUNCTION post_mail\(", migrations[n]) for n in writers)
     callers = {
         block.split("(", 1)[0]
         for text in texts.values()
