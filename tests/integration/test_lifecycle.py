@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from datetime import timedelta
 
@@ -10,6 +11,7 @@ import psycopg
 import pytest
 
 import ikigai_store as ik
+from tests.locks import waiting_on_a_lock
 
 pytestmark = pytest.mark.db
 
@@ -138,19 +140,10 @@ def test_end_session_and_appends_wait_for_each_other(ikigai_db_url: str) -> None
 
         waiter = threading.Thread(target=append)
         waiter.start()
-        while not _waiting_for_lock(ikigai_db_url):
-            pass
+        deadline = time.monotonic() + 10
+        while not waiting_on_a_lock(ikigai_db_url) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert waiting_on_a_lock(ikigai_db_url), "the append did not wait for end_session"
         held.commit()
         waiter.join()
         assert refused == [None] and store.count_messages(sid) == 0
-
-
-def _waiting_for_lock(url: str) -> bool:
-    """Whether some backend waits for a lock (the appender started by the test). Asked on a
-    connection of its own: pg_stat_activity is read once per transaction."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
-        ).fetchone()
-    return bool(row and row[0])

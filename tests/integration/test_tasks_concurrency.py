@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 import ikigai_store as ik
+from tests.locks import waiting_on_a_lock
 
 pytestmark = pytest.mark.db
 
@@ -122,15 +123,6 @@ def _hold_lock_then_commit(store: ik.Store, locked: threading.Event, done: threa
         done.wait(60)
 
 
-def _waiting_on_a_lock(url: str) -> bool:
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock' AND query LIKE '%task_lists%'"
-        ).fetchone()
-    return bool(row and row[0])
-
-
 def test_cycle_halves_in_overlapping_transactions(url: str) -> None:
     """a blocked by b is written in a transaction still open when b blocked by a is tried on
     another connection: the second waits for the list's lock, then sees the committed edge and
@@ -152,9 +144,11 @@ def test_cycle_halves_in_overlapping_transactions(url: str) -> None:
             assert store.tasks.get("L", "a").blocked_by == ()  # not committed yet
             second.start()
             deadline = time.monotonic() + 10
-            while not _waiting_on_a_lock(url) and time.monotonic() < deadline:
+            while not waiting_on_a_lock(url, "%task_lists%") and time.monotonic() < deadline:
                 time.sleep(0.01)
-            assert _waiting_on_a_lock(url), "the second change did not wait for the list's lock"
+            assert waiting_on_a_lock(url, "%task_lists%"), (
+                "the second change did not wait for the list's lock"
+            )
         finally:
             release.set()
             holder.join(30)

@@ -1,0 +1,18 @@
+"""Helpers for the tests of who waits for whose row lock."""
+
+from __future__ import annotations
+
+import psycopg
+
+
+def waiting_on_a_lock(url: str, query_like: str = "%") -> bool:
+    """Whether some backend of ``url``'s database waits for a lock, running a query that
+    matches ``query_like`` (SQL LIKE). Asked on a connection of its own: pg_stat_activity is
+    read once per transaction."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock' AND query LIKE %s",
+            (query_like,),
+        ).fetchone()
+    return bool(row and row[0])
