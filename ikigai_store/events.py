@@ -5,8 +5,9 @@ Owns appending events and reading them back, for both faces (see ``ops``). Invar
 - an append is one statement that inserts only into a session that exists and has not ended,
   for no agent or a running agent of that session, for a rewind only if its target is a mark of
   the same session, and for a pop only if its target is an event of the same session that is
-  not a clear or a pop: the checks cannot race the insert (the rows are locked FOR SHARE), so no
-  event ever lands in an ended session or on a dead agent; ``append_many`` stores any number of
+  not a clear or a pop: the checks cannot race the insert (the agent's row is locked FOR SHARE,
+  the session's FOR KEY SHARE, which ``end_session``'s FOR UPDATE waits for), so no event ever
+  lands in an ended session or on a dead agent; ``append_many`` stores any number of
   events with one such statement (all or none);
 - bad input raises ``InvalidArgument`` before anything is written; why a write was refused is
   worked out only on that rare path;
