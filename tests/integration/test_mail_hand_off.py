@@ -283,6 +283,16 @@ def _child(url: str) -> subprocess.Popen[str]:
     )
 
 
+def _kill(store: ik.Store, child: subprocess.Popen[str]) -> None:
+    """SIGKILL the waiter process and wait until its listener connection has ended."""
+    child.kill()
+    child.wait(timeout=30)
+    _until(
+        lambda: not _q(store, "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'LISTEN%%'"),
+        "the child's listener connection to end",
+    )
+
+
 def test_killed_waiter_before_a_hand_off(store: ik.Store, ikigai_empty_db_url: str) -> None:
     """A waiter process SIGKILLed while registered: its registration is dead, so a send leaves
     the mail unread, and a new wait gets it (and reaps the registration)."""
@@ -290,12 +300,7 @@ def test_killed_waiter_before_a_hand_off(store: ik.Store, ikigai_empty_db_url: s
     try:
         _until(lambda: len(_registrations(store)) == 1, "the child's registration")
     finally:
-        child.kill()
-        child.wait(timeout=30)
-    _until(
-        lambda: not _q(store, "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'LISTEN%%'"),
-        "the child's listener connection to end",
-    )
+        _kill(store, child)
     sent = store.mail.send("alice", ["bob"], "s", "b")
     assert _state(store, sent.id) == "unread"
     got = store.mail.wait("bob", 5)
@@ -313,12 +318,7 @@ def test_killed_waiter_after_a_hand_off(store: ik.Store, ikigai_empty_db_url: st
         assert _state(store, sent.id) == "read"
         assert [r["handed_mail_id"] for r in _registrations(store)] == [sent.id]
     finally:
-        child.kill()
-        child.wait(timeout=30)
-    _until(
-        lambda: not _q(store, "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'LISTEN%%'"),
-        "the child's listener connection to end",
-    )
+        _kill(store, child)
     got = store.mail.wait("bob", 5)  # its start reaps the dead registration
     assert got is not None and got.mail.id == sent.id and _registrations(store) == []
 
