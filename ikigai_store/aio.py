@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -33,6 +34,8 @@ from .ops import AsyncFace
 from .pool import AConn, AsyncPool
 from .store import check_pool_options, resolve_target
 from .validate import check_seconds
+
+log = logging.getLogger("ikigai_store")
 
 __all__ = ["AsyncStore", "open_async"]
 
@@ -231,6 +234,7 @@ class _AsyncSteps(ops.AsyncSteps):
     def __init__(self, store: AsyncStore) -> None:
         self._store = store
         self._listening: list[tuple[str, int]] = []
+        self._expected: list[int] = []  # mail_waiters registrations the listener expects
         self._event = asyncio.Event()  # one for every key this run listens for
 
     async def step(self, step: Any) -> Any:
@@ -241,6 +245,12 @@ class _AsyncSteps(ops.AsyncSteps):
         listener = self._store._listener
         if isinstance(step, ops.Liveness):
             return None if self._store._pinned.get() is not None else listener.liveness
+        if isinstance(step, ops.Collect):
+            return listener.collect(step.waiter_id, stop=step.stop)
+        if isinstance(step, ops.Expect):
+            listener.expect(step.waiter_id)
+            self._expected.append(step.waiter_id)
+            return None
         if isinstance(step, ops.Listen):
             listener.register(step.key, self._event)
             self._listening.append(step.key)
@@ -259,3 +269,6 @@ class _AsyncSteps(ops.AsyncSteps):
     def close(self) -> None:
         for key in self._listening:
             self._store._listener.unregister(key, self._event)
+        for waiter_id in self._expected:  # wait collects or stops its own; this is a backstop
+            if self._store._listener.collect(waiter_id, stop=True) is not None:
+                log.error("a mail was handed to a wait that ended without it (it stays read)")

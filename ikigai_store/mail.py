@@ -44,8 +44,11 @@ from .models import (
     MailHit,
 )
 from .notify import MAIL as MAIL_CHANNEL
+from .notify import Handoff
 from .ops import (
     Area,
+    Collect,
+    Expect,
     FaceT,
     Listen,
     Liveness,
@@ -591,8 +594,51 @@ def _new_waiter_id() -> int:
     return secrets.randbits(63) or 1
 
 
+def _handed(handoff: Handoff) -> InboxItem:
+    """The mail a hand-off's payload carried, as ``mail_wait_take`` would have returned it."""
+    row, tz = dict(handoff.item), handoff.tz
+    for column in ("deadline_at", "created_at", "read_at", "acked_at", "snoozed_until"):
+        value = row.get(column)
+        if value is not None:
+            row[column] = datetime.fromisoformat(value).astimezone(tz)
+    return InboxItem.from_row(row)
+
+
+def _take(waiter_id: int) -> Op[InboxItem | None]:
+    """The mail handed to our registration, if any, deleting the registration: from the
+    listener (no round trip) or by our own take (a hand-off the listener left to us)."""
+    handoff = yield Collect(waiter_id)
+    if handoff is not None:
+        return _handed(handoff)
+    row = yield one("mail_wait_take", waiter_id=waiter_id)
+    if row is not None:
+        yield Collect(waiter_id, stop=True)  # the same mail, if the listener got it too
+        return InboxItem.from_row(row)
+    # Not handed over, or the listener deleted the registration meanwhile (given first).
+    handoff = yield Collect(waiter_id)
+    return None if handoff is None else _handed(handoff)
+
+
+def _withdraw(waiter_id: int) -> Op[None]:
+    """Delete our registration without returning its hand-off: the mail becomes unread again."""
+    handoff = yield Collect(waiter_id, stop=True)
+    if handoff is None:
+        yield one("mail_wait_cancel", waiter_id=waiter_id)
+        return
+    yield one(
+        "mail_wait_give_back",
+        waiter_id=waiter_id,
+        identity_id=handoff.identity_id,
+        mail_id=handoff.item["id"],
+        handed_at=handoff.item["read_at"],
+    )
+
+
 def _leave(waiter_id: int) -> Op[InboxItem | None]:
     """Delete our registration; the mail handed to it, if any (then it is ours to return)."""
+    handoff = yield Collect(waiter_id, stop=True)
+    if handoff is not None:
+        return _handed(handoff)
     left = yield one("mail_wait_leave", waiter_id=waiter_id)
     if left is not None:
         return None
@@ -609,11 +655,12 @@ def wait(identity: str | Identity, timeout: timedelta | float) -> Op[InboxItem |
     Inside ``store.transaction()`` the mail is marked read in that transaction.
 
     Outside a transaction, a waiter that found nothing registers, and a ``send`` to the
-    identity hands its mail over in the send's own transaction: the mail returned was marked
-    read by a durable commit either way. If the waiting process dies (or is interrupted)
-    between such a hand-off and returning the mail, the mail becomes unread again: it may be
-    delivered again, it is never lost. (Once ``wait`` has taken it, it is the caller's, as
-    with any mail marked read.)
+    identity hands its mail over in the send's own transaction, telling the waiter's store
+    the mail itself (when it fits in a notification's payload): the mail returned was marked
+    read by a durable commit either way, and the waiter returns it without a round trip of its
+    own. The registration is deleted right after (by the store's listener); if the waiting
+    process dies (or is interrupted) before that, the mail becomes unread again: it may be
+    delivered again, it is never lost.
     """
     seconds = check_duration(timeout, "timeout", maximum=MAX_WAIT).total_seconds()
     deadline = time.monotonic() + seconds
@@ -628,14 +675,14 @@ def wait(identity: str | Identity, timeout: timedelta | float) -> Op[InboxItem |
     try:
         while True:
             if waiter is not None:  # the hand-off, if a send made one: no flush of our own
-                row = yield one("mail_wait_take", waiter_id=waiter[0])
-                if row is not None:
+                item = yield from _take(waiter[0])
+                if item is not None:
                     waiter = None
-                    return InboxItem.from_row(row)
+                    return item
             item, wake = yield from claim_next(name)
             if item is not None:
                 if waiter is not None:  # a mail handed over meanwhile becomes unread again
-                    yield one("mail_wait_cancel", waiter_id=waiter[0])
+                    yield from _withdraw(waiter[0])
                     waiter = None
                 return item
             remaining = deadline - time.monotonic()
@@ -656,8 +703,10 @@ def wait(identity: str | Identity, timeout: timedelta | float) -> Op[InboxItem |
             while waiter is None and live is not None:
                 # A send that commits before this is seen by the next look (its notification
                 # wakes the Sleep below); one after it hands its mail over. The id is ours
-                # before the call, so an interruption inside it can still withdraw it.
+                # before the call, so an interruption inside it can still withdraw it; the
+                # listener expects it first, so it can give us the mail as soon as it is sent.
                 waiter = (_new_waiter_id(), live)
+                yield Expect(waiter[0])
                 reg = yield one(
                     "mail_wait_register",
                     waiter_id=waiter[0],
@@ -666,6 +715,7 @@ def wait(identity: str | Identity, timeout: timedelta | float) -> Op[InboxItem |
                     seconds=remaining,
                 )
                 if reg is None:  # the id is taken (63 random bits: in theory only)
+                    yield Collect(waiter[0], stop=True)
                     waiter = None
             yield Sleep(remaining if wake is None else min(remaining, wake + 0.001))
     except GeneratorExit:
@@ -674,10 +724,11 @@ def wait(identity: str | Identity, timeout: timedelta | float) -> Op[InboxItem |
         # Interrupted (KeyboardInterrupt, cancellation) or failed: withdraw the registration,
         # even one whose register call was interrupted (committed or not: its id is ours); a
         # mail handed to it becomes unread again. If even that fails, the registration dies
-        # with the listener's connection or at its expiry, and the reaper undoes it then.
+        # with the listener's connection or at its expiry, and the reaper undoes it then
+        # (unless the listener had given us the mail and deleted it: then it stays read).
         if waiter is not None:
             with contextlib.suppress(IkigaiStoreError):
-                yield one("mail_wait_cancel", waiter_id=waiter[0])
+                yield from _withdraw(waiter[0])
         raise
 
 

@@ -22,6 +22,15 @@ Each listener connection also holds a session-level advisory lock on a random ke
 waiting process (a send hands mail over only to live registrations; the reaper undoes hand-offs
 to dead ones). A key is taken once per connection, before waiters are woken by ``_connected``.
 
+The connection also listens on its own channel, ``ikigai_handoff_<liveness>`` (``handoff_channel``):
+a send that hands mail to one of its registrations says so there, with the mail itself when it
+fits in a payload. Notifications are read a packet at a time: the hand-offs of a packet are
+settled before anyone is woken. A waiter that ``expect``-ed the registration gets the mail
+(``collect``), and the listener deletes the registration right away (``mail_wait_confirm``,
+without a WAL flush), so the woken waiter returns with no round trip of its own. A hand-off
+without the mail, or to a registration nobody expects any more, is left to the waiter's own
+take (``mail.wait``).
+
 An *observer* (``observe``) is told every notification as it is heard, ``(channel, ids)``
 (``ids`` None: everyone of that channel), and ``(None, None)`` whenever the listener has
 (re)connected, because what was sent while it was not listening is gone; it is how the MCP
@@ -39,13 +48,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import secrets
 import threading
 import uuid
-from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta, tzinfo
 from typing import Any, Generic, TypeAlias, TypeVar
+
+from psycopg import sql
 
 from .ops import Op, one
 from .sql import queries
@@ -61,8 +74,10 @@ __all__ = [
     "TASK",
     "THREAD",
     "AsyncListener",
+    "Handoff",
     "Listener",
     "Observer",
+    "handoff_channel",
     "listen_sessions",
     "prune_session_listeners",
     "thread_hash",
@@ -87,6 +102,9 @@ _LISTEN = tuple(
     getattr(queries, name).sql for name in ("listen_mail", "listen_queue", "listen_changes")
 )
 _LIVENESS = queries.listener_liveness.sql
+_CONFIRM = queries.mail_wait_confirm.sql
+#: The prefix of a listener's own channel (``handoff_channel``).
+_HANDOFF = "ikigai_handoff_"
 
 
 def _new_key() -> int:
@@ -95,6 +113,40 @@ def _new_key() -> int:
 
 
 Key = tuple[str, int]
+
+
+def handoff_channel(liveness: int) -> str:
+    """The channel a send tells of its hand-offs to registrations naming ``liveness``
+    (``send_mail``); only the listener holding that key listens on it."""
+    return f"{_HANDOFF}{liveness}"
+
+
+def _listen_handoffs(liveness: int) -> sql.Composed:
+    # LISTEN takes no parameter: the channel is an identifier (as pool.py's CREATE DATABASE).
+    return sql.SQL("LISTEN {}").format(sql.Identifier(handoff_channel(liveness)))
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """A mail a send handed to a waiter's registration, as the listener received it: ``item``
+    holds InboxItem's columns as JSON values (timestamps as ISO 8601 strings), for the
+    recipient ``identity_id``; ``tz`` is the time zone the listener's connection reads
+    timestamps in."""
+
+    item: dict[str, Any]
+    identity_id: int
+    tz: tzinfo | None
+
+
+def _parse_handoff(payload: str) -> tuple[int, int, dict[str, Any] | None] | None:
+    """(registration id, identity id, the mail's columns or None) from a hand-off's payload;
+    None when it cannot be read (then the waiter's own take settles it)."""
+    try:
+        data = json.loads(payload)
+        item = data.get("m")
+        return int(data["w"]), int(data["i"]), item if isinstance(item, dict) else None
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return None
 
 
 # Operations of the servers that show sessions and threads (the MCP resources, the web view),
@@ -175,6 +227,55 @@ class _BaseListener(Generic[E]):
         self.listening = False
         #: The advisory lock key this listener's connection holds (None: not connected).
         self.liveness: int | None = None
+        self._expected: set[int] = set()  # registrations whose waiters take a hand-off here
+        self._handed: dict[int, Handoff] = {}  # given, not yet collected
+        self._tz: tzinfo | None = None
+
+    def expect(self, waiter_id: int) -> None:
+        """Give the mail handed to registration ``waiter_id`` to its waiter (``collect``) and
+        delete the registration; call it before registering."""
+        with self._lock:
+            self._expected.add(waiter_id)
+
+    def collect(self, waiter_id: int, *, stop: bool = False) -> Handoff | None:
+        """The mail given to registration ``waiter_id``'s waiter, if any (then it is the
+        waiter's: the listener deletes the registration); with ``stop``, nothing is given to
+        it from now on either."""
+        with self._lock:
+            if stop:
+                self._expected.discard(waiter_id)
+            return self._handed.pop(waiter_id, None)
+
+    def _give(self, payloads: Sequence[str]) -> list[int]:
+        """Settle a packet's hand-offs: the mail of each one expected is given to its waiter,
+        who is woken; returns the registrations to delete (theirs now)."""
+        given: list[int] = []
+        woken: set[Key] = set()
+        for payload in payloads:
+            parsed = _parse_handoff(payload)
+            if parsed is None:
+                continue
+            waiter_id, identity_id, item = parsed
+            with self._lock:
+                if item is None or waiter_id not in self._expected:
+                    continue  # the waiter's own take settles it
+                self._expected.discard(waiter_id)
+                self._handed[waiter_id] = Handoff(item, identity_id, self._tz)
+            given.append(waiter_id)
+            woken.add((MAIL, identity_id))
+        if woken:
+            self._wake(woken)
+        return given
+
+    def _heard_packet(self, notes: Sequence[Any]) -> list[int]:
+        """A packet of notifications arrived: hand-offs first (their waiters must find the
+        mail when woken), then the rest; returns the registrations to delete."""
+        handoffs = [n.payload for n in notes if n.channel.startswith(_HANDOFF)]
+        given = self._give(handoffs) if handoffs else []
+        for note in notes:
+            if not note.channel.startswith(_HANDOFF):
+                self._heard(note.channel, note.payload)
+        return given
 
     def _add(self, key: Key, event: E) -> E:
         """Register ``event`` for ``key``; the first registration starts the listener."""
@@ -284,13 +385,17 @@ class Listener(_BaseListener[threading.Event]):
                     key = _new_key()
                     while not conn.execute(_LIVENESS, {"key": key}).fetchone()["locked"]:
                         key = _new_key()
-                    for sql in _LISTEN:
-                        conn.execute(sql)
+                    for statement in (*_LISTEN, _listen_handoffs(key)):
+                        conn.execute(statement)
+                    self._tz = conn.info.timezone
                     self.liveness = key
                     self._connected()
                     while not self._closed:
-                        for note in conn.notifies(timeout=0.2):
-                            self._heard(note.channel, note.payload)
+                        # One packet per call (stop_after): its hand-offs go first.
+                        notes = list(conn.notifies(timeout=0.2, stop_after=1))
+                        given = self._heard_packet(notes) if notes else []
+                        if given:
+                            conn.execute(_CONFIRM, {"waiter_ids": given})
             except Exception as exc:  # the connection failed or was lost: reconnect
                 log.info("mail listener reconnecting: %s", exc)
             finally:
@@ -316,6 +421,7 @@ class AsyncListener(_BaseListener[asyncio.Event]):
         super().__init__()
         self._connect = connect
         self._task: asyncio.Task[None] | None = None
+        self._confirming: asyncio.Future[Any] | None = None
 
     def register(self, key: Key, event: asyncio.Event | None = None) -> asyncio.Event:
         """An event (``event``, else a new one) set when a notification names ``key`` =
@@ -334,12 +440,25 @@ class AsyncListener(_BaseListener[asyncio.Event]):
                         "locked"
                     ]:
                         key = _new_key()
-                    for sql in _LISTEN:
-                        await conn.execute(sql)
+                    for statement in (*_LISTEN, _listen_handoffs(key)):
+                        await conn.execute(statement)
+                    self._tz = conn.info.timezone
                     self.liveness = key
                     self._connected()
-                    async for note in conn.notifies():
-                        self._heard(note.channel, note.payload)
+                    while True:
+                        # One packet per call (stop_after): its hand-offs go first.
+                        notes = [n async for n in conn.notifies(stop_after=1)]
+                        given = self._heard_packet(notes)
+                        if given:
+                            # close() lets this finish: the waiters may have returned the
+                            # mail already, and an undeleted registration would be undone.
+                            self._confirming = asyncio.ensure_future(
+                                conn.execute(_CONFIRM, {"waiter_ids": given})
+                            )
+                            try:
+                                await self._confirming
+                            finally:
+                                self._confirming = None
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -354,6 +473,9 @@ class AsyncListener(_BaseListener[asyncio.Event]):
         """Stop listening. Idempotent."""
         self._closed = True
         task, self._task = self._task, None
+        if self._confirming is not None:  # hand-offs given: delete their registrations first
+            with contextlib.suppress(Exception):
+                await self._confirming
         if task is not None and not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -66,6 +66,8 @@ __all__ = [
     "AsyncFace",
     "Blocking",
     "Call",
+    "Collect",
+    "Expect",
     "Listen",
     "Liveness",
     "Op",
@@ -130,6 +132,24 @@ class Liveness:
     ``notify``), which a ``mail_waiters`` registration names; None inside
     ``store.transaction()`` (nothing is handed over there) or while the listener is not
     connected."""
+
+
+@dataclass(frozen=True, slots=True)
+class Expect:
+    """Have the face's listener give this run the mail a send hands to ``mail_waiters``
+    registration ``waiter_id`` (``Collect``); yield it before registering."""
+
+    waiter_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Collect:
+    """Receive the ``notify.Handoff`` the listener gave registration ``waiter_id`` (then the
+    mail is this run's: the listener deletes the registration), or None; with ``stop``, the
+    listener gives it nothing from now on either (yield that before withdrawing it)."""
+
+    waiter_id: int
+    stop: bool = False
 
 
 @dataclass(frozen=True, slots=True)

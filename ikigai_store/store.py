@@ -20,6 +20,7 @@ the very same ones. Invariants:
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,6 +40,8 @@ from .notify import RETRY, Listener
 from .ops import SyncFace
 from .pool import Conn, Pool
 from .validate import check_seconds
+
+log = logging.getLogger("ikigai_store")
 
 __all__ = ["Store", "open"]
 
@@ -231,6 +234,7 @@ class _Steps(ops.Steps):
     def __init__(self, store: Store) -> None:
         self._store = store
         self._listening: list[tuple[str, int]] = []
+        self._expected: list[int] = []  # mail_waiters registrations the listener expects
         self._event = threading.Event()  # one for every key this run listens for
 
     def step(self, step: Any) -> Any:
@@ -241,6 +245,12 @@ class _Steps(ops.Steps):
         listener = self._store._listener
         if isinstance(step, ops.Liveness):
             return None if self._store._pinned.get() is not None else listener.liveness
+        if isinstance(step, ops.Collect):
+            return listener.collect(step.waiter_id, stop=step.stop)
+        if isinstance(step, ops.Expect):
+            listener.expect(step.waiter_id)
+            self._expected.append(step.waiter_id)
+            return None
         if isinstance(step, ops.Listen):
             listener.register(step.key, self._event)
             self._listening.append(step.key)
@@ -258,3 +268,6 @@ class _Steps(ops.Steps):
     def close(self) -> None:
         for key in self._listening:
             self._store._listener.unregister(key, self._event)
+        for waiter_id in self._expected:  # wait collects or stops its own; this is a backstop
+            if self._store._listener.collect(waiter_id, stop=True) is not None:
+                log.error("a mail was handed to a wait that ended without it (it stays read)")

@@ -63,11 +63,31 @@ WITH s AS (
     SELECT (posted.mail).* FROM posted WHERE (posted.mail).id IS NOT NULL
 ), handed AS (
     -- The hand-offs: each registration of w names the mail (whose row post_mail inserted read,
-    -- read_at = state_changed_at = this statement's ikigai_now()).
+    -- read_at = state_changed_at = this statement's ikigai_now()), and its waiter's listener
+    -- is told on its own channel, ikigai_handoff_<liveness> (notify.py), with the mail as
+    -- the waiter returns it (InboxItem's columns) when that fits in a payload (under 8000
+    -- bytes), else without it: the listener gives the waiter the mail and deletes the
+    -- registration, so the woken waiter returns with no round trip of its own (issue 22).
+    -- RETURNING runs for each row although nothing reads it: a data-modifying WITH runs to
+    -- completion, after the main query, so this comes after the trigger's ikigai_mail.
     UPDATE mail_waiters AS mw
     SET handed_mail_id = m.id, handed_at = ikigai_now()
     FROM w, m
     WHERE mw.id = w.id
+    RETURNING pg_notify(
+        'ikigai_handoff_' || mw.liveness,
+        (SELECT CASE WHEN octet_length(p.full) < 8000 THEN p.full
+                     ELSE CAST(json_build_object('w', mw.id, 'i', mw.identity_id) AS text) END
+         FROM (SELECT CAST(json_build_object(
+                   'w', mw.id, 'i', mw.identity_id, 'm', json_build_object(
+                       'id', m.id, 'thread_id', m.thread_id, 'parent_id', m.parent_id,
+                       'sender', CAST(:sender AS text), 'recipients', m.recipients,
+                       'subject', m.subject, 'body', m.body, 'priority', m.priority,
+                       'deadline_at', m.deadline_at, 'attachments', m.attachments,
+                       'metadata', m.metadata, 'idempotency_key', m.idempotency_key,
+                       'deleted_by_sender', m.deleted_by_sender, 'created_at', m.created_at,
+                       'state', 'read', 'read_at', ikigai_now(), 'acked_at', NULL,
+                       'snoozed_until', NULL)) AS text) AS full) AS p))
 )
 SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender,
        m.recipients, m.subject, m.body, m.priority, m.deadline_at,
@@ -353,6 +373,34 @@ RETURNING id;
 -- delete brings back a dead registration, which the reaper undoes: a re-delivery, never a
 -- loss).
 SELECT t.* FROM mail_waiters_take(CAST(:waiter_id AS bigint)) AS t;
+
+-- name: mail_wait_confirm(waiter_ids)!
+-- For the listener (notify.py), once it gave the waiters :waiter_ids the mail handed to them
+-- (from the hand-off's payload): delete their registrations, which makes the mail theirs (the
+-- reaper can no longer undo it). Only rows with a hand-off: the notification came after the
+-- sender's commit, so this statement's snapshot sees it. Without the WAL flush, like
+-- mail_wait_take: losing it on a crash brings back a dead registration, which the reaper
+-- undoes (a re-delivery, never a loss).
+WITH cfg AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS v)
+DELETE FROM mail_waiters AS w
+USING cfg
+WHERE w.id = ANY(CAST(:waiter_ids AS bigint[])) AND w.handed_mail_id IS NOT NULL;
+
+-- name: mail_wait_give_back(waiter_id, identity_id, mail_id, handed_at)^
+-- For wait, interrupted (or having claimed another mail) after the listener gave it mail
+-- :mail_id, handed over at :handed_at: delete the registration if the listener has not yet,
+-- and make the mail unread again where it is still as the hand-off left it (read, not acked,
+-- state_changed_at = :handed_at, like mail_waiters_drop). Durable: the registration may be
+-- gone already, and nothing else would undo the hand-off. No row: the mail was not as left.
+WITH gone AS (
+    DELETE FROM mail_waiters WHERE id = :waiter_id
+)
+UPDATE mail_recipients AS r
+SET state = 'unread', read_at = NULL, state_changed_at = ikigai_now()
+WHERE r.identity_id = :identity_id AND r.mail_id = :mail_id
+  AND r.state = 'read' AND r.acked_at IS NULL
+  AND r.state_changed_at = CAST(:handed_at AS timestamptz)
+RETURNING r.mail_id;
 
 -- name: mail_wait_leave(waiter_id)^
 -- For wait, at its timeout: delete the registration unless a mail was handed to it (a sender

@@ -12,14 +12,17 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 import ikigai_store as ik
 from ikigai_store import mail, ops
 from ikigai_store.aio import _AsyncSteps
+from ikigai_store.notify import Handoff
 from ikigai_store.store import _Steps
 
 pytestmark = pytest.mark.db
@@ -75,7 +78,7 @@ def test_send_hands_the_mail_over_in_its_own_commit(store: ik.Store) -> None:
     assert result and result[0] is not None
     assert (result[0].mail.id, result[0].state) == (sent.id, "read")
     assert result[0].read_at is not None
-    assert _registrations(store) == []
+    _until(lambda: _registrations(store) == [], "the listener to delete the registration")
     counts = store.mail.counts("bob")
     assert counts.unread == 0 and store.mail.inbox("bob") == [result[0]]  # the same columns
 
@@ -91,6 +94,123 @@ def test_no_registration_inside_a_transaction_or_without_timeout(store: ik.Store
     assert _state(store, sent.id) == "unread"  # nobody waiting: nothing handed over
     got = store.mail.wait("bob", 0)
     assert got is not None and got.mail.id == sent.id and _registrations(store) == []
+
+
+class _Recording(_Steps):
+    """The face's steps, noting what each Collect returned (a Handoff: the listener gave the
+    mail, no take of our own)."""
+
+    def __init__(self, store: ik.Store) -> None:
+        super().__init__(store)
+        self.collected: list[Any] = []
+
+    def step(self, step: Any) -> Any:
+        value = super().step(step)
+        if isinstance(step, ops.Collect):
+            self.collected.append(value)
+        return value
+
+
+def _wait_recording(store: ik.Store, timeout: float) -> tuple[ik.InboxItem | None, _Recording]:
+    steps = _Recording(store)
+    got = ops.run(store._pool.connection, mail.wait("bob", timeout), store._on_error, lambda: steps)
+    return got, steps
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kathmandu"])
+def test_the_listener_gives_the_mail_as_the_inbox_reads_it(
+    ikigai_empty_db_url: str, zone: str
+) -> None:
+    """The mail a send's payload carries, given by the listener without a take, equals the
+    inbox's row of it in every column: thread and parent, deadline, attachments, metadata,
+    idempotency key, the timestamps (in the connections' time zone), read state."""
+    url = make_conninfo(ikigai_empty_db_url, options=f"-c TimeZone={zone}")
+    with ik.open(url) as store:
+        store.identities.register("alice")
+        store.identities.register("bob")
+        first = store.mail.send("alice", ["bob"], "first", "one")
+        got_first = store.mail.wait("bob", 0)
+        assert got_first is not None and got_first.mail.id == first.id
+        result: list[tuple[ik.InboxItem | None, _Recording]] = []
+        waiter = threading.Thread(target=lambda: result.append(_wait_recording(store, 30)))
+        waiter.start()
+        _until(lambda: len(_registrations(store)) == 1, "the registration")
+        sent = store.mail.send(
+            "alice",
+            ["bob", "alice"],
+            "re: first",
+            'b\u00e9\u2603 "quoted"\n\\',
+            parent_id=first.id,
+            priority="urgent",
+            deadline_at=datetime(2031, 2, 3, 4, 5, 6, 789012, tzinfo=UTC),
+            attachments=[{"name": "a.txt", "size": 3}],
+            metadata={"n": 1.5, "big": 2**60, "list": [None, True, "x"]},
+            idempotency_key="k-1",
+        )
+        waiter.join(timeout=30)
+        got, steps = result[0]
+        assert got is not None and got.mail.id == sent.id
+        assert any(isinstance(c, Handoff) for c in steps.collected)  # given: no take
+        (inboxed,) = [item for item in store.mail.inbox("bob") if item.mail.id == sent.id]
+        assert inboxed == got
+        assert got.mail.thread_id == first.thread_id and got.mail.parent_id == first.id
+        assert got.read_at is not None and inboxed.read_at is not None
+        assert got.read_at.tzinfo == inboxed.read_at.tzinfo  # the connections' zone, exactly
+        _until(lambda: _registrations(store) == [], "the listener to delete the registration")
+
+
+def test_closing_right_after_a_given_mail_deletes_its_registration(
+    ikigai_empty_db_url: str,
+) -> None:
+    """A store closed as soon as its wait returned a given mail (a CLI's last call) deletes
+    the registration first, on both faces: nothing is left for the reaper to make unread."""
+    with ik.open(ikigai_empty_db_url) as other:
+        other.identities.register("alice")
+        other.identities.register("bob")
+        for _ in range(3):
+            opened = ik.open(ikigai_empty_db_url)
+            got: list[ik.InboxItem | None] = []
+            waiter = threading.Thread(
+                target=lambda s=opened, out=got: out.append(s.mail.wait("bob", 30))
+            )
+            waiter.start()
+            _until(lambda: len(_registrations(other)) == 1, "the registration")
+            sent = other.mail.send("alice", ["bob"], "s", "b")
+            waiter.join(timeout=30)
+            opened.close()
+            assert got[0] is not None and got[0].mail.id == sent.id
+            assert _registrations(other) == [] and _state(other, sent.id) == "read"
+
+        async def main() -> None:
+            for _ in range(3):
+                astore = await ik.open_async(ikigai_empty_db_url)
+                task = asyncio.create_task(astore.mail.wait("bob", 30))
+                while not await asyncio.to_thread(_registrations, other):
+                    await asyncio.sleep(0.01)
+                sent = await asyncio.to_thread(other.mail.send, "alice", ["bob"], "s", "b")
+                item = await task
+                await astore.close()
+                assert item is not None and item.mail.id == sent.id
+                assert _registrations(other) == [] and _state(other, sent.id) == "read"
+
+        asyncio.run(main())
+
+
+def test_a_mail_too_big_for_a_payload_is_taken_by_the_waiter(store: ik.Store) -> None:
+    """A mail whose columns do not fit in a notification's payload (8000 bytes) is handed
+    over all the same; the waiter takes it itself (its registration is deleted by its take)."""
+    result: list[tuple[ik.InboxItem | None, _Recording]] = []
+    waiter = threading.Thread(target=lambda: result.append(_wait_recording(store, 30)))
+    waiter.start()
+    _until(lambda: len(_registrations(store)) == 1, "the registration")
+    sent = store.mail.send("alice", ["bob"], "big", "x" * 9000)
+    assert _state(store, sent.id) == "read"
+    waiter.join(timeout=30)
+    got, steps = result[0]
+    assert got is not None and got.mail.id == sent.id and got.mail.body == "x" * 9000
+    assert not any(isinstance(c, Handoff) for c in steps.collected)
+    assert _registrations(store) == []  # the waiter's own take deleted it
+    assert store.mail.inbox("bob") == [got]
 
 
 class _SendThen(_Steps):
@@ -135,6 +255,27 @@ def test_interrupted_after_a_hand_off_makes_the_mail_unread_again(
     assert got is not None and got.mail.id == sent
 
 
+def test_interrupted_after_the_listener_gave_the_mail_gives_it_back(
+    store: ik.Store, ikigai_empty_db_url: str
+) -> None:
+    """KeyboardInterrupt after the listener gave the mail and deleted the registration (so the
+    reaper can no longer undo it): the waiter gives it back, unread; the next wait gets it."""
+
+    def interrupt(_: float) -> None:
+        _until(lambda: _registrations(store) == [], "the listener to delete the registration")
+        raise KeyboardInterrupt
+
+    with ik.open(ikigai_empty_db_url) as sender:
+        steps = _SendThen(store, sender, interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            _drive(store, steps, 30)
+    (sent,) = steps.sent
+    assert _state(store, sent) == "unread"
+    assert store._listener._handed == {} and store._listener._expected == set()
+    got = store.mail.wait("bob", 0)
+    assert got is not None and got.mail.id == sent
+
+
 def test_timed_out_after_a_hand_off_returns_the_mail(
     store: ik.Store, ikigai_empty_db_url: str
 ) -> None:
@@ -144,7 +285,8 @@ def test_timed_out_after_a_hand_off_returns_the_mail(
         got = _drive(store, steps, 0.3)
     (sent,) = steps.sent
     assert got is not None and got.mail.id == sent and got.state == "read"
-    assert _registrations(store) == [] and store.mail.counts("bob").unread == 0
+    _until(lambda: _registrations(store) == [], "the listener to delete the registration")
+    assert store.mail.counts("bob").unread == 0
 
 
 def test_async_cancel_after_a_hand_off_makes_the_mail_unread_again(
@@ -229,7 +371,8 @@ def test_async_cancel_around_the_register_call_withdraws_it(
                 async def step(self, step: Any) -> Any:
                     nonlocal registering
                     value = await super().step(step)
-                    registering = isinstance(step, ops.Liveness) and value is not None
+                    if not isinstance(step, ops.Expect):  # Liveness, Expect, then the call
+                        registering = isinstance(step, ops.Liveness) and value is not None
                     return value
 
             @asynccontextmanager
