@@ -444,58 +444,100 @@ def _messages(query: str, cursor: Any, rows: list[Any]) -> list[Message] | None:
     return [Message(*row) for row in rows if row[0] is not None]
 
 
+#: A result of more rows than this is not kept by a reused cursor (its memory is freed).
+_KEEP_ROWS = 64
+
+
+def _cursors(conn: Any) -> tuple[Any, Any]:
+    """``conn``'s (tuple-row binary cursor, default cursor), made on first use and reused:
+    creating a cursor copies the connection's adapters map, which cost more of an append's
+    client time than the rest of the library (issue 22). Kept as an attribute of the
+    connection (psycopg's connections have a ``__dict__``): they go with it."""
+    pair: tuple[Any, Any] | None = getattr(conn, "_ikigai_cursors", None)
+    if pair is None or pair[0].closed or pair[1].closed:
+        pair = (conn.cursor(row_factory=tuple_row, binary=True), conn.cursor())
+        conn._ikigai_cursors = pair
+    return pair
+
+
+def _let_go(conn: Any, rows: list[Any]) -> None:
+    """Forget ``conn``'s reused cursors when the result they hold is big (freed on close)."""
+    if len(rows) > _KEEP_ROWS:
+        pair = conn.__dict__.pop("_ikigai_cursors", None)
+        if pair is not None:
+            pair[0].close()
+            pair[1].close()
+
+
 def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
     """Run one call on a (dict-row) connection and shape its result."""
     sql, params = _sql(call), call.params
-    if call.shape == "messages":
+    shape = call.shape
+    if shape == "messages":
         # Event reads are replay's hot path: binary results skip timestamp parsing and tuple
         # rows skip a dict per row.
-        with conn.cursor(row_factory=tuple_row, binary=True) as tcur:
-            tcur.execute(sql, params)
-            return _messages(call.name, tcur, tcur.fetchall())
-    with conn.cursor() as cur:
-        if call.shape == "copy_out":
-            with cur.copy(sql, params) as copy:
+        tcur = _cursors(conn)[0]
+        tcur.execute(sql, params)
+        messages = _messages(call.name, tcur, rows := tcur.fetchall())
+        _let_go(conn, rows)
+        return messages
+    if shape == "copy_out" or shape == "copy_in":
+        with conn.cursor() as ccur, ccur.copy(sql, params) as copy:
+            if shape == "copy_out":
                 for block in copy:
                     call.stream(block)
-            return cur.rowcount
-        if call.shape == "copy_in":
-            with cur.copy(sql, params) as copy:
+            else:
                 for block in call.stream:
                     copy.write(block)
-            return cur.rowcount
-        cur.execute(sql, params)
-        if call.shape == "one":
-            return cur.fetchone()
-        if call.shape == "many":
-            return cur.fetchall()
-        return cur.rowcount
+        return ccur.rowcount
+    cur = _cursors(conn)[1]
+    cur.execute(sql, params)
+    if shape == "one":
+        return cur.fetchone()
+    if shape == "many":
+        rows = cur.fetchall()
+        _let_go(conn, rows)
+        return rows
+    return cur.rowcount
 
 
 async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
     """``execute`` for an asyncio connection: the same SQL, the same shaping."""
     sql, params = _sql(call), call.params
-    if call.shape == "messages":
-        async with conn.cursor(row_factory=tuple_row, binary=True) as tcur:
-            await tcur.execute(sql, params)
-            return _messages(call.name, tcur, await tcur.fetchall())
-    async with conn.cursor() as cur:
-        if call.shape == "copy_out":
-            async with cur.copy(sql, params) as copy:
+    shape = call.shape
+    if shape == "messages":
+        tcur = _cursors(conn)[0]
+        await tcur.execute(sql, params)
+        messages = _messages(call.name, tcur, rows := await tcur.fetchall())
+        await _alet_go(conn, rows)
+        return messages
+    if shape == "copy_out" or shape == "copy_in":
+        async with conn.cursor() as ccur, ccur.copy(sql, params) as copy:
+            if shape == "copy_out":
                 async for block in copy:
                     call.stream(block)
-            return cur.rowcount
-        if call.shape == "copy_in":
-            async with cur.copy(sql, params) as copy:
+            else:
                 for block in call.stream:
                     await copy.write(block)
-            return cur.rowcount
-        await cur.execute(sql, params)
-        if call.shape == "one":
-            return await cur.fetchone()
-        if call.shape == "many":
-            return await cur.fetchall()
-        return cur.rowcount
+        return ccur.rowcount
+    cur = _cursors(conn)[1]
+    await cur.execute(sql, params)
+    if shape == "one":
+        return await cur.fetchone()
+    if shape == "many":
+        rows = await cur.fetchall()
+        await _alet_go(conn, rows)
+        return rows
+    return cur.rowcount
+
+
+async def _alet_go(conn: Any, rows: list[Any]) -> None:
+    """``_let_go`` for an asyncio connection."""
+    if len(rows) > _KEEP_ROWS:
+        pair = conn.__dict__.pop("_ikigai_cursors", None)
+        if pair is not None:
+            await pair[0].close()
+            await pair[1].close()
 
 
 # ---------------------------------------------------------------- the two drivers

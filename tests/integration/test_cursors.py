@@ -1,0 +1,81 @@
+"""The reused cursors of ``ops.execute`` (issue 22): one pair per connection, made on first
+use; a big result is not kept; a failed call leaves the connection's cursors usable."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+import ikigai_store as ik
+
+pytestmark = pytest.mark.db
+
+
+@pytest.fixture
+def store(ikigai_empty_db_url: str) -> Iterator[ik.Store]:
+    """One connection, so every call reuses it."""
+    with ik.open(ikigai_empty_db_url, pool_size=1) as opened:
+        yield opened
+
+
+def _conn_cursors(store: ik.Store) -> object:
+    with store._pool.connection() as conn:
+        return getattr(conn, "_ikigai_cursors", None)
+
+
+def test_calls_reuse_one_pair_of_cursors(store: ik.Store) -> None:
+    sid = store.create_session("cursors")
+    store.append(sid, "user", "one")
+    pair = _conn_cursors(store)
+    assert pair is not None
+    store.append(sid, "user", "two")
+    assert store.get_session(sid) is not None
+    assert _conn_cursors(store) is pair
+
+
+def test_a_big_result_is_not_kept(store: ik.Store) -> None:
+    sid = store.create_session("big")
+    store.append_many(sid, [("user", f"m{i}", None) for i in range(100)])
+    assert _conn_cursors(store) is None  # 100 rows back: more than a reused cursor keeps
+    store.append(sid, "user", "small")
+    assert _conn_cursors(store) is not None
+    assert len(store.replay_session(sid).messages) == 101
+    assert _conn_cursors(store) is None
+    assert len(store.replay_session(sid).messages) == 101  # new cursors, dropped again
+    assert _conn_cursors(store) is None
+
+
+def test_a_failed_call_leaves_the_cursors_usable(store: ik.Store) -> None:
+    sid = store.create_session("errors")
+    first = store.append(sid, "user", "before")
+    pair = _conn_cursors(store)
+    with pytest.raises(ik.InvalidArgument):
+        store.append(sid, "rewind", None, {"target_message_id": first.id})  # not a mark
+    with pytest.raises(ik.NotFound):
+        store.append(10**12, "user", "no such session")
+    after = store.append(sid, "user", "after")
+    assert after.id > first.id and _conn_cursors(store) is pair
+    assert [m.content for m in store.replay_session(sid).messages] == ["before", "after"]
+
+
+def test_async_calls_reuse_and_drop_cursors(ikigai_empty_db_url: str) -> None:
+    async def main() -> None:
+        async with ik.open_async(ikigai_empty_db_url, pool_size=1) as astore:
+            sid = await astore.create_session("async")
+            await astore.append_many(sid, [("user", f"m{i}", None) for i in range(100)])
+            async with astore._pool.connection() as conn:
+                assert getattr(conn, "_ikigai_cursors", None) is None
+            await astore.append(sid, "user", "x")
+            async with astore._pool.connection() as conn:
+                pair = getattr(conn, "_ikigai_cursors", None)
+            assert pair is not None
+            await astore.append(sid, "user", "y")
+            async with astore._pool.connection() as conn:
+                assert getattr(conn, "_ikigai_cursors", None) is pair
+            assert len((await astore.replay_session(sid)).messages) == 102
+            async with astore._pool.connection() as conn:
+                assert getattr(conn, "_ikigai_cursors", None) is None
+
+    asyncio.run(main())
