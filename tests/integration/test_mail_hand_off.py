@@ -325,10 +325,8 @@ class _CancelAfterExecute:
     def __init__(self, store: ik.AsyncStore, conn: Any, committed: list[int]) -> None:
         self.store, self.conn, self.committed = store, conn, committed
 
-    @asynccontextmanager
-    async def cursor(self, **kwargs: Any) -> AsyncIterator[Any]:
-        async with self.conn.cursor(**kwargs) as cur:
-            yield _CancelledCursor(self, cur)
+    def cursor(self, **kwargs: Any) -> Any:
+        return _CancelledCursor(self, self.conn.cursor(**kwargs))
 
 
 class _CancelledCursor:
