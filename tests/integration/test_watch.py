@@ -353,6 +353,10 @@ def test_cli_json_and_rewake(store: ik.Store, watcher: Any) -> None:
     assert process.wait(timeout=20) == 0
 
     rewake, out, err = watcher("--as", me, "--rewake")
+    # Started once it holds its lease (under load that took longer than the pause below).
+    deadline = time.monotonic() + 20
+    while not store.leases.held(f"watch:{me}") and time.monotonic() < deadline:
+        time.sleep(0.05)
     time.sleep(1.0)
     assert rewake.poll() is None  # the mail was reported already: it waits
     store.mail.send(other, me, "second", "b")
