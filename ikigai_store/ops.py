@@ -11,6 +11,8 @@ The steps:
 - ``Listen`` / ``Sleep``: be woken by a notification (``notify``) / sleep until woken or until
   a time passes, for the waiting operations (``mail.wait``, a blocking ``topics.claim``);
   ``Liveness``: the listener's liveness key (``mail.wait``'s hand-off registrations);
+  ``Expect`` / ``Collect``: have the listener give this run the mail handed to a registration
+  / receive what it gave (``notify.Handoff``);
 - ``Blocking``: call a blocking local function (the outbox's SQLite file), which the asyncio
   face runs in a worker thread;
 - ``Run``: run another operation in scopes of its own and receive its result (or have its
@@ -36,7 +38,8 @@ Invariants:
   withdraws its registration) before the interruption propagates;
 - no psycopg exception leaves a driver: everything is translated by ``errors.translate``;
 - both drivers execute the same SQL text (aiosql's parse of ``queries/*.sql``) with the same
-  row handling, so the faces return equal results for equal calls.
+  row handling, so the faces return equal results for equal calls; each connection's cursors
+  are reused from call to call (``_cursors``), except after a result of many rows.
 """
 
 from __future__ import annotations
