@@ -22,10 +22,10 @@ Each listener connection also holds a session-level advisory lock on a random ke
 waiting process (a send hands mail over only to live registrations; the reaper undoes hand-offs
 to dead ones). A key is taken once per connection, before waiters are woken by ``_connected``.
 
-The connection also listens on its own channel, ``ikigai_handoff_<liveness>`` (``handoff_channel``):
-a send that hands mail to one of its registrations says so there, with the mail itself when it
-fits in a payload. Notifications are read a packet at a time: the hand-offs of a packet are
-settled before anyone is woken. A waiter that ``expect``-ed the registration gets the mail
+The connection also listens on its own channel, ``ikigai_handoff_<liveness>``: a send that
+hands mail to one of its registrations says so there, with the mail itself when it fits in a
+payload. Notifications are read a packet at a time: the hand-offs of a packet are settled
+before anyone is woken. A waiter that ``expect``-ed the registration gets the mail
 (``collect``), and the listener deletes the registration right away (``mail_wait_confirm``,
 without a WAL flush), so the woken waiter returns with no round trip of its own. A hand-off
 without the mail, or to a registration nobody expects any more, is left to the waiter's own
@@ -77,7 +77,6 @@ __all__ = [
     "Handoff",
     "Listener",
     "Observer",
-    "handoff_channel",
     "listen_sessions",
     "prune_session_listeners",
     "thread_hash",
@@ -103,7 +102,7 @@ _LISTEN = tuple(
 )
 _LIVENESS = queries.listener_liveness.sql
 _CONFIRM = queries.mail_wait_confirm.sql
-#: The prefix of a listener's own channel (``handoff_channel``).
+#: The prefix of a listener's own channel (``_listen_handoffs``).
 _HANDOFF = "ikigai_handoff_"
 
 
@@ -115,15 +114,11 @@ def _new_key() -> int:
 Key = tuple[str, int]
 
 
-def handoff_channel(liveness: int) -> str:
-    """The channel a send tells of its hand-offs to registrations naming ``liveness``
-    (``send_mail``); only the listener holding that key listens on it."""
-    return f"{_HANDOFF}{liveness}"
-
-
 def _listen_handoffs(liveness: int) -> sql.Composed:
-    # LISTEN takes no parameter: the channel is an identifier (as pool.py's CREATE DATABASE).
-    return sql.SQL("LISTEN {}").format(sql.Identifier(handoff_channel(liveness)))
+    """LISTEN on the channel ``send_mail`` tells of its hand-offs to registrations naming
+    ``liveness`` (only the listener holding that key listens there). LISTEN takes no
+    parameter: the channel is an identifier (as pool.py's CREATE DATABASE)."""
+    return sql.SQL("LISTEN {}").format(sql.Identifier(f"{_HANDOFF}{liveness}"))
 
 
 @dataclass(frozen=True, slots=True)
