@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -29,13 +28,11 @@ from .api import Operations
 from .config import redact, resolve_url
 from .embedded import install_exit_hooks
 from .errors import ConnectionLost, IkigaiStoreError, translate
-from .notify import RETRY, AsyncListener
+from .notify import NOT_MINE, RETRY, AsyncListener, Listening
 from .ops import AsyncFace
 from .pool import AConn, AsyncPool
 from .store import check_pool_options, resolve_target
 from .validate import check_seconds
-
-log = logging.getLogger("ikigai_store")
 
 __all__ = ["AsyncStore", "open_async"]
 
@@ -233,42 +230,27 @@ class _AsyncSteps(ops.AsyncSteps):
 
     def __init__(self, store: AsyncStore) -> None:
         self._store = store
-        self._listening: list[tuple[str, int]] = []
-        self._expected: list[int] = []  # mail_waiters registrations the listener expects
-        self._event = asyncio.Event()  # one for every key this run listens for
+        # the listener's steps; one event for every key this run listens for
+        self._listening = Listening(store._listener, asyncio.Event())
 
     async def step(self, step: Any) -> Any:
         if isinstance(step, ops.Blocking):
             return await asyncio.to_thread(step.fn, *step.args)
         if isinstance(step, ops.Run):
             return await self._store._run(step.op)
-        listener = self._store._listener
-        if isinstance(step, ops.Liveness):
-            return None if self._store._pinned.get() is not None else listener.liveness
-        if isinstance(step, ops.Collect):
-            return listener.collect(step.waiter_id, stop=step.stop)
-        if isinstance(step, ops.Expect):
-            listener.expect(step.waiter_id)
-            self._expected.append(step.waiter_id)
-            return None
-        if isinstance(step, ops.Listen):
-            listener.register(step.key, self._event)
-            self._listening.append(step.key)
-            return None
+        answer = self._listening.answer(step, pinned=self._store._pinned.get() is not None)
+        if answer is not NOT_MINE:
+            return answer
         if isinstance(step, ops.Sleep):
-            seconds = step.seconds if listener.listening else min(step.seconds, RETRY)
-            if not self._listening:
+            seconds = step.seconds if self._store._listener.listening else min(step.seconds, RETRY)
+            if not self._listening.keys:
                 await asyncio.sleep(seconds)
                 return None
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), seconds)
-            self._event.clear()
+                await asyncio.wait_for(self._listening.event.wait(), seconds)
+            self._listening.event.clear()
             return None
         raise TypeError(f"not a step: {step!r}")
 
     def close(self) -> None:
-        for key in self._listening:
-            self._store._listener.unregister(key, self._event)
-        for waiter_id in self._expected:  # wait collects or stops its own; this is a backstop
-            if self._store._listener.collect(waiter_id, stop=True) is not None:
-                log.error("a mail was handed to a wait that ended without it (it stays read)")
+        self._listening.close()

@@ -60,7 +60,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 from psycopg import sql
 
-from .ops import Op, one
+from .ops import Collect, Expect, Listen, Liveness, Op, one
 from .sql import queries
 
 __all__ = [
@@ -68,6 +68,7 @@ __all__ = [
     "CHANNELS",
     "LEASE",
     "MAIL",
+    "NOT_MINE",
     "QUEUE",
     "RETRY",
     "SESSION",
@@ -76,6 +77,7 @@ __all__ = [
     "AsyncListener",
     "Handoff",
     "Listener",
+    "Listening",
     "Observer",
     "listen_sessions",
     "prune_session_listeners",
@@ -353,6 +355,47 @@ class _BaseListener(Generic[E]):
         self._wake(None)
         delay, self._delay = self._delay, min(self._delay * 2, _MAX_DELAY)
         return delay
+
+
+#: What ``Listening.answer`` returns for a step that is not the listener's.
+NOT_MINE: Any = object()
+
+
+class Listening(Generic[E]):
+    """One operation run's use of its face's listener, the steps both faces answer alike
+    without I/O: ``Liveness``, ``Listen`` (every key sets the run's one ``event``), ``Expect``
+    and ``Collect``; ``close`` forgets them when the run ends."""
+
+    def __init__(self, listener: _BaseListener[E], event: E) -> None:
+        self.listener: _BaseListener[E] = listener
+        self.event: E = event
+        self.keys: list[Key] = []  # what the run listens for
+        self._expected: list[int] = []  # mail_waiters registrations the listener expects
+
+    def answer(self, step: Any, *, pinned: bool) -> Any:
+        """The result of ``step`` (``pinned``: the run is inside ``store.transaction()``),
+        or ``NOT_MINE``."""
+        listener = self.listener
+        if isinstance(step, Liveness):
+            return None if pinned else listener.liveness
+        if isinstance(step, Collect):
+            return listener.collect(step.waiter_id, stop=step.stop)
+        if isinstance(step, Expect):
+            listener.expect(step.waiter_id)
+            self._expected.append(step.waiter_id)
+            return None
+        if isinstance(step, Listen):
+            listener._add(step.key, self.event)
+            self.keys.append(step.key)
+            return None
+        return NOT_MINE
+
+    def close(self) -> None:
+        for key in self.keys:
+            self.listener.unregister(key, self.event)
+        for waiter_id in self._expected:  # wait collects or stops its own; this is a backstop
+            if self.listener.collect(waiter_id, stop=True) is not None:
+                log.error("a mail was handed to a wait that ended without it (it stays read)")
 
 
 class Listener(_BaseListener[threading.Event]):

@@ -20,7 +20,6 @@ the very same ones. Invariants:
 from __future__ import annotations
 
 import functools
-import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,12 +35,10 @@ from .api import Operations
 from .config import redact, resolve_url
 from .embedded import default_data_dir, embedded_url
 from .errors import ConnectionLost, IkigaiStoreError, InvalidArgument, translate
-from .notify import RETRY, Listener
+from .notify import NOT_MINE, RETRY, Listener, Listening
 from .ops import SyncFace
 from .pool import Conn, Pool
 from .validate import check_seconds
-
-log = logging.getLogger("ikigai_store")
 
 __all__ = ["Store", "open"]
 
@@ -233,41 +230,26 @@ class _Steps(ops.Steps):
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self._listening: list[tuple[str, int]] = []
-        self._expected: list[int] = []  # mail_waiters registrations the listener expects
-        self._event = threading.Event()  # one for every key this run listens for
+        # the listener's steps; one event for every key this run listens for
+        self._listening = Listening(store._listener, threading.Event())
 
     def step(self, step: Any) -> Any:
         if isinstance(step, ops.Blocking):
             return step.fn(*step.args)
         if isinstance(step, ops.Run):
             return self._store._run(step.op)
-        listener = self._store._listener
-        if isinstance(step, ops.Liveness):
-            return None if self._store._pinned.get() is not None else listener.liveness
-        if isinstance(step, ops.Collect):
-            return listener.collect(step.waiter_id, stop=step.stop)
-        if isinstance(step, ops.Expect):
-            listener.expect(step.waiter_id)
-            self._expected.append(step.waiter_id)
-            return None
-        if isinstance(step, ops.Listen):
-            listener.register(step.key, self._event)
-            self._listening.append(step.key)
-            return None
+        answer = self._listening.answer(step, pinned=self._store._pinned.get() is not None)
+        if answer is not NOT_MINE:
+            return answer
         if isinstance(step, ops.Sleep):
-            seconds = step.seconds if listener.listening else min(step.seconds, RETRY)
-            if self._listening:
-                self._event.wait(seconds)
-                self._event.clear()
+            seconds = step.seconds if self._store._listener.listening else min(step.seconds, RETRY)
+            if self._listening.keys:
+                self._listening.event.wait(seconds)
+                self._listening.event.clear()
             else:
                 threading.Event().wait(seconds)
             return None
         raise TypeError(f"not a step: {step!r}")
 
     def close(self) -> None:
-        for key in self._listening:
-            self._store._listener.unregister(key, self._event)
-        for waiter_id in self._expected:  # wait collects or stops its own; this is a backstop
-            if self._store._listener.collect(waiter_id, stop=True) is not None:
-                log.error("a mail was handed to a wait that ended without it (it stays read)")
+        self._listening.close()
