@@ -3,13 +3,32 @@
 -- (whatever the code does); these statements only ask for grants, and a lease is live while
 -- expires_at > ikigai_now().
 
+-- name: leases_grant(holder, resource, exclusive, ttl)^
+-- acquire's fast path, one INSERT: grant :holder (existing, not retired) a lease on a
+-- :resource it holds no lease on (live or expired), for :ttl from now, unless another holder's
+-- live lease conflicts (leases_exclusion; ON CONFLICT DO NOTHING waits for a racing grant to
+-- commit or roll back first). Notifies ikigai_lease (the holder) on commit. No row: it holds a
+-- lease there (leases_acquire replaces it), it was refused, or there is no such holder;
+-- leases_acquire then decides. No CTE, no sweep: the cheapest statement that keeps the
+-- invariants (issue 22).
+INSERT INTO leases (resource, holder_id, exclusive, expires_at)
+SELECT :resource, i.id, :exclusive, ikigai_now() + CAST(:ttl AS interval)
+FROM identities AS i
+WHERE i.name = :holder AND i.retired_at IS NULL
+  AND NOT EXISTS (SELECT FROM leases AS l WHERE l.resource = :resource AND l.holder_id = i.id)
+ON CONFLICT DO NOTHING
+RETURNING id, resource, CAST(:holder AS text) AS holder, exclusive, CAST(token AS text) AS token,
+          acquired_at, expires_at, pg_notify('ikigai_lease', CAST(holder_id AS text)) AS notified;
+
 -- name: leases_acquire(holder, resource, exclusive, ttl)^
 -- Grant :holder (existing, not retired) a lease on :resource for :ttl from now, in one
 -- statement, atomic by itself (no transaction around it): the holder's own leases on the
--- resource (any mode) are replaced, a few expired leases anywhere are swept (so no cleanup
--- job is needed), and the insert is refused by leases_exclusion (ON CONFLICT DO NOTHING:
--- after waiting for a racing grant to commit or roll back; a plain insert would deadlock with
--- it) when another holder's live lease conflicts. A refusal that replaced one of the holder's
+-- resource (any mode) are replaced, up to 32 expired leases anywhere are swept, and the
+-- insert is refused by leases_exclusion (ON CONFLICT DO NOTHING: after waiting for a racing
+-- grant to commit or roll back; a plain insert would deadlock with it) when another holder's
+-- live lease conflicts. acquire runs this for one call in 8 (leases.SWEEP_EVERY) and whenever
+-- leases_grant granted nothing: as a call adds at most one lease, the sweep keeps up, and no
+-- cleanup job is needed. A refusal that replaced one of the holder's
 -- own leases raises lease_refused() (exclusion_violation, migration 0022), which undoes the
 -- whole statement; any other refusal returns no row (what it swept stays swept: expired
 -- leases). One row of mine's count, joined with the grant if any, decides which (no second
@@ -31,7 +50,7 @@ WITH me AS (
                             AND (x.resource <> :resource
                                  OR x.holder_id IS DISTINCT FROM (SELECT id FROM me))
                           ORDER BY x.expires_at
-                          LIMIT 16
+                          LIMIT 32
                           FOR UPDATE SKIP LOCKED))
     RETURNING holder_id
 ), granted AS (

@@ -3,12 +3,14 @@ database clock, renew/release with tokens, force-release, literal prefixes, bad 
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 import ikigai_store as ik
+from ikigai_store import leases as lease_ops
 from ikigai_store.leases import MAX_TTL
 from tests.mailtools import EPOCH, Clock, rows
 
@@ -275,15 +277,31 @@ def test_the_database_refuses_overlapping_leases_itself(ikigai_store: Any, clock
 
 
 def test_acquire_sweeps_expired_leases(ikigai_store: Any, clock: Clock) -> None:
-    """Expired leases are removed by later acquires (a few at a time), so the table holds
-    little more than the live leases without a cleanup job."""
+    """Expired leases are removed by later acquires (up to 32 by one call in SWEEP_EVERY), so
+    the table holds little more than the live leases without a cleanup job."""
     for n in range(40):
         ikigai_store.leases.acquire("ann", f"tmp/{n}", ttl=1)
     clock.advance(seconds=5)
-    for n in range(3):
+    for n in range(lease_ops.SWEEP_EVERY):  # one of them sweeps 32 of the 40
         ikigai_store.leases.acquire("bob", f"live/{n}", ttl=60)
-    assert rows(ikigai_store, "leases") == 3
-    assert [x.resource for x in ikigai_store.leases.held()] == ["live/0", "live/1", "live/2"]
+    assert rows(ikigai_store, "leases") == lease_ops.SWEEP_EVERY + 8
+    for n in range(lease_ops.SWEEP_EVERY, 2 * lease_ops.SWEEP_EVERY):  # and one the last 8
+        ikigai_store.leases.acquire("bob", f"live/{n}", ttl=60)
+    assert rows(ikigai_store, "leases") == 2 * lease_ops.SWEEP_EVERY
+    assert len(ikigai_store.leases.held()) == 2 * lease_ops.SWEEP_EVERY
+
+
+def test_acquire_only_sweeps_one_call_in_sweep_every(ikigai_store: Any, clock: Clock) -> None:
+    """The other calls grant by the fast INSERT alone: expired leases stay until a sweeping
+    call (they free their resource by themselves meanwhile)."""
+    ikigai_store.leases.acquire("ann", "tmp", ttl=1)
+    clock.advance(seconds=5)
+    lease_ops._turns = itertools.count(1)
+    for n in range(lease_ops.SWEEP_EVERY - 1):
+        ikigai_store.leases.acquire("bob", f"live/{n}", ttl=60)
+    assert rows(ikigai_store, "leases") == lease_ops.SWEEP_EVERY  # ann's expired one is kept
+    assert ikigai_store.leases.acquire("bob", "tmp", ttl=60).holder == "bob"  # expired: free
+    assert rows(ikigai_store, "leases") == lease_ops.SWEEP_EVERY  # ann's swept: the turn came
 
 
 def test_times_follow_the_database_clock(ikigai_store: Any) -> None:

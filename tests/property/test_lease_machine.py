@@ -16,6 +16,7 @@ Each example runs in the ``ikigai_store`` fixture's rolled-back transaction (on 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import timedelta
@@ -34,6 +35,7 @@ from hypothesis.stateful import (
 )
 
 import ikigai_store as ik
+from ikigai_store import leases as lease_ops
 from tests.mailtools import EPOCH, Clock
 from tests.reference_leases import RefLease, RefLeaseWorld
 from tests.reference_mail import RefConflict, RefError, RefInvalid, RefNotFound
@@ -210,6 +212,10 @@ class LeaseMachine(RuleBasedStateMachine):
         else:
             resource = self.pick(data, RESOURCES, "resource")
         ttl = self.pick(data, BAD_TTLS if bad_ttl == 0 else TTLS, "ttl")
+        # Which statement goes first: the fast INSERT (leases_grant), or the sweeping one
+        # (leases_acquire: one call in SWEEP_EVERY). Both must agree with the model.
+        fast = data.draw(st.booleans(), label="fast path first?")
+        lease_ops._turns = itertools.count(1 if fast else 0)
         try:
             got, expected = self.both(
                 lambda: self.store.leases.acquire(holder, resource, ttl=ttl, exclusive=exclusive),
@@ -220,7 +226,8 @@ class LeaseMachine(RuleBasedStateMachine):
         except Refused as refused:
             event(f"acquire: refused ({type(refused.__cause__).__name__})")
             return
-        event(f"acquire: {'exclusive' if exclusive else 'shared'}")
+        path = "fast" if fast else "sweeping"
+        event(f"acquire: {'exclusive' if exclusive else 'shared'}, {path}")
         assert lease_view(got) == expected.view()
         self.granted.append(got)
 
