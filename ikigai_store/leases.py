@@ -117,20 +117,18 @@ def acquire(
     length = check_ttl(ttl)
     if not isinstance(exclusive, bool):
         raise InvalidArgument(f"exclusive must be a bool, got {exclusive!r}")
-    if next(_turns) % SWEEP_EVERY:
-        # The common case, a resource the holder holds no lease on, in one INSERT; anything
-        # else (a lease to replace, a refusal, an unknown holder) goes on below.
-        row = yield one("leases_grant", holder=name, resource=res, exclusive=exclusive, ttl=length)
-        if row is not None:
-            return Lease.from_row(row)
-    for _ in range(_RETRIES):
+    # The common case, a resource the holder holds no lease on, is one INSERT (leases_grant);
+    # one call in SWEEP_EVERY runs the statement that also sweeps. When the INSERT grants
+    # nothing and nobody is in the way, the holder has a lease there to replace: the full
+    # statement does that (an extra try, beyond the _RETRIES of the loop).
+    query = "leases_grant" if next(_turns) % SWEEP_EVERY else "leases_acquire"
+    tries = _RETRIES + (query == "leases_grant")
+    for _ in range(tries):
         # One statement, atomic by itself: a refusal that replaced the holder's own lease is an
         # exclusion violation that undoes it whole, so no transaction is opened around it.
         undone = False
         try:
-            row = yield one(
-                "leases_acquire", holder=name, resource=res, exclusive=exclusive, ttl=length
-            )
+            row = yield one(query, holder=name, resource=res, exclusive=exclusive, ttl=length)
         except Conflict as exc:
             if exc.constraint != EXCLUSION:
                 raise
@@ -155,8 +153,9 @@ def acquire(
             # The error also ended the transaction of an operation that called this one
             # (watch.start): asking again would go on outside it.
             break
-        # The lease that refused this one ended (or was replaced) before it could be named:
-        # ask again.
+        # The holder's own lease is to be replaced, or the lease that refused this one ended
+        # (or was replaced) before it could be named: ask again, with the full statement.
+        query = "leases_acquire"
     raise Conflict(
         f"the lease on {res!r} for {name!r} was refused by a lease that ended at once: try again",
         constraint=EXCLUSION,

@@ -7,10 +7,10 @@
 -- acquire's fast path, one INSERT: grant :holder (existing, not retired) a lease on a
 -- :resource it holds no lease on (live or expired), for :ttl from now, unless another holder's
 -- live lease conflicts (leases_exclusion; ON CONFLICT DO NOTHING waits for a racing grant to
--- commit or roll back first). Notifies ikigai_lease (the holder) on commit. No row: it holds a
--- lease there (leases_acquire replaces it), it was refused, or there is no such holder;
--- leases_acquire then decides. No CTE, no sweep: the cheapest statement that keeps the
--- invariants (issue 22).
+-- commit or roll back first). Notifies ikigai_lease (the holder) on commit. No row: refused,
+-- or no such holder (leases_refusal says which), or neither: it holds a lease there, which
+-- leases_acquire replaces. No CTE, no sweep: the cheapest statement that keeps the invariants
+-- (issue 22).
 INSERT INTO leases (resource, holder_id, exclusive, expires_at)
 SELECT :resource, i.id, :exclusive, ikigai_now() + CAST(:ttl AS interval)
 FROM identities AS i
@@ -26,9 +26,9 @@ RETURNING id, resource, CAST(:holder AS text) AS holder, exclusive, CAST(token A
 -- resource (any mode) are replaced, up to 32 expired leases anywhere are swept, and the
 -- insert is refused by leases_exclusion (ON CONFLICT DO NOTHING: after waiting for a racing
 -- grant to commit or roll back; a plain insert would deadlock with it) when another holder's
--- live lease conflicts. acquire runs this for one call in 8 (leases.SWEEP_EVERY) and whenever
--- leases_grant granted nothing: as a call adds at most one lease, the sweep keeps up, and no
--- cleanup job is needed. A refusal that replaced one of the holder's
+-- live lease conflicts. acquire runs this for one call in 8 (leases.SWEEP_EVERY), and when
+-- leases_grant granted nothing with nothing in the way: as a call adds at most one lease, the
+-- sweep keeps up, and no cleanup job is needed. A refusal that replaced one of the holder's
 -- own leases raises lease_refused() (exclusion_violation, migration 0022), which undoes the
 -- whole statement; any other refusal returns no row (what it swept stays swept: expired
 -- leases). One row of mine's count, joined with the grant if any, decides which (no second

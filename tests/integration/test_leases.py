@@ -27,6 +27,16 @@ def clock(ikigai_store: Any) -> Clock:
     return Clock(ikigai_store, EPOCH)
 
 
+@pytest.fixture(params=["fast", "sweeping"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every acquire of the test takes one path first: the fast INSERT (leases_grant), or the
+    statement that replaces and sweeps (leases_acquire)."""
+    fast = request.param == "fast"
+    monkeypatch.setattr(lease_ops, "SWEEP_EVERY", 2**62 if fast else 1)
+    monkeypatch.setattr(lease_ops, "_turns", itertools.count(1))
+    return str(request.param)
+
+
 def table(store: Any) -> list[tuple[Any, ...]]:
     """Every row of leases, as stored."""
     with store._connection() as conn:
@@ -35,6 +45,7 @@ def table(store: Any) -> list[tuple[Any, ...]]:
         ]
 
 
+@pytest.mark.usefixtures("path")
 def test_acquire_returns_the_lease(ikigai_store: Any, clock: Clock) -> None:
     """A grant starts now and ends ttl later (timedelta or seconds); exclusive by default."""
     got = ikigai_store.leases.acquire("ann", "src/main.c", ttl=30)
@@ -52,6 +63,7 @@ def test_acquire_returns_the_lease(ikigai_store: Any, clock: Clock) -> None:
     assert ikigai_store.leases.held() == [shared, got]  # by resource
 
 
+@pytest.mark.usefixtures("path")
 def test_a_second_exclusive_holder_is_refused_naming_the_holder(
     ikigai_store: Any, clock: Clock
 ) -> None:
@@ -67,6 +79,7 @@ def test_a_second_exclusive_holder_is_refused_naming_the_holder(
     assert table(ikigai_store) == before
 
 
+@pytest.mark.usefixtures("path")
 def test_shared_leases_coexist_but_exclude_an_exclusive_one(
     ikigai_store: Any, clock: Clock
 ) -> None:
@@ -84,6 +97,7 @@ def test_shared_leases_coexist_but_exclude_an_exclusive_one(
     assert got.exclusive and ikigai_store.leases.held("port") == [got]
 
 
+@pytest.mark.usefixtures("path")
 def test_an_expired_lease_frees_the_resource_by_itself(ikigai_store: Any, clock: Clock) -> None:
     """At its expires_at a lease is no longer live: another holder takes the resource, and the
     old token can neither renew nor release it."""
@@ -118,15 +132,19 @@ def test_renew_extends_a_live_lease_only(ikigai_store: Any, clock: Clock) -> Non
     assert table(ikigai_store) == before
 
 
+@pytest.mark.usefixtures("path")
 def test_acquiring_again_replaces_the_holders_own_lease(ikigai_store: Any, clock: Clock) -> None:
     """The same holder acquiring again gets a new token, mode and expiry; its old token is dead.
     An upgrade refused by another sharer leaves the holder's lease as it was."""
     first = ikigai_store.leases.acquire("ann", "db", ttl=10, exclusive=False)
+    again = ikigai_store.leases.acquire("ann", "db", ttl=10, exclusive=False)  # shared on shared
+    assert ikigai_store.leases.held() == [again]
     second = ikigai_store.leases.acquire("ann", "db", ttl=30)
-    assert second.token != first.token and second.exclusive
+    assert second.token != again.token and second.exclusive
     assert ikigai_store.leases.held() == [second]
-    with pytest.raises(ik.Conflict):
-        ikigai_store.leases.renew(first, 10)
+    for old in (first, again):
+        with pytest.raises(ik.Conflict):
+            ikigai_store.leases.renew(old, 10)
     third = ikigai_store.leases.acquire("ann", "db", ttl=30, exclusive=False)
     bob = ikigai_store.leases.acquire("bob", "db", ttl=30, exclusive=False)
     with pytest.raises(ik.Conflict, match="'bob'"):
@@ -185,6 +203,7 @@ def test_held_prefixes_are_literal(ikigai_store: Any, clock: Clock) -> None:
     assert made["é"].resource == "é"
 
 
+@pytest.mark.usefixtures("path")
 def test_unknown_and_retired_holders(ikigai_store: Any, clock: Clock) -> None:
     """An unknown holder is NotFound, a retired one InvalidArgument; a retired holder's lease
     lives until it ends."""
