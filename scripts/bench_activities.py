@@ -267,8 +267,8 @@ def bench_leases(scratch: Scratch, rounds: int, per_round: int) -> list[Row]:
         # runs the sweeping leases_acquire instead, as the library does.
         grant_sql: str = ik.queries.leases_grant.sql
         acquire_sql: str = ik.queries.leases_acquire.sql
-        turns = iter(range(10**9))
         release_sql: str = ik.queries.leases_release.sql
+        turns = iter(range(10**9))
 
         def our_sql() -> None:
             params = {

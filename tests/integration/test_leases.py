@@ -310,12 +310,14 @@ def test_acquire_sweeps_expired_leases(ikigai_store: Any, clock: Clock) -> None:
     assert len(ikigai_store.leases.held()) == 2 * lease_ops.SWEEP_EVERY
 
 
-def test_acquire_only_sweeps_one_call_in_sweep_every(ikigai_store: Any, clock: Clock) -> None:
+def test_acquire_only_sweeps_one_call_in_sweep_every(
+    ikigai_store: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The other calls grant by the fast INSERT alone: expired leases stay until a sweeping
     call (they free their resource by themselves meanwhile)."""
     ikigai_store.leases.acquire("ann", "tmp", ttl=1)
     clock.advance(seconds=5)
-    lease_ops._turns = itertools.count(1)
+    monkeypatch.setattr(lease_ops, "_turns", itertools.count(1))
     for n in range(lease_ops.SWEEP_EVERY - 1):
         ikigai_store.leases.acquire("bob", f"live/{n}", ttl=60)
     assert rows(ikigai_store, "leases") == lease_ops.SWEEP_EVERY  # ann's expired one is kept

@@ -198,7 +198,9 @@ def test_renew_racing_expiry_and_takeover_never_two_live_holders(url: str) -> No
     assert counts["renew_refused"] > 0 and counts["acquire_refused"] > 0, counts
 
 
-def test_every_lease_write_notifies_its_holders_on_commit(url: str) -> None:
+def test_every_lease_write_notifies_its_holders_on_commit(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Grants, renewals, releases, force-releases and sweeps notify ikigai_lease with the
     holder ids (what a watcher waiting for a resource and the web view listen to), once
     committed; a refused grant (the holder's own lease kept) notifies nothing."""
@@ -224,7 +226,7 @@ def test_every_lease_write_notifies_its_holders_on_commit(url: str) -> None:
         store.leases.acquire("r2", "b.c", ttl=timedelta(milliseconds=1))
         assert heard() == [str(ids["r2"])]
         time.sleep(0.01)
-        lease_ops._turns = itertools.count(0)  # the next acquire is the sweeping one
+        monkeypatch.setattr(lease_ops, "_turns", itertools.count(0))  # the next one sweeps
         store.leases.acquire("r3", "c.c", ttl=60)  # sweeps r2's expired lease
         assert heard() == sorted([str(ids["r2"]), str(ids["r3"])])
         assert store.leases.force_release("a.c") == 1
