@@ -122,7 +122,7 @@ def acquire(
     # nothing and nobody is in the way, the holder has a lease there to replace: the full
     # statement does that (an extra try, beyond the _RETRIES of the loop).
     query = "leases_grant" if next(_turns) % SWEEP_EVERY else "leases_acquire"
-    tries = _RETRIES + (query == "leases_grant")
+    tries = _RETRIES + 1 if query == "leases_grant" else _RETRIES
     for _ in range(tries):
         # One statement, atomic by itself: a refusal that replaced the holder's own lease is an
         # exclusion violation that undoes it whole, so no transaction is opened around it.
