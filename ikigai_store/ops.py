@@ -463,13 +463,20 @@ def _cursors(conn: Any) -> tuple[Any, Any]:
     return pair
 
 
-def _let_go(conn: Any, rows: list[Any]) -> None:
-    """Forget ``conn``'s reused cursors when the result they hold is big (freed on close)."""
+def _forget(conn: Any, rows: list[Any]) -> tuple[Any, Any] | None:
+    """``conn``'s reused cursors, taken from it, when the result they hold is big (the caller
+    closes them, which frees it); None otherwise."""
     if len(rows) > _KEEP_ROWS:
-        pair = conn.__dict__.pop("_ikigai_cursors", None)
-        if pair is not None:
-            pair[0].close()
-            pair[1].close()
+        pair: tuple[Any, Any] | None = conn.__dict__.pop("_ikigai_cursors", None)
+        return pair
+    return None
+
+
+def _let_go(conn: Any, rows: list[Any]) -> None:
+    """Close ``conn``'s reused cursors when the result they hold is big."""
+    if (pair := _forget(conn, rows)) is not None:
+        pair[0].close()
+        pair[1].close()
 
 
 def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
@@ -536,11 +543,9 @@ async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
 
 async def _alet_go(conn: Any, rows: list[Any]) -> None:
     """``_let_go`` for an asyncio connection."""
-    if len(rows) > _KEEP_ROWS:
-        pair = conn.__dict__.pop("_ikigai_cursors", None)
-        if pair is not None:
-            await pair[0].close()
-            await pair[1].close()
+    if (pair := _forget(conn, rows)) is not None:
+        await pair[0].close()
+        await pair[1].close()
 
 
 # ---------------------------------------------------------------- the two drivers

@@ -217,21 +217,19 @@ def leased_delete(table: str) -> str:
     return f"DELETE FROM {table} WHERE id = %s"
 
 
-def floor_claim() -> str:
-    """The baseline's claim written on our own tables (the schema's floor: queue_items with
-    its constraints, indexes and triggers, the payload read from mail): lease the oldest open
-    row of the topic, as ``claim`` does, with a new token, returning the mail's payload."""
-    return (
-        "UPDATE queue_items AS q SET state = 'claimed', attempts = q.attempts + 1, "
-        "holder_id = %(holder)s, token = gen_random_uuid(), "
-        "lease_until = now() + interval '30 seconds', updated_at = now() "
-        "FROM mail AS m WHERE q.mail_id = (SELECT mail_id FROM queue_items "
-        "WHERE topic_id = %(topic)s AND outcome IS NULL "
-        "AND (state = 'available' OR lease_until <= now()) "
-        "ORDER BY topic_id, mail_id LIMIT 1 FOR UPDATE SKIP LOCKED) AND m.id = q.mail_id "
-        "RETURNING q.mail_id, CAST(q.token AS text), m.subject, m.body"
-    )
-
+#: The baseline's claim written on our own tables (the schema's floor: queue_items with its
+#: constraints, indexes and triggers, the payload read from mail): lease the topic's oldest
+#: open row, as ``claim`` does, with a new token, returning the mail's payload.
+FLOOR_CLAIM = (
+    "UPDATE queue_items AS q SET state = 'claimed', attempts = q.attempts + 1, "
+    "holder_id = %(holder)s, token = gen_random_uuid(), "
+    "lease_until = now() + interval '30 seconds', updated_at = now() "
+    "FROM mail AS m WHERE q.mail_id = (SELECT mail_id FROM queue_items "
+    "WHERE topic_id = %(topic)s AND outcome IS NULL "
+    "AND (state = 'available' OR lease_until <= now()) "
+    "ORDER BY topic_id, mail_id LIMIT 1 FOR UPDATE SKIP LOCKED) AND m.id = q.mail_id "
+    "RETURNING q.mail_id, CAST(q.token AS text), m.subject, m.body"
+)
 
 #: The baseline's completion on queue_items: done, only with the claim's token.
 FLOOR_DONE = (
@@ -272,9 +270,8 @@ def consumer_process(
                 ).fetchone()
                 assert found is not None
                 holder, warm_id, target_id = found
-                claim_sql = floor_claim()
                 for _ in range(WARMUP_CLAIMS):
-                    got = conn.execute(claim_sql, {"holder": holder, "topic": warm_id}).fetchone()
+                    got = conn.execute(FLOOR_CLAIM, {"holder": holder, "topic": warm_id}).fetchone()
                     if got is None:
                         break
                     conn.execute(FLOOR_DONE, (got[0], got[1]))
@@ -284,7 +281,7 @@ def consumer_process(
                     raise RuntimeError("never started")
                 t0, c0, s0 = time.monotonic(), time.process_time(), backend_cpu(pid)
                 params = {"holder": holder, "topic": target_id}
-                while (row := conn.execute(claim_sql, params).fetchone()) is not None:
+                while (row := conn.execute(FLOOR_CLAIM, params).fetchone()) is not None:
                     if conn.execute(FLOOR_DONE, (row[0], row[1])).rowcount != 1:
                         misses += 1
                     ids.append(int(row[0]))
