@@ -246,8 +246,11 @@ class _AsyncSteps(ops.AsyncSteps):
             if not self._listening.keys:
                 await asyncio.sleep(seconds)
                 return None
+            # Not asyncio.wait_for: on 3.11 it swallows a cancellation that arrives as the
+            # event is set (the waiter would return, not withdraw its hand-off).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._listening.event.wait(), seconds)
+                async with asyncio.timeout(seconds):
+                    await self._listening.event.wait()
             self._listening.event.clear()
             return None
         raise TypeError(f"not a step: {step!r}")

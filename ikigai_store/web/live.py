@@ -144,8 +144,9 @@ class Hub:
                     while not stream.queue.empty():
                         stream.queue.get_nowait()
                     yield self._reset_text()
-                try:
-                    item = await asyncio.wait_for(stream.queue.get(), KEEPALIVE)
+                try:  # not asyncio.wait_for: on 3.11 it can swallow a cancellation
+                    async with asyncio.timeout(KEEPALIVE):
+                        item = await stream.queue.get()
                 except TimeoutError:
                     yield ": keep-alive\n\n"
                     continue

@@ -302,6 +302,36 @@ def test_async_cancel_after_a_hand_off_makes_the_mail_unread_again(
     asyncio.run(main())
 
 
+def test_async_sleep_cancelled_as_it_is_woken_is_cancelled(ikigai_empty_db_url: str) -> None:
+    """The asyncio face's sleep, cancelled as its wake-up arrives (the race that made the test
+    above flaky): it raises CancelledError at every interleaving, never returns as if woken
+    (asyncio.wait_for on 3.11 swallowed the cancellation: the wait kept the hand-off)."""
+
+    async def main() -> None:
+        async with ik.open_async(ikigai_empty_db_url) as astore:
+            steps = _AsyncSteps(astore)
+            try:
+                await steps.step(ops.Listen((mail.MAIL_CHANNEL, 1)))
+                cancelled: list[int] = []
+                for turns in range(6):
+                    task = asyncio.create_task(steps.step(ops.Sleep(30)))
+                    for _ in range(3):
+                        await asyncio.sleep(0)
+                    steps._listening.event.set()
+                    for _ in range(turns):
+                        await asyncio.sleep(0)
+                    if task.cancel():  # False: it returned (woken) before the cancellation
+                        cancelled.append(turns)
+                        with pytest.raises(asyncio.CancelledError):
+                            await task
+                    steps._listening.event.clear()
+                assert cancelled[:1] == [0]  # at least the cancel right after the wake-up
+            finally:
+                steps.close()
+
+    asyncio.run(main())
+
+
 class _CancelAfterExecute:
     """A connection whose cursors, once their statement has run (committed: the pool's
     connections autocommit), note how many registrations exist and cancel the current task
