@@ -45,6 +45,20 @@ MAX_DESCRIPTION = 2048
 AS_IDENTITY = "as_identity"
 
 
+#: The docstrings' Python words, and what a tool's caller writes instead (JSON).
+_WIRE_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"a timedelta\s+or\s+seconds"), "seconds"),
+    (re.compile(r"a timedelta\s+from"), "seconds from"),
+    (re.compile(r"an?\s+(?:timezone-)?aware\s+datetime\b"), "an ISO 8601 time with a UTC offset"),
+    (re.compile(r"(?:timezone-)?aware\s+datetimes"), "ISO 8601 times with UTC offsets"),
+    (re.compile(r"\s*Inside `store\.transaction\(\)`[^.]*\."), ""),
+    (re.compile(r"\bNone\b"), "null"),
+    (re.compile(r"\bTrue\b"), "true"),
+    (re.compile(r"\bFalse\b"), "false"),
+    (re.compile(r"`(\w+)=([^`]+)`"), r"`\1: \2`"),
+)
+
+
 @dataclass(frozen=True)
 class Tool:
     """One MCP tool: the operation ``operation`` (``"mail.send"``, or ``"search"`` for a
@@ -148,6 +162,9 @@ class Tool:
         """The operation's docstring, as plain text for an LLM, with who acts said."""
         text = inspect.cleandoc(_operation_named(self.operation).fn.__doc__ or "")
         text = re.sub(r"``([^`]+)``", r"`\1`", text)
+        for python, wire in _WIRE_WORDS:
+            text = python.sub(wire, text)
+        text = re.sub(r"`store\.([\w.]+)`", _tool_for, text)
         if self.lead is not None:
             text = self.lead + "\n\n" + text
         if self.me is not None:
@@ -162,6 +179,14 @@ class Tool:
         owner = getattr(store, space) if space else store
         bound: Callable[..., Any] = getattr(owner, name)
         return bound
+
+
+def _tool_for(match: re.Match[str]) -> str:
+    """`store.<operation>` as the tool that runs it (as it was when no tool does)."""
+    for tool in TOOLS:
+        if tool.operation == match[1] and not tool.fixed:
+            return f"`{tool.name}`"
+    return match[0]
 
 
 @functools.cache
