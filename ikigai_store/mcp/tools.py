@@ -52,6 +52,9 @@ _WIRE_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"an?\s+(?:timezone-)?aware\s+datetime\b"), "an ISO 8601 time with a UTC offset"),
     (re.compile(r"(?:timezone-)?aware\s+datetimes"), "ISO 8601 times with UTC offsets"),
     (re.compile(r"\s*Inside `store\.transaction\(\)`[^.]*\."), ""),
+    (re.compile(r"\s*See `ikigai_store\.[\w.]+`[^.]*\."), ""),
+    (re.compile(r" \(`[A-Z][A-Z0-9_]+`\)"), ""),  # a number's name, after the number
+    (re.compile(r"\(an? dict\)"), "(a JSON object)"),
     (re.compile(r"\bNone\b"), "null"),
     (re.compile(r"\bTrue\b"), "true"),
     (re.compile(r"\bFalse\b"), "false"),
@@ -165,6 +168,9 @@ class Tool:
         for python, wire in _WIRE_WORDS:
             text = python.sub(wire, text)
         text = re.sub(r"`store\.([\w.]+)`", _tool_for, text)
+        constants = _operation_named(self.operation).fn.__globals__
+        text = re.sub(r"`([A-Z][A-Z0-9_]+)`", lambda m: _value_of(m, constants), text)
+        text = _unsaid(text, [h for h in self.hidden if (self.name, h) not in _HIDDEN_SAID])
         if self.lead is not None:
             text = self.lead + "\n\n" + text
         if self.me is not None:
@@ -179,6 +185,47 @@ class Tool:
         owner = getattr(store, space) if space else store
         bound: Callable[..., Any] = getattr(owner, name)
         return bound
+
+
+#: Hidden parameters a description may still name: a sentence about errors that names it.
+_HIDDEN_SAID = frozenset({("register", "agent_uuid")})
+
+
+def _unsaid(text: str, hidden: Sequence[str]) -> str:
+    """``text`` without what names a parameter in ``hidden`` in code (telling an agent to
+    pass what the tool refuses): a paragraph that opens with it, else the sentences."""
+    if not hidden:
+        return text
+    name = re.compile(rf"\b(?:{'|'.join(hidden)})\b")
+
+    def naming(part: str) -> list[str]:
+        return [span for span in re.findall(r"`[^`]*`", part) if name.search(span)]
+
+    paragraphs = []
+    for paragraph in text.split("\n\n"):
+        named = naming(paragraph)
+        if named and paragraph.startswith(named[0]):
+            continue
+        if named:
+            sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z`(])", paragraph.replace("\n", " "))
+            paragraph = " ".join(s for s in sentences if not naming(s))
+        if paragraph:
+            paragraphs.append(paragraph)
+    return "\n\n".join(paragraphs)
+
+
+def _value_of(match: re.Match[str], constants: Mapping[str, Any]) -> str:
+    """A constant's name as its value (a collection: the schema's list of it)."""
+    value = constants.get(match[1])
+    if isinstance(value, bool) or value is None:
+        return match[0]
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, re.Pattern):
+        return f"`{value.pattern}`"
+    if isinstance(value, tuple | frozenset):
+        return "the values its schema lists"
+    return match[0]
 
 
 def _tool_for(match: re.Match[str]) -> str:
@@ -311,7 +358,7 @@ def _tools() -> tuple[Tool, ...]:
         # reviews
         Tool("request_review", "reviews.create", "reviews", me="requester"),
         Tool("review_status", "reviews.get", "reviews", read_only=True),
-        Tool("list_reviews", "reviews.list", "reviews", read_only=True, hidden=("before",),
+        Tool("list_reviews", "reviews.list", "reviews", read_only=True,
              choices={"state": models.REVIEW_STATES}),
         Tool("record_review", "reviews.record_iteration", "reviews", me="reviewer"),
         Tool("open_issues", "reviews.open_issues", "reviews", read_only=True),
@@ -335,8 +382,7 @@ def _tools() -> tuple[Tool, ...]:
         Tool("release_task", "tasks.release", "tasks", me="owner"),
         Tool("task_stats", "tasks.stats", "tasks", read_only=True),
         # activity feed
-        Tool("activity_feed", "activities.feed", "activities", read_only=True,
-             hidden=("before",)),
+        Tool("activity_feed", "activities.feed", "activities", read_only=True),
         Tool("record_activity", "activities.record", "activities", me="identity"),
         # the agents' own history
         Tool("search_history", "search", "history", read_only=True, hidden=("before",)),

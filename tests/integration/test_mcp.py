@@ -296,6 +296,27 @@ def test_every_tool_valid_then_hostile(db: ik.Store, ikigai_db_url: str) -> None
     anyio.run(scenario)
 
 
+def test_feed_and_reviews_page_by_id(db: ik.Store, ikigai_db_url: str) -> None:
+    """activity_feed and list_reviews page with `before` (the last item's id), as their
+    descriptions say: the pages neither repeat nor skip."""
+    db.identities.register("Ann")
+    for n in range(3):
+        db.activities.record("Ann", "commit", f"c{n}")
+        db.reviews.create("Ann", reviewers="Ann", branch=f"b{n}")
+
+    async def scenario() -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+        async with stdio(ikigai_db_url, "--as", "Ann", "--tools", "full") as ann:
+            feed = await call(ann, "activity_feed", activity_type="commit", limit=2)
+            rest = await call(ann, "activity_feed", activity_type="commit", before=feed[-1]["id"])
+            reviews = await call(ann, "list_reviews", limit=2)
+            older = await call(ann, "list_reviews", before=reviews[-1]["id"])
+        return feed, rest, reviews, older
+
+    feed, rest, reviews, older = anyio.run(scenario)
+    assert [a["description"] for a in feed + rest] == ["c2", "c1", "c0"]
+    assert [r["branch"] for r in reviews + older] == ["b2", "b1", "b0"]
+
+
 def test_lone_surrogates_write_nothing(db: ik.Store, ikigai_db_url: str) -> None:
     """A request carrying a lone surrogate (invalid Unicode) writes nothing and the server
     answers the next request (the SDK drops a line it cannot parse; in-process, the tool
