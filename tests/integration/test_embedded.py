@@ -238,15 +238,23 @@ def _os_user(name: str) -> str:
         pytest.skip("needs root to act as another local user")
     if not (shutil.which("runuser") and shutil.which("useradd") and SYSTEM_PYTHON.exists()):
         pytest.skip("needs runuser, useradd and /usr/bin/python3")
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(
+    for _ in range(50):  # another pytest-xdist worker may be creating it right now
+        try:
+            pwd.getpwnam(name)
+            return name
+        except KeyError:
+            pass
+        made = subprocess.run(
             ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-            check=True,
             capture_output=True,
+            text=True,
         )
-    return name
+        if made.returncode == 0:
+            return name
+        if made.returncode not in (9, 10):  # 9: the name is taken; 10: /etc/passwd is locked
+            raise RuntimeError(f"useradd {name} failed: {made.stderr.strip()}")
+        time.sleep(0.1)
+    raise RuntimeError(f"useradd {name}: the user never appeared")
 
 
 def _as(user: str | None, *cmd: str) -> list[str]:
