@@ -163,13 +163,13 @@ class Tool:
 
     def description(self) -> str:
         """The operation's docstring, as plain text for an LLM, with who acts said."""
-        text = inspect.cleandoc(_operation_named(self.operation).fn.__doc__ or "")
+        fn = _operation_named(self.operation).fn
+        text = inspect.cleandoc(fn.__doc__ or "")
         text = re.sub(r"``([^`]+)``", r"`\1`", text)
         for python, wire in _WIRE_WORDS:
             text = python.sub(wire, text)
         text = re.sub(r"`store\.([\w.]+)`", _tool_for, text)
-        constants = _operation_named(self.operation).fn.__globals__
-        text = re.sub(r"`([A-Z][A-Z0-9_]+)`", lambda m: _value_of(m, constants), text)
+        text = re.sub(r"`([A-Z][A-Z0-9_]+)`", lambda m: _value_of(m, fn.__globals__), text)
         text = _unsaid(text, [h for h in self.hidden if (self.name, h) not in _HIDDEN_SAID])
         if self.lead is not None:
             text = self.lead + "\n\n" + text
@@ -217,14 +217,12 @@ def _unsaid(text: str, hidden: Sequence[str]) -> str:
 def _value_of(match: re.Match[str], constants: Mapping[str, Any]) -> str:
     """A constant's name as its value (a collection: the schema's list of it)."""
     value = constants.get(match[1])
-    if isinstance(value, bool) or value is None:
-        return match[0]
-    if isinstance(value, int):
-        return str(value)
     if isinstance(value, re.Pattern):
         return f"`{value.pattern}`"
     if isinstance(value, tuple | frozenset):
         return "the values its schema lists"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     return match[0]
 
 
