@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from datetime import timedelta
 from types import FrameType
-from typing import IO, NoReturn
+from typing import IO
 
 import click
 
@@ -49,23 +49,44 @@ class _Stop(Exception):
     """SIGTERM or SIGHUP: stop, releasing the lease."""
 
 
-def _stop(signum: int, frame: FrameType | None) -> NoReturn:
-    raise _Stop(signal.Signals(signum).name)
+class _Signals:
+    """SIGTERM and SIGHUP raise ``_Stop`` (main thread only), except inside ``held()``: there
+    the first one waits for the block's end (a second one stops at once)."""
 
+    def __init__(self) -> None:
+        self._holding = False
+        self._pending: str | None = None
 
-@contextlib.contextmanager
-def _stoppable() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise ``_Stop`` in the block (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    names = ("SIGTERM", "SIGHUP")
-    previous = {n: signal.signal(getattr(signal, n), _stop) for n in names if hasattr(signal, n)}
-    try:
-        yield
-    finally:
-        for n, handler in previous.items():
-            signal.signal(getattr(signal, n), handler)
+    def _stop(self, signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if self._holding and self._pending is None:
+            self._pending = name
+            return
+        raise _Stop(name)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        names = [n for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+        previous = {n: signal.signal(getattr(signal, n), self._stop) for n in names}
+        try:
+            yield
+        finally:
+            for n, handler in previous.items():
+                signal.signal(getattr(signal, n), handler)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+        if self._pending is not None:
+            name, self._pending = self._pending, None
+            raise _Stop(name)
 
 
 class Watcher:
@@ -91,6 +112,7 @@ class Watcher:
         self._down = False
         self._lease: Lease | None = None
         self._seen = self._saved = Seen()
+        self._signals = _Signals()
 
     def say(self, text: str) -> None:
         """One line on stderr."""
@@ -130,7 +152,7 @@ class Watcher:
     def run(self) -> int:
         """Watch until stopped; the exit status (``--rewake``: 2 once something arrived; 0
         when stopped, even while still connecting)."""
-        with _stoppable():
+        with self._signals.installed():
             try:
                 return self._run()
             except (_Stop, KeyboardInterrupt):
@@ -183,20 +205,23 @@ class Watcher:
                 renew_at = 0.0  # renew (or take again) first thing after the outage
                 continue
             lines = [self._render(n) for n in batch.notices]
-            if lines and not self.rewake:
-                self.out.write("".join(line + "\n" for line in lines))
-                self.out.flush()
-            self._seen = batch.seen
+            # Printed means seen: a stop between the two would print them again next time.
+            with self._signals.held():
+                if lines and self.rewake:
+                    self.err.write(
+                        f"ikigai-store: {len(lines)} new for {me}:\n"
+                        + "".join(f"  {line}\n" for line in lines)
+                    )
+                    self.err.flush()
+                elif lines:
+                    self.out.write("".join(line + "\n" for line in lines))
+                    self.out.flush()
+                self._seen = batch.seen
             if self._seen != self._saved:
                 with contextlib.suppress(DatabaseUnavailable):  # kept in memory meanwhile
                     store.watch.save(me, self._seen)
                     self._saved = self._seen
             if lines and self.rewake:
-                self.err.write(
-                    f"ikigai-store: {len(lines)} new for {me}:\n"
-                    + "".join(f"  {line}\n" for line in lines)
-                )
-                self.err.flush()
                 return 2
 
     def _renew(self, store: Store, me: str) -> Lease:

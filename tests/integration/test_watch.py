@@ -9,6 +9,7 @@ restarted PostgreSQL with nothing missed and nothing printed twice.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,6 +27,7 @@ import pytest
 
 import ikigai_store as ik
 from ikigai_store import migrate
+from ikigai_store.cli.watch import Watcher, _Signals, _Stop
 from ikigai_store.models import Seen
 from ikigai_store.watch import MAX_SHOWN
 from tests.integration.test_outage import _kill_server, _start, private_server
@@ -336,6 +339,55 @@ def test_cli_prints_a_mail_within_a_second_and_refuses_a_second_watcher(
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=20) == 0
     assert store.leases.held(f"watch:{me}") == []
+
+
+class _StoppedAtFlush(io.StringIO):
+    """stdout whose flush sends this process SIGTERM: a stop right after a line is printed
+    (where the CI run of test_cli_json_and_rewake once caught the watcher)."""
+
+    def flush(self) -> None:
+        super().flush()
+        if self.getvalue():
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+@pytest.mark.parametrize("rewake", [False, True], ids=["print", "rewake"])
+def test_a_stop_right_after_printing_still_saves_what_was_printed(
+    store: ik.Store, ikigai_db_url: str, rewake: bool
+) -> None:
+    """SIGTERM as the line leaves (stdout, or --rewake's digest on stderr): the watcher stops
+    with what it printed saved as seen, so the next watcher does not print it again."""
+    me, other = fresh(), fresh()
+    store.identities.register(me)
+    store.identities.register(other)
+    store.mail.send(other, me, "once only", "b")
+    stopping = _StoppedAtFlush()  # where the notices go ("watching ..." goes to stderr)
+    out, err = (io.StringIO(), stopping) if rewake else (stopping, io.StringIO())
+    watcher = Watcher(
+        ikigai_db_url, name=me, project=os.getcwd(), role="main", ttl=timedelta(seconds=30),
+        as_json=False, rewake=rewake, out=out, err=err,
+    )  # fmt: skip
+    assert watcher.run() == 0  # stopped, not woken
+    assert "once only" in stopping.getvalue()
+    watch = store.watch.start(me)
+    assert not store.watch.next(me, seen=watch.seen).notices
+    store.leases.release(watch.lease)
+
+
+def test_a_second_signal_stops_a_held_watcher_at_once() -> None:
+    """Inside the held section the first SIGTERM waits for its end; a second one (a stuck
+    stdout) stops at once. Outside it, the first one stops."""
+    signals = _Signals()
+    steps: list[str] = []
+    with signals.installed():
+        with pytest.raises(_Stop), signals.held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            steps.append("held")
+        with pytest.raises(_Stop), signals.held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGTERM)
+            steps.append("not reached")
+    assert steps == ["held"]
 
 
 def test_cli_json_and_rewake(store: ik.Store, watcher: Any) -> None:
