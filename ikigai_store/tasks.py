@@ -53,6 +53,7 @@ from .validate import (
     check_duration,
     check_key,
     check_str,
+    check_text,
     dump_json,
     identity_name,
     require,
@@ -183,9 +184,11 @@ def get_list(list_id: str | TaskList) -> Op[TaskList]:
     return (yield from _require_list(list_key(list_id)))
 
 
-def lists() -> Op[list[TaskList]]:
-    """Every list, oldest first."""
-    rows = yield many("task_all_lists")
+def lists(*, project_key: str | None = None) -> Op[list[TaskList]]:
+    """Every list, oldest first; with ``project_key``, only that project's lists and those of
+    no project (a list belongs to its owner's project: the identity's ``project_key``)."""
+    check_text(project_key, "project_key")
+    rows = yield many("task_all_lists", project_key=project_key)
     return [TaskList.from_row(r) for r in rows]
 
 
@@ -326,14 +329,20 @@ def tasks(list_id: str | TaskList, *, status: str | None = None) -> Op[list[Task
     return [Task.from_row(r) for r in rows]
 
 
-def available_tasks(list_id: str | TaskList | None = None) -> Op[list[Task]]:
+def available_tasks(
+    list_id: str | TaskList | None = None, *, project_key: str | None = None
+) -> Op[list[Task]]:
     """The tasks anyone may claim now, in id order: pending, unowned, and each blocker
-    completed or deleted. ``list_id`` None: over every list."""
+    completed or deleted. ``list_id`` None: over every list. ``project_key``: only in that
+    project's lists and those of no project, as ``lists`` keeps them (a list of another
+    project gives ``[]``)."""
     if list_id is None:
-        rows = yield many("task_available_all")
+        check_text(project_key, "project_key")
+        rows = yield many("task_available_all", project_key=project_key)
     else:
         name = list_key(list_id)
-        rows = yield many("task_available_in_list", list_id=name)
+        check_text(project_key, "project_key")
+        rows = yield many("task_available_in_list", list_id=name, project_key=project_key)
         if not rows:
             yield from _require_list(name)
     return [Task.from_row(r) for r in rows]

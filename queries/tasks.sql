@@ -25,11 +25,14 @@ FROM task_lists AS l
 JOIN identities AS i ON i.id = l.owner_id
 WHERE l.list_id = :list_id;
 
--- name: task_all_lists()
--- Every list, in creation (id) order.
+-- name: task_all_lists(project_key)
+-- Every list, in creation (id) order; :project_key not NULL: only the lists whose owner is of
+-- that project or of none (a list belongs to its owner's project).
 SELECT l.id, l.list_id, i.name AS owner, l.watch_path, l.created_at, l.last_synced_at
 FROM task_lists AS l
 JOIN identities AS i ON i.id = l.owner_id
+WHERE CAST(:project_key AS text) IS NULL OR i.project_key IS NULL
+   OR i.project_key = :project_key
 ORDER BY l.id;
 
 -- name: task_lock_list(list_id)^
@@ -199,9 +202,10 @@ WHERE v.owner = :owner
   AND (CAST(:status AS text) IS NULL OR v.status = :status)
 ORDER BY v.id;
 
--- name: task_available_in_list(list_id)
+-- name: task_available_in_list(list_id, project_key)
 -- The tasks of a list anyone may claim now: pending, unowned, and every blocker completed or
 -- deleted (a question about the blockers' rows, not a comparison of strings), in id order.
+-- :project_key not NULL: none unless the list's owner is of that project or of none.
 -- Plan: tasks_available_idx gives the list's pending unowned tasks in id order; for each,
 -- the NOT EXISTS probes task_deps' primary key and the blockers' primary key. OFFSET 0 keeps
 -- it a per-candidate probe: PostgreSQL would otherwise turn it into an anti-join, which it may
@@ -209,7 +213,11 @@ ORDER BY v.id;
 -- follow the size of the others.
 SELECT v.*
 FROM task_view AS v
-WHERE v.list_pk = (SELECT id FROM task_lists WHERE list_id = :list_id)
+WHERE v.list_pk = (SELECT l.id
+                   FROM task_lists AS l JOIN identities AS i ON i.id = l.owner_id
+                   WHERE l.list_id = :list_id
+                     AND (CAST(:project_key AS text) IS NULL OR i.project_key IS NULL
+                          OR i.project_key = :project_key))
   AND v.status = 'pending' AND v.owner IS NULL
   AND NOT EXISTS (SELECT 1
                   FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id
@@ -217,12 +225,16 @@ WHERE v.list_pk = (SELECT id FROM task_lists WHERE list_id = :list_id)
                   OFFSET 0)
 ORDER BY v.id;
 
--- name: task_available_all()
--- task_available_in_list over every list, in id order (here the planner may hash: the
--- question is about the whole database).
+-- name: task_available_all(project_key)
+-- task_available_in_list over every list (:project_key not NULL: every list of that project or
+-- of none), in id order (here the planner may hash: the question is about the whole database).
 SELECT v.*
 FROM task_view AS v
 WHERE v.status = 'pending' AND v.owner IS NULL
+  AND (CAST(:project_key AS text) IS NULL
+       OR v.list_pk IN (SELECT l.id
+                        FROM task_lists AS l JOIN identities AS i ON i.id = l.owner_id
+                        WHERE i.project_key IS NULL OR i.project_key = :project_key))
   AND NOT EXISTS (SELECT 1
                   FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id
                   WHERE d.task_id = v.id AND b.status NOT IN ('completed', 'deleted'))

@@ -7,7 +7,13 @@ of the whole list, not by the store's walk). It holds its own clock, ``now``; ev
 is ``now``. Ids: the store's ids are passed in when known (``id=``), else counted from 1; order is
 always by id.
 
-Identities: ``register(name)`` / ``retire(name)``; names match ``NAME``.
+Identities: ``register(name, project_key=None)`` / ``retire(name)``; names match ``NAME``.
+
+Projects: a list belongs to its owner's project (None: to no project). A ``project_key``
+argument (None, or a string without NUL, else ``RefInvalid`` naming "project_key", checked
+after the list id) keeps the lists of that project and those of no project (shared); None
+keeps every list. ``lists(project_key)`` and ``available_tasks(list_id, project_key)`` take
+it; a list of another project that exists gives ``[]``, not ``RefNotFound``.
 
 Keys: a list id, an external id and an owner are strings of 1-200 characters without control
 characters (code points below 32, and 127). An ``owner`` argument may also be ``RefIdentity``-like
@@ -18,7 +24,7 @@ Lists: ``create_list(list_id, owner, watch_path=None)``: arguments (list id; own
 identity name; watch_path None or 1-4096 characters without NUL); then, if the list exists, the
 same owner and watch_path return it unchanged (idempotent), anything else is ``RefConflict``
 naming the list; a missing owner ``RefNotFound``, a retired one ``RefInvalid``. A new list has
-``last_synced_at`` None. ``get_list`` (``RefNotFound``), ``lists()`` by id.
+``last_synced_at`` None. ``get_list`` (``RefNotFound``), ``all_lists(project_key=None)`` by id.
 
 Upsert: ``upsert_task(list_id, external_id, subject, description, active_form, metadata, status,
 owner, blocked_by)``. Checks in order: arguments (in that order; ``metadata`` None or a dict;
@@ -42,7 +48,8 @@ time ``now``. A free-text owner, no owner or a retired identity records none; so
 upsert (re-completion included). ``activities`` holds them oldest first.
 
 Availability: pending, owner None, and every blocker (an edge that still exists: pruning removes
-edges with their task) is completed or deleted. ``available_tasks(list_id=None)``: by id.
+edges with their task) is completed or deleted. ``available_tasks(list_id=None,
+project_key=None)``: by id.
 
 Claim: ``claim_task(list_id, external_id, owner)``. Checks in order: arguments; list, then task
 exists (``RefNotFound``); completed or deleted: ``RefInvalid`` naming the status; owned by
@@ -88,6 +95,11 @@ def _key(value: object, what: str) -> str:
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise RefInvalid(f"{what} has a control character", what)
     return value
+
+
+def _project(value: object) -> None:
+    if value is not None and (not isinstance(value, str) or "\x00" in value):
+        raise RefInvalid(f"bad project_key {value!r}", "project_key")
 
 
 def _text(value: object, what: str, max_chars: int | None) -> str | None:
@@ -166,6 +178,7 @@ class RefTaskWorld:
 
     now: datetime = EPOCH
     identities: dict[str, bool] = field(default_factory=dict)  # name -> retired
+    projects: dict[str, str | None] = field(default_factory=dict)  # name -> project_key
     lists: dict[str, RefList] = field(default_factory=dict)
     items: dict[tuple[str, str], RefTask] = field(default_factory=dict)
     deps: dict[tuple[str, str], set[str]] = field(default_factory=dict)
@@ -182,8 +195,13 @@ class RefTaskWorld:
         self.counter += 1
         return self.counter if given is None else given
 
-    def register(self, name: str) -> None:
+    def register(self, name: str, project_key: str | None = None) -> None:
         self.identities[name] = False
+        self.projects[name] = project_key
+
+    def in_project(self, lst: RefList, project_key: object) -> bool:
+        """Whether ``lst`` is kept by ``project_key`` (already checked)."""
+        return project_key is None or self.projects[lst.owner] in (None, project_key)
 
     def retire(self, name: str) -> None:
         self.identities[name] = True
@@ -300,8 +318,10 @@ class RefTaskWorld:
     def get_list(self, list_id: object) -> RefList:
         return self._list(list_id)
 
-    def all_lists(self) -> list[RefList]:
-        return sorted(self.lists.values(), key=lambda x: x.id)
+    def all_lists(self, project_key: object = None) -> list[RefList]:
+        _project(project_key)
+        kept = [x for x in self.lists.values() if self.in_project(x, project_key)]
+        return sorted(kept, key=lambda x: x.id)
 
     # -- tasks ---------------------------------------------------------------------------------
 
@@ -404,12 +424,19 @@ class RefTaskWorld:
         self._list(lst)
         return [t for t in self.of_list(lst) if status is None or t.status == status]
 
-    def available_tasks(self, list_id: object = None) -> list[RefTask]:
+    def available_tasks(self, list_id: object = None, project_key: object = None) -> list[RefTask]:
         if list_id is None:
+            _project(project_key)
             pool = sorted(self.items.values(), key=lambda t: t.id)
         else:
-            pool = self.of_list(self._list(list_id).list_id)
-        return [t for t in pool if self.is_available(t)]
+            name = _key(list_id, "list_id")
+            _project(project_key)
+            pool = self.of_list(self._list(name).list_id)
+        return [
+            t
+            for t in pool
+            if self.is_available(t) and self.in_project(self.lists[t.list_id], project_key)
+        ]
 
     def claim_task(self, list_id: object, external_id: object, owner: object) -> RefTask:
         lst = _key(list_id, "list_id")

@@ -80,12 +80,24 @@ def task_create_list(list_id: str, owner: str, watch_path: str | None, as_json: 
         click.echo(made.list_id)
 
 
+#: ``--project KEY``: a project's task lists and those of no project.
+PROJECT_OPTION = click.option(
+    "--project",
+    "project_key",
+    metavar="KEY",
+    default=None,
+    help="Only this project's lists (its owner's project key) and those of no project.",
+)
+
+
 @task.command("lists", short_help="List every task list.")
+@PROJECT_OPTION
 @JSON_OPTION
-def task_lists(as_json: bool) -> None:
-    """Every task list, oldest first, with its counts."""
+def task_lists(project_key: str | None, as_json: bool) -> None:
+    """Every task list (with --project, that project's and those of no project), oldest
+    first, with its counts."""
     with open_store() as store:
-        found = [(x, store.tasks.stats(x)) for x in store.tasks.lists()]
+        found = [(x, store.tasks.stats(x)) for x in store.tasks.lists(project_key=project_key)]
     if as_json:
         click.echo(json_text([{**as_dict(x), "stats": s} for x, s in found], indent=2))
         return
@@ -210,12 +222,13 @@ def task_upsert(
 
 @task.command("available", short_help="Tasks anyone may claim now.")
 @click.argument("list_id", required=False)
+@PROJECT_OPTION
 @JSON_OPTION
-def task_available(list_id: str | None, as_json: bool) -> None:
+def task_available(list_id: str | None, project_key: str | None, as_json: bool) -> None:
     """Pending, unowned tasks whose blockers are all completed or deleted (of LIST_ID, or of
-    every list)."""
+    every list; with --project, only in that project's lists and those of no project)."""
     with open_store() as store:
-        found = store.tasks.available(list_id)
+        found = store.tasks.available(list_id, project_key=project_key)
     if as_json:
         click.echo(json_text(found, indent=2))
     else:

@@ -62,6 +62,22 @@ def test_list_upsert_available_claim_complete(ikigai_db_url: str) -> None:
     assert ok_json(url, "task", "upsert", board, "3", "--no-blockers")["blocked_by"] == []
 
 
+def test_lists_and_available_of_one_project(ikigai_db_url: str) -> None:
+    """--project keeps that project's lists and those of no project (its owner's project)."""
+    url, ours, theirs, shared = ikigai_db_url, fresh("L"), fresh("L"), fresh("L")
+    project = fresh("/repo/")
+    owner, other = register(url, "--project", project), register(url, "--project", fresh("/x/"))
+    for board, who in ((ours, owner), (theirs, other), (shared, register(url))):
+        ok(url, "task", "create-list", board, "--owner", who)
+        ok(url, "task", "upsert", board, "1", "-s", "work")
+    listed = {x["list_id"] for x in ok_json(url, "task", "lists", "--project", project)}
+    assert {ours, shared} <= listed and theirs not in listed
+    free = {t["list_id"] for t in ok_json(url, "task", "available", "--project", project)}
+    assert {ours, shared} <= free and theirs not in free
+    assert ok_json(url, "task", "available", theirs, "--project", project) == []
+    assert theirs in ok(url, "task", "available")
+
+
 def test_sync_and_prune(ikigai_db_url: str) -> None:
     """sync prints how many tasks it deleted; prune how many it removed."""
     url, board = ikigai_db_url, fresh("L")

@@ -47,7 +47,9 @@ from tests.reference_tasks import TASK_STATUSES, RefActivity, RefTask, RefTaskWo
 pytestmark = pytest.mark.db
 
 NAMES = ["ann", "bob", "cat"]
-LISTS = ["L1", "L2", "L3"]
+#: Each identity's project: ann's and bob's lists are in projects of their own, cat's shared.
+PROJECTS: dict[str, str | None] = {"ann": "p1", "bob": "p2", "cat": None}
+LISTS = ["L1", "L2", "L3", "S"]
 BAD_KEYS = ["", "x" * 201, "a\nb"]
 EXTS = ["1", "2", "3", "4", "5", "6"]
 STEPS = [timedelta(seconds=1), timedelta(minutes=30), timedelta(hours=2), timedelta(days=1)]
@@ -198,17 +200,19 @@ class TasksMachine(RuleBasedStateMachine):
 
     @initialize()
     def start(self) -> None:
-        """ann, bob and cat; list L1 owned by ann with tasks 1 and 2 (2 blocked by 1)."""
+        """ann, bob and cat (in PROJECTS); list L1 owned by ann (project p1) with tasks 1 and 2
+        (2 blocked by 1), and list S owned by cat (no project: shared) with task 1."""
         for name in NAMES:
-            self.store.identities.register(name)
-            self.model.register(name)
-        made = self.store.tasks.create_list("L1", "ann")
-        self.model.create_list("L1", "ann", id=made.id)
-        for ext, blockers in (("1", None), ("2", ["1"])):
-            got = self.store.tasks.upsert("L1", ext, subject=f"task {ext}", blocked_by=blockers)
+            self.store.identities.register(name, project_key=PROJECTS[name])
+            self.model.register(name, PROJECTS[name])
+        for lst, owner in (("L1", "ann"), ("S", "cat")):
+            made = self.store.tasks.create_list(lst, owner)
+            self.model.create_list(lst, owner, id=made.id)
+        for lst, ext, blockers in (("L1", "1", None), ("L1", "2", ["1"]), ("S", "1", None)):
+            got = self.store.tasks.upsert(lst, ext, subject=f"task {ext}", blocked_by=blockers)
             self.check_task(
                 got,
-                self.model.upsert_task("L1", ext, f"task {ext}", blocked_by=blockers, id=got.id),
+                self.model.upsert_task(lst, ext, f"task {ext}", blocked_by=blockers, id=got.id),
             )
 
     @precondition(lambda self: sum(not r for r in self.model.identities.values()) > 1)
@@ -432,6 +436,30 @@ class TasksMachine(RuleBasedStateMachine):
         assert got == expected
         event(f"sync: {'deleted some' if got else 'deleted none'}")
 
+    @rule(
+        data=st.data(),
+        project_key=st.sampled_from(["p1", "p2", "p3", "", "a\x00b", 7]),
+        in_list=st.booleans(),
+    )
+    def available_in_project(self, data: st.DataObject, project_key: object, in_list: bool) -> None:
+        """available_tasks of one project (a list of it, of another project or of none, a
+        missing list, a bad key), and lists of it: the model's, or refused as the model is."""
+        lst = self.a_list(data) if in_list else None
+        try:
+            got, expected = self.both(
+                lambda: self.store.tasks.available(lst, project_key=project_key),
+                lambda _: self.model.available_tasks(lst, project_key),
+            )
+        except Refused:
+            event("available in a project: refused")
+            return
+        assert [task_view(t) for t in got] == [self.model.view(t) for t in expected]
+        event(f"available in a project: {'some' if got else 'none'}")
+        if not in_list:
+            assert [list_view(x) for x in self.store.tasks.lists(project_key=project_key)] == [
+                x.view() for x in self.model.all_lists(project_key)
+            ]
+
     @rule(age=st.sampled_from(AGES))
     def prune(self, age: timedelta) -> None:
         """prune deletes exactly the model's old finished tasks (and their edges)."""
@@ -467,6 +495,10 @@ class TasksMachine(RuleBasedStateMachine):
         ]
         if everywhere:
             event("invariant: something available")
+        for project in ("p1", "p2"):
+            assert [task_view(t) for t in self.store.tasks.available(project_key=project)] == [
+                self.model.view(t) for t in self.model.available_tasks(None, project)
+            ]
         assert tuple(vars_of(self.store.tasks.stats())) == self.model.task_stats()
         done = self.store.activities.feed(activity_type="task_complete", limit=1000)
         assert [activity_view(a) for a in reversed(done)] == [
