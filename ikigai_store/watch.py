@@ -203,8 +203,9 @@ def _check_seen(seen: object) -> Seen:
 def next_batch(
     identity: str | Identity, *, seen: Seen = NOTHING_SEEN, timeout: timedelta | float = 0
 ) -> Op[WatchBatch]:
-    """What concerns ``identity`` that ``seen`` does not hold (its unread mail, the tasks of
-    its project's task lists it may claim, the resources it waits for that became free),
+    """What concerns ``identity`` that ``seen`` does not hold (its unread mail, the tasks it
+    may claim in its project's task lists and in shared ones (of no project: see
+    ``tasks.available``), the resources it waits for that became free),
     waiting up to ``timeout`` (a timedelta or seconds, at most a day; 0: do not wait) for
     something to be new. Returns the new notices (empty when the timeout passed) and the
     ``seen`` to pass next time, once they are reported; writes nothing (``save`` keeps it).

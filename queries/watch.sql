@@ -41,15 +41,16 @@ ORDER BY r.mail_id;
 
 -- name: watch_tasks(identity_id)
 -- The tasks the identity may claim (pending, unowned, every blocker done: task_available_in_list)
--- in the task lists of its project (lists whose owner has its project_key; without one, its
--- own lists), in id order.
+-- in the task lists of its project and in those of no project, which are shared (as
+-- tasks.available with its project_key: lists whose owner has its project_key or none; its
+-- own lists are either), in id order.
 SELECT v.id, v.list_id, v.external_id, v.subject
 FROM task_view AS v
 WHERE v.list_pk IN (SELECT l.id
                     FROM task_lists AS l
                     JOIN identities AS o ON o.id = l.owner_id
                     JOIN identities AS me ON me.id = :identity_id
-                    WHERE o.id = me.id OR o.project_key = me.project_key)
+                    WHERE o.project_key IS NULL OR o.project_key = me.project_key)
   AND v.status = 'pending' AND v.owner IS NULL
   AND NOT EXISTS (SELECT 1
                   FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id

@@ -246,7 +246,8 @@ def _context(event: str, text: str) -> dict[str, Any]:
 
 def session_start(ctx: HookContext) -> dict[str, Any] | None:
     """SessionStart: who the agent is, its unread mail, the reviews waiting for it and the
-    tasks anyone may claim, as additional context."""
+    tasks anyone may claim in its project's task lists and in those of no project, as
+    additional context."""
     store, me = ctx.store, ctx.identity
     me = store.identities.heartbeat(me)
     lines = [
@@ -274,9 +275,9 @@ def session_start(ctx: HookContext) -> dict[str, Any] | None:
             + (f" (PR #{r.pr_number})" if r.pr_number is not None else "")
             for r in waiting[:SHOWN]
         ]
-    available = store.tasks.available()
+    available = store.tasks.available(project_key=ctx.project)
     if available:
-        lines.append(f"Tasks anyone may claim: {len(available)}.")
+        lines.append(f"Tasks anyone may claim in this project: {len(available)}.")
         lines += [_task_line(t) for t in available[:SHOWN]]
     return _context("SessionStart", "\n".join(lines))
 

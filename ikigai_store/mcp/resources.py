@@ -482,7 +482,8 @@ class Resources:
     async def list_resources(
         self, ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        """``resources/list``: the server identity's inbox and leases, and the task lists."""
+        """``resources/list``: the server identity's inbox and leases, and the task lists of
+        the server's project and of no project (``tasks.lists``' ``project_key``)."""
         with _as_mcp_errors("resources/list"):
             me = (await self._caller()).name
             listed = [
@@ -495,7 +496,8 @@ class Resources:
                     description="The leases (file reservations) you hold.", mime_type=MIME,
                 ),
             ]  # fmt: skip
-            for task_list in (await self.face.store.tasks.lists())[:LISTED_TASK_LISTS]:
+            lists = await self.face.store.tasks.lists(project_key=self.face.project)
+            for task_list in lists[:LISTED_TASK_LISTS]:
                 listed.append(
                     types.Resource(
                         name=f"tasks:{task_list.list_id}",

@@ -8,6 +8,8 @@ its hooks resolve), registered on first use. Invariants:
 - a tool acts as that identity: the parameter naming who acts (``sender``, ``identity``,
   ``holder``, ``owner``, ...) is never offered to the caller, so an agent cannot send as
   another or ack another's mail; an ``operator`` server offers ``as_identity`` instead;
+- task lists are the server's project's and those of no project (``task_lists``,
+  ``available_tasks``): the project key is the server's, never the caller's;
 - every failure of a call is a tool error (``isError``) whose text is one line, the library
   error's class and message; nothing a caller sends crashes the server, and a database that
   goes away and comes back only fails the calls made while it was gone;
@@ -152,6 +154,8 @@ class Face:
             acting = kwargs.pop(AS_IDENTITY, None)
             if tool.me is not None:
                 kwargs[tool.me] = acting if acting is not None else (await self.identity()).name
+            if tool.project is not None:
+                kwargs[tool.project] = self.project
             kwargs.update(tool.fixed)
             result = await tool.bind(self.store)(**kwargs)
             if tool.name == "register":

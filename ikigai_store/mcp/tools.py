@@ -6,7 +6,8 @@ description, all derived from the operation's own signature, type hints and docs
 adds no SQL and no validation of its own: a value the operation refuses comes back as its
 error. Invariants:
 - a tool's parameters are the operation's, minus the identity parameter (``me``), the
-  parameters the tool fixes and those it hides; names, defaults and types are the
+  project parameter (``project``: the server's project key), the parameters the tool fixes
+  and those it hides; names, defaults and types are the
   operation's, with model types dropped from unions (``str | Identity`` is a name on the
   wire), ``timedelta`` as seconds and ``UUID`` as a string;
 - unknown arguments are refused (``extra="forbid"``), as are wrong types;
@@ -65,15 +66,17 @@ _WIRE_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
 @dataclass(frozen=True)
 class Tool:
     """One MCP tool: the operation ``operation`` (``"mail.send"``, or ``"search"`` for a
-    top-level one) with ``me`` (a parameter name) filled by the calling identity, ``fixed``
-    parameters set, ``hidden`` ones left at their defaults, ``defaults`` and ``maximum``
-    (numeric bounds) overriding the operation's for the wire. ``lead`` replaces the
-    docstring's first sentence when the tool is a specialisation of its operation."""
+    top-level one) with ``me`` (a parameter name) filled by the calling identity, ``project``
+    (a parameter name) by the server's project key, ``fixed`` parameters set, ``hidden`` ones
+    left at their defaults, ``defaults`` and ``maximum`` (numeric bounds) overriding the
+    operation's for the wire. ``lead`` replaces the docstring's first sentence when the tool
+    is a specialisation of its operation."""
 
     name: str
     operation: str
     area: str
     me: str | None = None
+    project: str | None = None
     fixed: Mapping[str, Any] = field(default_factory=dict)
     hidden: tuple[str, ...] = ()
     defaults: Mapping[str, Any] = field(default_factory=dict)
@@ -95,7 +98,9 @@ class Tool:
         names = [
             name
             for name in _operation_named(self.operation).signature().parameters
-            if name not in self.fixed and name not in self.hidden and name != self.me
+            if name not in self.fixed
+            and name not in self.hidden
+            and name not in (self.me, self.project)
         ]
         if operator and self.me is not None:
             names.append(AS_IDENTITY)
@@ -170,11 +175,17 @@ class Tool:
             text = python.sub(wire, text)
         text = re.sub(r"`store\.([\w.]+)`", _tool_for, text)
         text = re.sub(r"`([A-Z][A-Z0-9_]+)`", lambda m: _value_of(m, fn.__globals__), text)
-        text = _unsaid(text, [h for h in self.hidden if (self.name, h) not in _HIDDEN_SAID])
+        unsaid = [h for h in self.hidden if (self.name, h) not in _HIDDEN_SAID]
+        text = _unsaid(text, unsaid + ([self.project] if self.project else []))
         if self.lead is not None:
             text = self.lead + "\n\n" + text
         if self.me is not None:
             text += f"\n\nActs as the calling agent's identity (`{self.me}`)."
+        if self.project is not None:
+            text += (
+                "\n\nOnly this project's task lists and those of no project (a list belongs "
+                "to its owner's project)."
+            )
         if len(text) > MAX_DESCRIPTION:
             text = text[: MAX_DESCRIPTION - 1] + "…"
         return text
@@ -369,12 +380,13 @@ def _tools() -> tuple[Tool, ...]:
         Tool("decide_plan", "plans.decide", "plans", me="reviewed_by",
              choices={"state": models.PLAN_STATES}),
         # tasks
-        Tool("task_lists", "tasks.lists", "tasks", read_only=True),
+        Tool("task_lists", "tasks.lists", "tasks", project="project_key", read_only=True),
         Tool("list_tasks", "tasks.list", "tasks", read_only=True,
              choices={"status": models.TASK_STATUSES}),
         Tool("upsert_task", "tasks.upsert", "tasks", core=True, hidden=("owner",),
              choices={"status": models.TASK_STATUSES}),
-        Tool("available_tasks", "tasks.available", "tasks", core=True, read_only=True),
+        Tool("available_tasks", "tasks.available", "tasks", project="project_key", core=True,
+             read_only=True),
         Tool("claim_task", "tasks.claim", "tasks", me="owner", core=True),
         Tool("complete_task", "tasks.complete", "tasks", me="owner", core=True),
         Tool("release_task", "tasks.release", "tasks", me="owner"),

@@ -158,7 +158,8 @@ def test_session_start_tells_the_agent_its_name_mail_reviews_and_tasks(
     store: ik.Store, project: str
 ) -> None:
     """session-start's context names the identity, counts and lists unread mail (id, sender,
-    subject, priority), the reviews waiting for it as reviewer and the tasks it may claim."""
+    subject, priority), the reviews waiting for it as reviewer and the tasks it may claim: in
+    its project's lists and in shared ones (of no project), not in another project's."""
     agent, other = me(store, project), peer(store)
     urgent = store.mail.send(other, agent, "Build is red", "fix it", priority="urgent")
     normal = store.mail.send(other, agent, "Lunch?", "at noon")
@@ -167,6 +168,13 @@ def test_session_start_tells_the_agent_its_name_mail_reviews_and_tasks(
     list_id = "start-" + uuid.uuid4().hex[:8]
     store.tasks.create_list(list_id, other)
     store.tasks.upsert(list_id, "t1", subject="Write the session-start hook")
+    own_list = f"{list_id}-own"
+    store.tasks.create_list(own_list, me(store, project, role="planner"))
+    store.tasks.upsert(own_list, "t2", subject="Plan the release")
+    elsewhere = me(store, f"{project}-elsewhere")
+    foreign_list = f"{list_id}-elsewhere"
+    store.tasks.create_list(foreign_list, elsewhere)
+    store.tasks.upsert(foreign_list, "t3", subject="Another project's task")
 
     text = context_of(answer("session-start", event(project, "SessionStart")), "SessionStart")
 
@@ -177,6 +185,8 @@ def test_session_start_tells_the_agent_its_name_mail_reviews_and_tasks(
     assert "Reviews waiting for you as reviewer: 1." in text
     assert f"{review.review_id[:8]} pending_review from {other.name} on feature-x" in text
     assert f"{list_id}/t1: Write the session-start hook" in text
+    assert f"{own_list}/t2: Plan the release" in text
+    assert foreign_list not in text and "Tasks anyone may claim in this project:" in text
 
 
 def test_session_start_with_nothing_waiting(store: ik.Store, project: str) -> None:
@@ -465,17 +475,22 @@ def test_a_denied_edit_waits_and_the_watch_reports_the_freed_lease(
     store: ik.Store, project: str
 ) -> None:
     """The denied agent waits for the lease that denied it: once released, its watch reports
-    it once; a glob lease is waited for as the glob."""
+    it once; a glob lease is waited for as the glob. (Only the watch's lease notices are
+    looked at: other tests of this file leave tasks in shared lists, which it reports too.)"""
     agent, other = me(store, project), peer(store)
+
+    def freed(batch: ik.WatchBatch) -> list[str]:
+        return [n.text for n in batch.notices if n.kind == "lease"]
+
     lease = store.leases.acquire(other, file_resource(project, "src/w*.py"), ttl=60)
     denied = answer("pre-tool", edit(project, "Edit", f"{project}/src/w1.py"))
     assert denied is not None and "ikigai-store watch" in json.dumps(denied)
-    assert store.watch.next(agent).notices == ()
+    assert freed(store.watch.next(agent)) == []
     store.leases.release(lease)
     batch = store.watch.next(agent)
-    assert [n.text for n in batch.notices] == [f"lease freed: {lease.resource}"]
+    assert freed(batch) == [f"lease freed: {lease.resource}"]
     store.watch.save(agent, batch.seen)
-    assert store.watch.next(agent).notices == ()
+    assert freed(store.watch.next(agent)) == []
 
 
 def test_pre_tool_allows_own_reservations_shared_leases_and_other_tools(

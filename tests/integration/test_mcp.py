@@ -317,6 +317,41 @@ def test_feed_and_reviews_page_by_id(db: ik.Store, ikigai_db_url: str) -> None:
     assert [r["branch"] for r in reviews + older] == ["b2", "b1", "b0"]
 
 
+def test_task_tools_keep_to_the_servers_project(
+    db: ik.Store, ikigai_db_url: str, tmp_path: Path
+) -> None:
+    """task_lists and available_tasks give the server's project's lists and those of no
+    project, never another project's (not even named); the project is not the caller's to
+    choose (an argument naming it is refused)."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    for project in (here, there):
+        project.mkdir()
+    mine = db.identities.resolve(str(here.resolve()), role="main")
+    theirs = db.identities.resolve(str(there.resolve()), role="main")
+    db.identities.register("Shared")
+    for list_id, owner in (("mine", mine.name), ("theirs", theirs.name), ("shared", "Shared")):
+        db.tasks.create_list(list_id, owner)
+        db.tasks.upsert(list_id, "1", subject=f"a task of {list_id}")
+
+    async def scenario() -> tuple[Any, ...]:
+        async with stdio(ikigai_db_url, "--project", str(here), "--tools", "full") as agent:
+            lists = await call(agent, "task_lists")
+            free = await call(agent, "available_tasks")
+            named = await call(agent, "available_tasks", list_id="theirs")
+            refused = await error(agent, "available_tasks", {"project_key": str(there)})
+            listing = {t.name: t for t in (await agent.list_tools()).tools}
+        return lists, free, named, refused, listing
+
+    lists, free, named, refused, listing = anyio.run(scenario)
+    assert [x["list_id"] for x in lists] == ["mine", "shared"]
+    assert [(t["list_id"], t["external_id"]) for t in free] == [("mine", "1"), ("shared", "1")]
+    assert named == [] and "project_key" in refused
+    for name in ("task_lists", "available_tasks"):
+        assert "project_key" not in listing[name].input_schema["properties"]
+        assert "Only this project's task lists" in (listing[name].description or "")
+    assert [t.list_id for t in db.tasks.available()] == ["mine", "theirs", "shared"]
+
+
 def test_lone_surrogates_write_nothing(db: ik.Store, ikigai_db_url: str) -> None:
     """A request carrying a lone surrogate (invalid Unicode) writes nothing and the server
     answers the next request (the SDK drops a line it cannot parse; in-process, the tool

@@ -158,9 +158,9 @@ def listeners(db: ik.Store) -> list[int]:
 
 
 def test_list_templates_and_read_every_kind(db: ik.Store, ikigai_db_url: str) -> None:
-    """resources/list names the identity's inbox and leases and the task lists; the
-    templates cover the six kinds; each read returns the store's state as JSON, path parts
-    percent-encoded."""
+    """resources/list names the identity's inbox and leases and the task lists (not another
+    project's); the templates cover the six kinds; each read returns the store's state as
+    JSON, path parts percent-encoded."""
     db.identities.register("Ann")
     db.identities.register("Bob")
     mail = db.mail.send("Bob", "Ann", "hello", "first")
@@ -168,6 +168,7 @@ def test_list_templates_and_read_every_kind(db: ik.Store, ikigai_db_url: str) ->
     db.tasks.create_list("team/one two", "Bob")
     db.tasks.upsert("team/one two", "1", subject="lexer")
     db.tasks.upsert("team/one two", "2", subject="parser", blocked_by=["1"])
+    db.tasks.create_list("theirs", db.identities.register("Eve", project_key="/elsewhere"))
     lease = db.leases.acquire("Ann", "file:/repo/a b.py", ttl=600)
     session = db.create_session("history")
     agent = db.create_agent(session, name="coder")

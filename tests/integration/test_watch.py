@@ -91,6 +91,23 @@ def test_next_reports_mail_tasks_and_freed_leases_once(ikigai_store: Any) -> Non
     assert again.notices[0].id == first.id and again.notices[1].detail["external_id"] == "t1"
 
 
+def test_next_reports_the_tasks_of_shared_lists(ikigai_store: Any) -> None:
+    """A list whose owner has no project is shared: every watcher is told of its tasks (a
+    watcher of no project, of those alone), never of another project's."""
+    store = ikigai_store
+    me = store.identities.register("me", project_key="/p")
+    nobody = store.identities.register("nobody")
+    loner = store.identities.register("loner")
+    stranger = store.identities.register("stranger", project_key="/q")
+    for list_id, owner in (("S", nobody), ("M", loner), ("Q", stranger)):
+        store.tasks.create_list(list_id, owner=owner)
+        store.tasks.upsert(list_id, "1", subject=f"work in {list_id}")
+    shared = ["task S/1 is available: work in S", "task M/1 is available: work in M"]
+    assert texts(store.watch.next(me)) == texts(store.watch.next(loner)) == shared
+    assert [t.list_id for t in store.tasks.available(project_key="/p")] == ["S", "M"]
+    assert [t.list_id for t in store.tasks.available(project_key="/q")] == ["S", "M", "Q"]
+
+
 def test_review_and_plan_events_are_named(ikigai_store: Any) -> None:
     """A review request reaches its reviewer as mail, reported with the review's id."""
     store = ikigai_store
