@@ -185,7 +185,7 @@ def get_list(list_id: str | TaskList) -> Op[TaskList]:
 
 
 def lists(*, project_key: str | None = None) -> Op[list[TaskList]]:
-    """Every list, oldest first; with ``project_key``, only that project's lists and those of
+    """Every list, oldest first. With ``project_key``: only that project's lists and those of
     no project (a list belongs to its owner's project: the identity's ``project_key``)."""
     check_text(project_key, "project_key")
     rows = yield many("task_all_lists", project_key=project_key)

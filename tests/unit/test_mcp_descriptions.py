@@ -21,11 +21,22 @@ def test_a_description_has_no_python_words(tool: Tool) -> None:
     assert not PYTHON.findall(text), text
 
 
-@pytest.mark.parametrize("tool", [t for t in TOOLS if t.hidden], ids=lambda tool: tool.name)
-def test_a_description_never_asks_for_a_hidden_parameter(tool: Tool) -> None:
-    """A parameter the tool refuses (hidden) is not named in code (`before`, `before=`...)."""
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda tool: tool.name)
+def test_a_description_opens_with_what_the_tool_does(tool: Tool) -> None:
+    """Dropping what names a hidden or filled parameter never leaves a description that
+    opens with nothing but the added sentences."""
     text = tool.description()
-    for name in tool.hidden:
+    assert text == text.strip() and not text.startswith(("Acts as", "Only this project")), text
+
+
+@pytest.mark.parametrize(
+    "tool", [t for t in TOOLS if t.hidden or t.project], ids=lambda tool: tool.name
+)
+def test_a_description_never_asks_for_a_hidden_parameter(tool: Tool) -> None:
+    """A parameter the tool refuses (hidden, or filled with the server's project) is not
+    named in code (`before`, `before=`...)."""
+    text = tool.description()
+    for name in (*tool.hidden, *([tool.project] if tool.project else [])):
         if (tool.name, name) not in _HIDDEN_SAID:
             spans = re.findall(r"`[^`]*`", text)
             assert not [s for s in spans if re.search(rf"\b{name}\b", s)], (name, text)
