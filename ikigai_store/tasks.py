@@ -336,12 +336,11 @@ def available_tasks(
     completed or deleted. ``list_id`` None: over every list. ``project_key``: only in that
     project's lists and those of no project, as ``lists`` keeps them (a list of another
     project gives ``[]``)."""
-    if list_id is None:
-        check_text(project_key, "project_key")
+    name = None if list_id is None else list_key(list_id)
+    check_text(project_key, "project_key")
+    if name is None:
         rows = yield many("task_available_all", project_key=project_key)
     else:
-        name = list_key(list_id)
-        check_text(project_key, "project_key")
         rows = yield many("task_available_in_list", list_id=name, project_key=project_key)
         if not rows:
             yield from _require_list(name)

@@ -175,8 +175,8 @@ class Tool:
             text = python.sub(wire, text)
         text = re.sub(r"`store\.([\w.]+)`", _tool_for, text)
         text = re.sub(r"`([A-Z][A-Z0-9_]+)`", lambda m: _value_of(m, fn.__globals__), text)
-        unsaid = [h for h in self.hidden if (self.name, h) not in _HIDDEN_SAID]
-        text = _unsaid(text, unsaid + ([self.project] if self.project else []))
+        refused = (*self.hidden, *([self.project] if self.project else []))
+        text = _unsaid(text, [h for h in refused if (self.name, h) not in _HIDDEN_SAID])
         if self.lead is not None:
             text = self.lead + "\n\n" + text
         if self.me is not None:
