@@ -14,100 +14,205 @@ identities, mail, topics and work queues; an ``Outbox`` keeps their mail while o
 
 from __future__ import annotations
 
-from .activities import ActivityCalls
-from .agents import UNSET, new_agent_uuid
-from .aio import AsyncStore, open_async
-from .errors import (
-    Conflict,
-    ConnectError,
-    ConnectionLost,
-    DatabaseError,
-    DatabaseUnavailable,
-    IkigaiStoreError,
-    InvalidArgument,
-    MigrationError,
-    NotFound,
-    OutboxError,
-    OutboxFull,
-    StoreClosed,
-)
-from .identities import IdentityCalls
-from .leases import LeaseCalls
-from .mail import MailCalls
-from .models import (
-    ACTIVITY_TYPES,
-    AGENT_STATUSES,
-    ISSUE_STATUSES,
-    ISSUE_TYPES,
-    MAIL_STATES,
-    OUTBOX_OPERATIONS,
-    OUTBOX_STATUSES,
-    PLAN_STATES,
-    PRIORITIES,
-    REVIEW_DECISIONS,
-    REVIEW_EVENTS,
-    REVIEW_STATES,
-    REVIEW_TERMINAL_STATES,
-    REVIEW_TYPES,
-    SEVERITIES,
-    TASK_STATUSES,
-    TOPIC_KINDS,
-    VALID_KINDS,
-    Activity,
-    Agent,
-    AgentSummary,
-    Claim,
-    ContextSummary,
-    DeadLetter,
-    DeepJSON,
-    DrainReport,
-    Identity,
-    IdentityStatus,
-    InboxItem,
-    Lease,
-    Mail,
-    MailCounts,
-    MailHit,
-    Mark,
-    Message,
-    Notice,
-    PendingOperation,
-    PlanReview,
-    Poll,
-    Queued,
-    ReplayContext,
-    ReplayRange,
-    Review,
-    ReviewIssue,
-    ReviewIteration,
-    SearchHit,
-    Seen,
-    Session,
-    Task,
-    TaskList,
-    TaskStats,
-    Topic,
-    TopicInfo,
-    UnsavedMessage,
-    Watch,
-    WatchBatch,
-    is_valid_kind,
-    tool_result,
-)
-from .outbox import Outbox
-from .plans import PlanCalls
-from .portability import ExportSummary, ImportSummary, PruneReport
-from .reviews import ReviewCalls
-from .search import MAX_SEARCH_LIMIT
-from .sql import queries
-from .store import Store, open
-from .summaries import SummaryCalls
-from .tasks import TaskCalls
-from .topics import TopicCalls
-from .validate import MAX_CONTENT_BYTES, MAX_DATA_BYTES, MAX_JSON_DEPTH
-from .watch import WatchCalls
+from ._version import __version__
 
-__version__ = "0.6.0"
+#: ``typing.TYPE_CHECKING`` without importing ``typing`` (7 ms; mypy reads this spelling too).
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from .activities import ActivityCalls
+    from .agents import UNSET, new_agent_uuid
+    from .aio import AsyncStore, open_async
+    from .errors import (
+        Conflict,
+        ConnectError,
+        ConnectionLost,
+        DatabaseError,
+        DatabaseUnavailable,
+        IkigaiStoreError,
+        InvalidArgument,
+        MigrationError,
+        NotFound,
+        OutboxError,
+        OutboxFull,
+        StoreClosed,
+    )
+    from .identities import IdentityCalls
+    from .leases import LeaseCalls
+    from .mail import MailCalls
+    from .models import (
+        ACTIVITY_TYPES,
+        AGENT_STATUSES,
+        ISSUE_STATUSES,
+        ISSUE_TYPES,
+        MAIL_STATES,
+        OUTBOX_OPERATIONS,
+        OUTBOX_STATUSES,
+        PLAN_STATES,
+        PRIORITIES,
+        REVIEW_DECISIONS,
+        REVIEW_EVENTS,
+        REVIEW_STATES,
+        REVIEW_TERMINAL_STATES,
+        REVIEW_TYPES,
+        SEVERITIES,
+        TASK_STATUSES,
+        TOPIC_KINDS,
+        VALID_KINDS,
+        Activity,
+        Agent,
+        AgentSummary,
+        Claim,
+        ContextSummary,
+        DeadLetter,
+        DeepJSON,
+        DrainReport,
+        Identity,
+        IdentityStatus,
+        InboxItem,
+        Lease,
+        Mail,
+        MailCounts,
+        MailHit,
+        Mark,
+        Message,
+        Notice,
+        PendingOperation,
+        PlanReview,
+        Poll,
+        Queued,
+        ReplayContext,
+        ReplayRange,
+        Review,
+        ReviewIssue,
+        ReviewIteration,
+        SearchHit,
+        Seen,
+        Session,
+        Task,
+        TaskList,
+        TaskStats,
+        Topic,
+        TopicInfo,
+        UnsavedMessage,
+        Watch,
+        WatchBatch,
+        is_valid_kind,
+        tool_result,
+    )
+    from .outbox import Outbox
+    from .plans import PlanCalls
+    from .portability import ExportSummary, ImportSummary, PruneReport
+    from .reviews import ReviewCalls
+    from .search import MAX_SEARCH_LIMIT
+    from .sql import queries
+    from .store import Store, open
+    from .summaries import SummaryCalls
+    from .tasks import TaskCalls
+    from .topics import TopicCalls
+    from .validate import MAX_CONTENT_BYTES, MAX_DATA_BYTES, MAX_JSON_DEPTH
+    from .watch import WatchCalls
+
+#: Every public name by the module it is defined in: imported on first use (PEP 562), so
+#: ``import ikigai_store`` stays cheap for the hook and MCP thin clients (``service``).
+_LAZY: dict[str, str] = {
+    "ACTIVITY_TYPES": "models",
+    "AGENT_STATUSES": "models",
+    "Activity": "models",
+    "ActivityCalls": "activities",
+    "Agent": "models",
+    "AgentSummary": "models",
+    "AsyncStore": "aio",
+    "Claim": "models",
+    "Conflict": "errors",
+    "ConnectError": "errors",
+    "ConnectionLost": "errors",
+    "ContextSummary": "models",
+    "DatabaseError": "errors",
+    "DatabaseUnavailable": "errors",
+    "DeadLetter": "models",
+    "DeepJSON": "models",
+    "DrainReport": "models",
+    "ExportSummary": "portability",
+    "ISSUE_STATUSES": "models",
+    "ISSUE_TYPES": "models",
+    "Identity": "models",
+    "IdentityCalls": "identities",
+    "IdentityStatus": "models",
+    "IkigaiStoreError": "errors",
+    "ImportSummary": "portability",
+    "InboxItem": "models",
+    "InvalidArgument": "errors",
+    "Lease": "models",
+    "LeaseCalls": "leases",
+    "MAIL_STATES": "models",
+    "MAX_CONTENT_BYTES": "validate",
+    "MAX_DATA_BYTES": "validate",
+    "MAX_JSON_DEPTH": "validate",
+    "MAX_SEARCH_LIMIT": "search",
+    "Mail": "models",
+    "MailCalls": "mail",
+    "MailCounts": "models",
+    "MailHit": "models",
+    "Mark": "models",
+    "Message": "models",
+    "MigrationError": "errors",
+    "NotFound": "errors",
+    "Notice": "models",
+    "OUTBOX_OPERATIONS": "models",
+    "OUTBOX_STATUSES": "models",
+    "Outbox": "outbox",
+    "OutboxError": "errors",
+    "OutboxFull": "errors",
+    "PLAN_STATES": "models",
+    "PRIORITIES": "models",
+    "PendingOperation": "models",
+    "PlanCalls": "plans",
+    "PlanReview": "models",
+    "Poll": "models",
+    "PruneReport": "portability",
+    "Queued": "models",
+    "REVIEW_DECISIONS": "models",
+    "REVIEW_EVENTS": "models",
+    "REVIEW_STATES": "models",
+    "REVIEW_TERMINAL_STATES": "models",
+    "REVIEW_TYPES": "models",
+    "ReplayContext": "models",
+    "ReplayRange": "models",
+    "Review": "models",
+    "ReviewCalls": "reviews",
+    "ReviewIssue": "models",
+    "ReviewIteration": "models",
+    "SEVERITIES": "models",
+    "SearchHit": "models",
+    "Seen": "models",
+    "Session": "models",
+    "Store": "store",
+    "StoreClosed": "errors",
+    "SummaryCalls": "summaries",
+    "TASK_STATUSES": "models",
+    "TOPIC_KINDS": "models",
+    "Task": "models",
+    "TaskCalls": "tasks",
+    "TaskList": "models",
+    "TaskStats": "models",
+    "Topic": "models",
+    "TopicCalls": "topics",
+    "TopicInfo": "models",
+    "UNSET": "agents",
+    "UnsavedMessage": "models",
+    "VALID_KINDS": "models",
+    "Watch": "models",
+    "WatchBatch": "models",
+    "WatchCalls": "watch",
+    "is_valid_kind": "models",
+    "new_agent_uuid": "agents",
+    "open": "store",
+    "open_async": "aio",
+    "queries": "sql",
+    "tool_result": "models",
+}
+
 
 __all__ = [
     "ACTIVITY_TYPES",
@@ -228,6 +333,13 @@ _RENAMED = {
 
 
 def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is not None:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{module}", __name__), name)
+        globals()[name] = value
+        return value
     if name == "aqueries":  # loaded on first use (see ikigai_store.sql)
         from . import sql
 
@@ -241,5 +353,9 @@ def __getattr__(name: str) -> object:
             DeprecationWarning,
             stacklevel=2,
         )
-        return globals()[new]
+        return __getattr__(new)
     raise AttributeError(f"module 'ikigai_store' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -14,7 +14,8 @@ from typing import Any
 
 import click
 
-from ..hooks import claude, install
+from ..hooks import claude, install, remote
+from ..service import client as service_client
 from .app import cli
 from .common import show_help_without_command
 
@@ -48,8 +49,12 @@ def hook(ctx: click.Context) -> None:
 
 
 def _run(hook_name: str, **options: Any) -> None:
+    """Run the hook through the warm local service (``hooks.remote``), or in this process when
+    ``IKIGAI_SERVICE=off``."""
     ctx = click.get_current_context()
     database: str | None = ctx.find_root().params.get("database")
+    if service_client.enabled():
+        ctx.exit(remote.main(hook_name, database=database, **options))
     ctx.exit(claude.main(hook_name, claude.HookOptions(database=database, **options)))
 
 

@@ -35,30 +35,29 @@ injected, so no process start and no store open per hook). Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
 import os
-import signal
 import sys
 import tempfile
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from types import FrameType
 from typing import IO, Any
 
 import platformdirs
 
+from ..aio import AsyncStore, open_async
 from ..errors import Conflict, NotFound
 from ..models import Identity, InboxItem, Task
-from ..store import Store
-from ..store import open as open_store
 from ..validate import MAX_SUBJECT_CHARS
+from . import failopen
 from .context import FILE_PREFIX, agent_name, agent_role, covers, file_resource, project_key
+from .failopen import EDIT_TOOLS
 
 __all__ = [
     "EDIT_TOOLS",
@@ -77,8 +76,6 @@ __all__ = [
     "stop",
 ]
 
-#: Tools whose ``file_path`` (``notebook_path``) ``pre-tool`` checks against reservations.
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 #: Tools whose calls ``post-tool`` mirrors into ``store.tasks``.
 TASK_TOOLS = frozenset({"TaskCreate", "TaskUpdate", "TodoWrite"})
 #: Default length of an ``--auto-reserve`` lease, in seconds.
@@ -131,23 +128,22 @@ def _text(value: object) -> str | None:
 
 
 class HookContext:
-    """One hook run: its input, and (opened on first use) its store and identity.
-
-    ``store``: an open store to use (a server's, shared by its requests; left open), instead
-    of opening one for this run."""
+    """One hook run: its input, its store, and (resolved on first use) its identity."""
 
     def __init__(
         self,
         event: Mapping[str, Any],
         options: HookOptions,
-        stack: ExitStack,
+        stack: AsyncExitStack,
         *,
-        store: Store | None = None,
+        store: AsyncStore | None = None,
     ) -> None:
         self.event = event
         self.options = options
         self._stack = stack
-        self._given_store = store
+        self._store = store
+        self._parent: Identity | None = None
+        self._identity: Identity | None = None
 
     @cached_property
     def cwd(self) -> str | None:
@@ -175,47 +171,51 @@ class HookContext:
         role = agent_role(self.options.role)
         return role if self.subagent is None else f"{role}/{self.subagent}"
 
-    @cached_property
-    def store(self) -> Store:
-        """The store given, else one opened for this run (``--database``,
-        ``IKIGAI_DATABASE_URL``, ``DATABASE_URL`` or the embedded server), migrated, closed when
+    async def store(self) -> AsyncStore:
+        """The store given, else one opened (on first use) for this run: ``--database``,
+        ``IKIGAI_DATABASE_URL``, ``DATABASE_URL`` or the embedded server, migrated, closed when
         the hook ends."""
-        if self._given_store is not None:
-            return self._given_store
-        os.environ.setdefault("PGCONNECT_TIMEOUT", str(CONNECT_TIMEOUT_SECONDS))
-        store = open_store(
-            self.options.database, pool_size=1, migration_lock_timeout=MIGRATION_WAIT_SECONDS
-        )
-        return self._stack.enter_context(store)
+        if self._store is None:
+            os.environ.setdefault("PGCONNECT_TIMEOUT", str(CONNECT_TIMEOUT_SECONDS))
+            opening = open_async(
+                self.options.database, pool_size=1, migration_lock_timeout=MIGRATION_WAIT_SECONDS
+            )
+            self._store = await self._stack.enter_async_context(opening)
+        return self._store
 
-    @cached_property
-    def parent(self) -> Identity | None:
+    async def parent(self) -> Identity | None:
         """For a subagent's event, the identity of the agent that started it (``--role`` and
         ``--as`` of the hook, as for the main agent); None otherwise."""
         if self.subagent is None:
             return None
-        return self.store.identities.resolve(
-            self.project,
-            role=agent_role(self.options.role),
-            name=agent_name(self.options.name),
-            working_dir=self.cwd,
-        )
+        if self._parent is None:
+            self._parent = await (await self.store()).identities.resolve(
+                self.project,
+                role=agent_role(self.options.role),
+                name=agent_name(self.options.name),
+                working_dir=self.cwd,
+            )
+        return self._parent
 
-    @cached_property
-    def identity(self) -> Identity:
+    async def identity(self) -> Identity:
         """This agent's identity (see the module docstring); a subagent's is a child of
         ``parent``."""
-        name = agent_name(self.options.name) if self.subagent is None else None
-        return self.store.identities.resolve(
-            self.project, role=self.role, name=name, parent=self.parent, working_dir=self.cwd
-        )
+        if self._identity is None:
+            name = agent_name(self.options.name) if self.subagent is None else None
+            self._identity = await (await self.store()).identities.resolve(
+                self.project,
+                role=self.role,
+                name=name,
+                parent=await self.parent(),
+                working_dir=self.cwd,
+            )
+        return self._identity
 
-    @cached_property
-    def team(self) -> frozenset[str]:
+    async def team(self) -> frozenset[str]:
         """The identities whose reservations are this agent's own: itself, and for a subagent
         the agent that started it (a subagent edits what its parent reserved)."""
-        parent = self.parent
-        return frozenset({self.identity.name} | ({parent.name} if parent is not None else set()))
+        me, parent = await self.identity(), await self.parent()
+        return frozenset({me.name} | ({parent.name} if parent is not None else set()))
 
 
 # ---------------------------------------------------------------------------------- rendering
@@ -244,27 +244,27 @@ def _context(event: str, text: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------- the hooks
 
 
-def session_start(ctx: HookContext) -> dict[str, Any] | None:
+async def session_start(ctx: HookContext) -> dict[str, Any] | None:
     """SessionStart: who the agent is, its unread mail, the reviews waiting for it and the
     tasks anyone may claim in its project's task lists and in those of no project, as
     additional context."""
-    store, me = ctx.store, ctx.identity
-    me = store.identities.heartbeat(me)
+    store = await ctx.store()
+    me = await store.identities.heartbeat(await ctx.identity())
     lines = [
         f"ikigai-store: you are {me.name} (role {ctx.role}, project {ctx.project}). Other "
         f"agents reach you by mail to {me.name!r}; the ikigai-store MCP tools read and send "
         "mail, claim tasks and reserve files."
     ]
-    counts = store.mail.counts(me)
+    counts = await store.mail.counts(me)
     if counts.unread:
         urgent = f", {counts.urgent_unread} urgent" if counts.urgent_unread else ""
         lines.append(f"Unread mail: {counts.unread}{urgent}. Newest:")
-        lines += _mail_lines(store.mail.inbox(me, state="unread", limit=SHOWN))
+        lines += _mail_lines(await store.mail.inbox(me, state="unread", limit=SHOWN))
     else:
         lines.append("Unread mail: none.")
     waiting = [
         r
-        for r in store.reviews.active()
+        for r in await store.reviews.active()
         if me.name in r.reviewers and r.state in ("pending_review", "under_review", "re_review")
     ]
     if waiting:
@@ -275,7 +275,7 @@ def session_start(ctx: HookContext) -> dict[str, Any] | None:
             + (f" (PR #{r.pr_number})" if r.pr_number is not None else "")
             for r in waiting[:SHOWN]
         ]
-    available = store.tasks.available(project_key=ctx.project)
+    available = await store.tasks.available(project_key=ctx.project)
     if available:
         lines.append(f"Tasks anyone may claim in this project: {len(available)}.")
         lines += [_task_line(t) for t in available[:SHOWN]]
@@ -311,13 +311,13 @@ def _write_mark(path: Path, mail_id: int) -> None:
         raise
 
 
-def prompt(ctx: HookContext) -> dict[str, Any] | None:
+async def prompt(ctx: HookContext) -> dict[str, Any] | None:
     """UserPromptSubmit: the unread mail that arrived since the previous prompt (on the first
     prompt: all unread mail), as additional context; nothing when there is none."""
-    store, me = ctx.store, ctx.identity
+    store, me = await ctx.store(), await ctx.identity()
     path = state_path(store.url, me.name)
     seen = _read_mark(path)
-    unread = store.mail.inbox(me, state="unread", limit=50)
+    unread = await store.mail.inbox(me, state="unread", limit=50)
     fresh = [i for i in unread if seen is None or i.mail.id > seen]
     newest = max([i.mail.id for i in unread] + [seen or 0])
     if seen is None or newest > seen:
@@ -331,18 +331,18 @@ def prompt(ctx: HookContext) -> dict[str, Any] | None:
     return _context("UserPromptSubmit", "\n".join(lines))
 
 
-def stop(ctx: HookContext) -> dict[str, Any] | None:
+async def stop(ctx: HookContext) -> dict[str, Any] | None:
     """Stop: keep the agent working while a task it claimed (in progress, owned by it) waits,
     or urgent unread mail does and no ``ikigai-store watch`` runs for it (a watcher wakes it
     when mail arrives, so it may stop); never twice in a row (``stop_hook_active``)."""
     if ctx.event.get("stop_hook_active") is True:
         return None
-    store, me = ctx.store, ctx.identity
+    store, me = await ctx.store(), await ctx.identity()
     reasons = []
-    if store.mail.counts(me).urgent_unread and store.watch.watching(me) is None:
-        urgent = store.mail.inbox(me, state="unread", priority="urgent", limit=SHOWN)
+    if (await store.mail.counts(me)).urgent_unread and await store.watch.watching(me) is None:
+        urgent = await store.mail.inbox(me, state="unread", priority="urgent", limit=SHOWN)
         reasons.append("urgent unread mail:\n" + "\n".join(_mail_lines(urgent)))
-    working = store.tasks.owned(me, status="in_progress")
+    working = await store.tasks.owned(me, status="in_progress")
     if working:
         reasons.append(
             "tasks you claimed are still in progress (complete or release them):\n"
@@ -367,23 +367,23 @@ def _list_id(ctx: HookContext) -> str:
     return list_id
 
 
-def _ensure_list(ctx: HookContext, list_id: str) -> None:
+async def _ensure_list(ctx: HookContext, list_id: str) -> None:
     """The list exists (created with this identity as its owner on first use)."""
     try:
-        ctx.store.tasks.get_list(list_id)
+        await (await ctx.store()).tasks.get_list(list_id)
     except NotFound:
         with contextlib.suppress(Conflict):  # made by someone else meanwhile: use it
-            ctx.store.tasks.create_list(list_id, owner=ctx.identity)
+            await (await ctx.store()).tasks.create_list(list_id, owner=await ctx.identity())
 
 
-def _get_task(store: Store, list_id: str, external_id: str) -> Task | None:
+async def _get_task(store: AsyncStore, list_id: str, external_id: str) -> Task | None:
     try:
-        return store.tasks.get(list_id, external_id)
+        return await store.tasks.get(list_id, external_id)
     except NotFound:
         return None
 
 
-def _task_create(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> None:
+async def _task_create(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> None:
     created = data.get("tool_response")
     task = created.get("task") if isinstance(created, Mapping) else None
     if not isinstance(task, Mapping) or task.get("id") is None:
@@ -392,7 +392,7 @@ def _task_create(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> Non
     fields = data.get("tool_input") or {}
     subject = _text(fields.get("subject")) or _text(task.get("subject"))
     metadata = fields.get("metadata")
-    ctx.store.tasks.upsert(
+    await (await ctx.store()).tasks.upsert(
         list_id,
         str(task_id),
         subject=subject,
@@ -406,7 +406,7 @@ def _ids(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-def _task_update(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> None:
+async def _task_update(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> None:
     result = data.get("tool_response")
     if isinstance(result, Mapping) and result.get("success") is False:
         return  # Claude Code refused the update: nothing changed
@@ -414,18 +414,18 @@ def _task_update(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> Non
     task_id = fields.get("taskId")
     if task_id is None:
         raise HookFailed("TaskUpdate's tool_input has no taskId")
-    key, store = str(task_id), ctx.store
-    existing = _get_task(store, list_id, key)
+    key, store = str(task_id), await ctx.store()
+    existing = await _get_task(store, list_id, key)
     blocked_by = None
     add = [b for b in _ids(fields.get("addBlockedBy")) if b != key]
     if add:  # blockers the mirror does not have (made before the hooks) are left out
-        known = {t.external_id for t in store.tasks.list(list_id)}
+        known = {t.external_id for t in await store.tasks.list(list_id)}
         add = [b for b in add if b in known]
     if add:
         current = list(existing.blocked_by) if existing is not None else []
         blocked_by = list(dict.fromkeys(current + add))
     metadata = fields.get("metadata")
-    store.tasks.upsert(
+    await store.tasks.upsert(
         list_id,
         key,
         # a task made before the hooks were installed is mirrored under a stand-in subject
@@ -438,9 +438,9 @@ def _task_update(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> Non
         blocked_by=blocked_by,
     )
     for blocked in _ids(fields.get("addBlocks")):
-        other = _get_task(store, list_id, blocked) if blocked != key else None
+        other = await _get_task(store, list_id, blocked) if blocked != key else None
         if other is not None and key not in other.blocked_by:
-            store.tasks.upsert(list_id, blocked, blocked_by=[*other.blocked_by, key])
+            await store.tasks.upsert(list_id, blocked, blocked_by=[*other.blocked_by, key])
 
 
 def todo_id(content: str) -> str:
@@ -448,21 +448,21 @@ def todo_id(content: str) -> str:
     return _TODO_PREFIX + hashlib.sha256(content.encode()).hexdigest()[:16]
 
 
-def _todo_write(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> None:
+async def _todo_write(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> None:
     fields = data.get("tool_input") or {}
     todos = fields.get("todos")
     if not isinstance(todos, list):
         raise HookFailed("TodoWrite's tool_input has no todos list")
-    store = ctx.store
+    store = await ctx.store()
     items: dict[str, Mapping[str, Any]] = {}
     for todo in todos:
         if isinstance(todo, Mapping) and _text(todo.get("content")):
             items[todo_id(todo["content"])] = todo
-    with store.transaction():
+    async with store.transaction():
         for key, todo in items.items():
             content = " ".join(todo["content"].split())
             long = len(content) > MAX_SUBJECT_CHARS
-            store.tasks.upsert(
+            await store.tasks.upsert(
                 list_id,
                 key,
                 subject=_short(content, MAX_SUBJECT_CHARS) if long else content,
@@ -472,13 +472,13 @@ def _todo_write(ctx: HookContext, list_id: str, data: Mapping[str, Any]) -> None
             )
         others = [
             t.external_id
-            for t in store.tasks.list(list_id)
+            for t in await store.tasks.list(list_id)
             if not t.external_id.startswith(_TODO_PREFIX)
         ]
-        store.tasks.sync(list_id, [*others, *items])
+        await store.tasks.sync(list_id, [*others, *items])
 
 
-def post_tool(ctx: HookContext) -> dict[str, Any] | None:
+async def post_tool(ctx: HookContext) -> dict[str, Any] | None:
     """PostToolUse: mirror Claude Code's task tools (TaskCreate, TaskUpdate, the older
     TodoWrite) into the task list ``CLAUDE_CODE_TASK_LIST_ID``, else the session's id. Other
     tools: nothing. Prints nothing."""
@@ -486,13 +486,13 @@ def post_tool(ctx: HookContext) -> dict[str, Any] | None:
     if tool not in TASK_TOOLS:
         return None
     list_id = _list_id(ctx)
-    _ensure_list(ctx, list_id)
+    await _ensure_list(ctx, list_id)
     if tool == "TaskCreate":
-        _task_create(ctx, list_id, ctx.event)
+        await _task_create(ctx, list_id, ctx.event)
     elif tool == "TaskUpdate":
-        _task_update(ctx, list_id, ctx.event)
+        await _task_update(ctx, list_id, ctx.event)
     else:
-        _todo_write(ctx, list_id, ctx.event)
+        await _todo_write(ctx, list_id, ctx.event)
     return None
 
 
@@ -516,7 +516,7 @@ def _edited_path(ctx: HookContext) -> str | None:
     return os.path.normpath(os.path.join(ctx.cwd or ctx.project, path))
 
 
-def pre_tool(ctx: HookContext) -> dict[str, Any] | None:
+async def pre_tool(ctx: HookContext) -> dict[str, Any] | None:
     """PreToolUse on Edit, Write, MultiEdit and NotebookEdit: deny the edit while another
     identity holds a live exclusive lease covering the file; with ``--auto-reserve``, take an
     exclusive lease on a free file for this identity (refused: deny, naming the holder)."""
@@ -524,18 +524,18 @@ def pre_tool(ctx: HookContext) -> dict[str, Any] | None:
     if path is None:
         return None
     targets = {path, os.path.realpath(path)}
-    store, me, team = ctx.store, ctx.identity, ctx.team
+    store, me, team = await ctx.store(), await ctx.identity(), await ctx.team()
     # Every live file lease, not only those under the project: a glob's literal prefix (or a
     # directory above the project) may be shorter than the project's path. Live leases are few.
     held_by_team = False
-    for lease in store.leases.held(FILE_PREFIX):
+    for lease in await store.leases.held(FILE_PREFIX):
         if not any(covers(lease.resource, t) for t in targets):
             continue
         if lease.holder in team:
             held_by_team = held_by_team or lease.holder != me.name
         elif lease.exclusive:
             where = "" if lease.resource == FILE_PREFIX + path else f" ({lease.resource})"
-            store.leases.wait_for(me, lease.resource)
+            await store.leases.wait_for(me, lease.resource)
             return _deny(
                 f"{path} is reserved by {lease.holder} until "
                 f"{lease.expires_at.isoformat(timespec='seconds')}{where}; ask them by mail "
@@ -544,14 +544,16 @@ def pre_tool(ctx: HookContext) -> dict[str, Any] | None:
             )
     if ctx.options.auto_reserve is not None and not held_by_team:
         try:
-            store.leases.acquire(me, file_resource(ctx.project, path), ttl=ctx.options.auto_reserve)
+            await store.leases.acquire(
+                me, file_resource(ctx.project, path), ttl=ctx.options.auto_reserve
+            )
         except Conflict as exc:
             return _deny(f"{path} is reserved: {exc}")
     return None
 
 
 #: Each hook by its command name.
-HOOKS: dict[str, Callable[[HookContext], dict[str, Any] | None]] = {
+HOOKS: dict[str, Callable[[HookContext], Awaitable[dict[str, Any] | None]]] = {
     "session-start": session_start,
     "prompt": prompt,
     "stop": stop,
@@ -563,51 +565,24 @@ HOOKS: dict[str, Callable[[HookContext], dict[str, Any] | None]] = {
 # ---------------------------------------------------------------------------------- running
 
 
-class _Deadline(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def _deadline(seconds: float) -> Iterator[None]:
-    """Raise ``_Deadline`` in the block once ``seconds`` have passed (where SIGALRM exists)."""
-    if (
-        not hasattr(signal, "setitimer")
-        or seconds <= 0
-        or threading.current_thread() is not threading.main_thread()
-    ):
-        yield
-        return
-
-    def expired(signum: int, frame: FrameType | None) -> None:
-        raise _Deadline(f"gave up after {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def run(
+async def run(
     name: str,
     event: Mapping[str, Any],
     options: HookOptions,
     *,
-    store: Store | None = None,
+    store: AsyncStore | None = None,
 ) -> dict[str, Any] | None:
     """Run hook ``name`` (a key of ``HOOKS``) on Claude Code's ``event``: its answer, None
     when it has nothing to say. Any failure raises (``HookFailed``, the store's errors, ...):
     failing open is the caller's part. ``store``: an open store to use (left open), else one
-    is opened for this run and closed after it."""
-    with ExitStack() as stack:
-        return HOOKS[name](HookContext(event, options, stack, store=store))
+    is opened for this run when the event concerns the store, and closed after it."""
+    async with AsyncExitStack() as stack:
+        return await HOOKS[name](HookContext(event, options, stack, store=store))
 
 
 def main(
@@ -617,20 +592,34 @@ def main(
     stdout: IO[str] | None = None,
     stderr: IO[str] | None = None,
 ) -> int:
-    """Run hook ``name`` on the JSON event read from ``stdin``; write its answer (if any) to
-    ``stdout``; return the exit status, always 0 (a failure is one line on ``stderr``)."""
+    """Run hook ``name`` in this process on the JSON event read from ``stdin``; write its
+    answer (if any) to ``stdout``; return the exit status, always 0 (a failure is one line on
+    ``stderr``, and ``failopen.answer`` on ``stdout``)."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    event: dict[str, Any] | None = None
+
+    async def bounded() -> dict[str, Any] | None:
+        nonlocal event
+        event = parse_input(stdin.read())
+        async with asyncio.timeout(options.deadline if options.deadline > 0 else None):
+            return await run(name, event, options)
+
     try:
-        with _deadline(options.deadline):
-            answer = run(name, parse_input(stdin.read()), options)
-    except (Exception, _Deadline, KeyboardInterrupt) as exc:
-        why = str(exc) if isinstance(exc, (HookFailed, _Deadline)) else _one_line(exc)
-        with contextlib.suppress(Exception):
-            stderr.write(f"ikigai-store hook {name}: {' '.join(why.split())}\n")
-            stderr.flush()
-        return 0
+        answer = asyncio.run(bounded())
+    except (Exception, KeyboardInterrupt) as exc:
+        if isinstance(exc, TimeoutError):
+            why = f"gave up after {options.deadline:g} s"
+        else:
+            why = str(exc) if isinstance(exc, HookFailed) else _one_line(exc)
+        failopen.report(name, why, stderr)
+        answer = failopen.answer(name, event, why)
+    write_answer(answer, stdout)
+    return 0
+
+
+def write_answer(answer: Mapping[str, Any] | None, stdout: IO[str]) -> None:
+    """Print a hook's answer (nothing for None) as one JSON line."""
     if answer is not None:
         with contextlib.suppress(OSError):  # Claude Code stopped reading: nothing to tell
             stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
             stdout.flush()
-    return 0

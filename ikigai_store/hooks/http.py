@@ -23,9 +23,10 @@ check. Invariants:
   object ``400``, an unknown option ``400``, a body over ``MAX_BODY_BYTES`` ``413``, an unknown
   hook ``404``, another method ``405``; on a loopback server a ``Host`` or ``Origin`` that is
   not loopback ``403`` (what a web page's request, or a DNS-rebinding one, carries);
-- the store is opened once, on the first hook (no migration: the server's own open migrated),
-  and shared by every request; each hook runs on a worker thread (the hooks are sync code),
-  at most ``pool_size`` at a time, so no request waits for a connection on a thread;
+- the hooks run on the server's own ``AsyncStore`` (``use``), else on one opened on the first
+  hook (no migration: the server's own open migrated) and shared by every request; a hook that
+  fails open on an edit it could not check answers ``failopen.answer`` (the edit allowed,
+  saying so) instead of ``{}``;
 - who the agent is: the query parameters (``role``, ``as``, ``project``, written by ``hooks
   install --http`` like the command's flags), else the agent's environment forwarded in headers
   (``X-Ikigai-Role``, ``X-Ikigai-As``, ``X-Ikigai-Task-List``: ``IKIGAI_ROLE``, ``IKIGAI_AS``,
@@ -39,12 +40,11 @@ check. Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
-import threading
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
 import anyio
@@ -53,8 +53,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .._net import hostname, is_loopback
-from ..store import Store
-from ..store import open as open_store
+from ..aio import AsyncStore, open_async
+from . import failopen
 from .claude import (
     AUTO_RESERVE_SECONDS,
     DEADLINE_SECONDS,
@@ -113,33 +113,38 @@ class HookEndpoint:
         self.loopback = loopback
         self.deadline = deadline
         self._pool_size = pool_size
-        self._limiter = anyio.CapacityLimiter(pool_size)
-        self._lock = threading.Lock()
-        self._store: Store | None = None
+        self._lock = asyncio.Lock()
+        self._store: AsyncStore | None = None
+        self._owned = False
         self._closed = False
 
     def routes(self) -> list[Route]:
         """The Starlette routes to add to the server's app."""
         return [Route("/hooks/{name}", self.handle, methods=["POST"], name="hook")]
 
-    def store(self) -> Store:
-        """The hooks' store, opened on first use (blocking: called on a worker thread)."""
-        with self._lock:
+    def use(self, store: AsyncStore) -> None:
+        """Run the hooks on ``store`` (the server's own, left open by ``close``)."""
+        self._store, self._owned = store, False
+
+    async def store(self) -> AsyncStore:
+        """The hooks' store: the one given to ``use``, else one opened on first use."""
+        async with self._lock:
             if self._closed:
                 raise HookFailed("the server is shutting down")
             if self._store is None:
-                self._store = open_store(
+                self._store = await open_async(
                     self.url, migrate=False, pool_size=self._pool_size, timeout=CHECKOUT_SECONDS
                 )
+                self._owned = True
             return self._store
 
-    def close(self) -> None:
-        """Close the store (blocking); later hooks fail open. Idempotent."""
-        with self._lock:
+    async def close(self) -> None:
+        """Close the store this endpoint opened; later hooks fail open. Idempotent."""
+        async with self._lock:
             self._closed = True
-            store, self._store = self._store, None
-        if store is not None:
-            store.close()
+            store, owned, self._store = self._store, self._owned, None
+        if store is not None and owned:
+            await store.close()
 
     async def handle(self, request: Request) -> Response:
         """One hook request: its answer, ``{}``, or a 4xx for a bad request."""
@@ -161,24 +166,15 @@ class HookEndpoint:
     async def _answer(
         self, name: str, event: Mapping[str, Any], options: HookOptions
     ) -> dict[str, Any] | None:
-        """The hook's answer; None (nothing to say) on any failure, logged in one line."""
+        """The hook's answer; on any failure ``failed_open``'s, logged in one line."""
         why = f"gave up after {self.deadline:g} s"
         try:
             with anyio.move_on_after(self.deadline):
-                return await anyio.to_thread.run_sync(
-                    partial(self._run, name, event, options),
-                    limiter=self._limiter,
-                    abandon_on_cancel=True,  # the thread ends by itself; the answer cannot wait
-                )
+                return await run_hook(name, event, options, store=await self.store())
         except Exception as exc:
             why = str(exc) if isinstance(exc, HookFailed) else _one_line(exc)
         log.warning("hook %s (http): %s", name, " ".join(why.split()))
-        return None
-
-    def _run(
-        self, name: str, event: Mapping[str, Any], options: HookOptions
-    ) -> dict[str, Any] | None:
-        return run_hook(name, event, options, store=self.store())
+        return failopen.answer(name, event, why)
 
     def _options(self, request: Request) -> HookOptions:
         query, headers = request.query_params, request.headers

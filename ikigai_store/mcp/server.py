@@ -276,6 +276,8 @@ async def serve_http(
         )
     async with open_async(url) as store:
         face = make_face(store)
+        if hooks is not None:
+            hooks.use(store)
         app = http_app(face, host=host, token=token, hooks=hooks)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         server = uvicorn.Server(config)
@@ -294,7 +296,7 @@ async def serve_http(
             finally:
                 if hooks is not None:
                     with anyio.CancelScope(shield=True):
-                        await anyio.to_thread.run_sync(hooks.close)
+                        await hooks.close()
 
 
 def run(

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
 from .. import models, ops
 from ..api import NAMESPACES, Operations
+from .catalog import select_names
 
 __all__ = ["AREAS", "CORE", "MAX_DESCRIPTION", "TOOLS", "Tool", "select"]
 
@@ -412,19 +413,5 @@ CORE: tuple[Tool, ...] = tuple(tool for tool in TOOLS if tool.core)
 def select(spec: str | Sequence[str]) -> tuple[Tool, ...]:
     """The tools named by ``spec``: ``core``, ``full`` or a comma-separated list of areas
     and tool names (``mail,leases,claim_task``). ``ValueError`` for an unknown word."""
-    words = spec.split(",") if isinstance(spec, str) else list(spec)
-    chosen: set[str] = set()
-    names = {tool.name for tool in TOOLS}
-    for word in (w.strip() for w in words):
-        if word == "core":
-            chosen.update(tool.name for tool in CORE)
-        elif word == "full":
-            chosen.update(names)
-        elif word in AREAS:
-            chosen.update(tool.name for tool in TOOLS if tool.area == word)
-        elif word in names:
-            chosen.add(word)
-        else:
-            known = ", ".join(("core", "full", *AREAS))
-            raise ValueError(f"unknown tool set {word!r}: use {known}, or tool names")
+    chosen = set(select_names(spec, ((tool.name, tool.area, tool.core) for tool in TOOLS)))
     return tuple(tool for tool in TOOLS if tool.name in chosen)
