@@ -13,6 +13,7 @@ no test queues into, or drains, the user's own offline outbox.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
@@ -30,6 +31,22 @@ settings.register_profile("local", max_examples=300, stateful_step_count=60, dea
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 os.environ["IKIGAI_OUTBOX"] = str(Path(tempfile.mkdtemp(prefix="ikigai-outbox-")) / "o.sqlite3")
+# The warm local services this run starts (one per test database) live in a private runtime dir
+# (short: it holds Unix sockets), end a minute after their last use, and are stopped at the end.
+os.environ["IKIGAI_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="ikr-", dir="/tmp")
+os.environ.setdefault("IKIGAI_SERVICE_IDLE", "60")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_services() -> Iterator[None]:
+    """Stop every service this test process started (none outlives the run)."""
+    yield
+    from ikigai_store.service import client
+
+    for sock in Path(os.environ["IKIGAI_RUNTIME_DIR"]).glob("*.sock"):
+        where = client.Target(None, sock.stem, sock.parent)
+        with contextlib.suppress(client.ServiceError):
+            client.stop(where)
 
 
 @pytest.fixture(scope="session")

@@ -136,12 +136,13 @@ class HookContext:
         options: HookOptions,
         stack: AsyncExitStack,
         *,
-        store: AsyncStore | None = None,
+        store: AsyncStore | Callable[[], Awaitable[AsyncStore]] | None = None,
     ) -> None:
         self.event = event
         self.options = options
         self._stack = stack
-        self._store = store
+        self._store = store if isinstance(store, AsyncStore) else None
+        self._opener = store if callable(store) else None
         self._parent: Identity | None = None
         self._identity: Identity | None = None
 
@@ -172,9 +173,12 @@ class HookContext:
         return role if self.subagent is None else f"{role}/{self.subagent}"
 
     async def store(self) -> AsyncStore:
-        """The store given, else one opened (on first use) for this run: ``--database``,
+        """The store given (or that the opener given returns, on first use), else one opened (on
+        first use) for this run: ``--database``,
         ``IKIGAI_DATABASE_URL``, ``DATABASE_URL`` or the embedded server, migrated, closed when
         the hook ends."""
+        if self._store is None and self._opener is not None:
+            self._store = await self._opener()
         if self._store is None:
             os.environ.setdefault("PGCONNECT_TIMEOUT", str(CONNECT_TIMEOUT_SECONDS))
             opening = open_async(
@@ -575,12 +579,13 @@ async def run(
     event: Mapping[str, Any],
     options: HookOptions,
     *,
-    store: AsyncStore | None = None,
+    store: AsyncStore | Callable[[], Awaitable[AsyncStore]] | None = None,
 ) -> dict[str, Any] | None:
     """Run hook ``name`` (a key of ``HOOKS``) on Claude Code's ``event``: its answer, None
     when it has nothing to say. Any failure raises (``HookFailed``, the store's errors, ...):
-    failing open is the caller's part. ``store``: an open store to use (left open), else one
-    is opened for this run when the event concerns the store, and closed after it."""
+    failing open is the caller's part. ``store``: an open store to use (left open), or a
+    coroutine function giving one when the event concerns the store; else one is opened for
+    this run when the event concerns the store, and closed after it."""
     async with AsyncExitStack() as stack:
         return await HOOKS[name](HookContext(event, options, stack, store=store))
 

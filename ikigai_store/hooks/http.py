@@ -47,7 +47,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -169,8 +168,11 @@ class HookEndpoint:
         """The hook's answer; on any failure ``failed_open``'s, logged in one line."""
         why = f"gave up after {self.deadline:g} s"
         try:
-            with anyio.move_on_after(self.deadline):
-                return await run_hook(name, event, options, store=await self.store())
+            # asyncio's timeout cancels once (anyio's would cancel psycopg's own cancel too)
+            async with asyncio.timeout(self.deadline):
+                return await run_hook(name, event, options, store=self.store)
+        except TimeoutError:
+            pass
         except Exception as exc:
             why = str(exc) if isinstance(exc, HookFailed) else _one_line(exc)
         log.warning("hook %s (http): %s", name, " ".join(why.split()))

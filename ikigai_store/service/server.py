@@ -22,6 +22,7 @@ request while the database cannot be reached), and the service's lifetime. Invar
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import os
@@ -141,6 +142,7 @@ class Service:
         ready("ready")
         try:
             async with anyio.create_task_group() as group:
+                group.start_soon(self._warm)
                 group.start_soon(self._accept, listener, group)
                 group.start_soon(self._watch)
                 group.start_soon(self._signals)
@@ -217,6 +219,14 @@ class Service:
             while True:
                 stream = await listener.accept()
                 group.start_soon(self._serve, stream)
+
+    async def _warm(self) -> None:
+        """Open the store and import the MCP server before the first request needs them."""
+        try:
+            await self.store()
+        except Exception as exc:  # the first request tries again and reports it
+            log.warning("cannot open the store yet: %s", _one_line(exc))
+        await anyio.to_thread.run_sync(_import_mcp)
 
     # ---------------------------------------------------------------------------- the store
 
@@ -319,10 +329,11 @@ class Service:
             return {"ok": False, "error": f"no hook {name!r} (hooks: {', '.join(HOOKS)})"}
         try:
             options = _hook_options(message.get("options"))
-            with anyio.fail_after(options.deadline):
+            # asyncio's timeout cancels once (anyio's would cancel psycopg's own cancel too)
+            async with asyncio.timeout(options.deadline):
                 if not isinstance(event, dict):
                     raise HookFailed("standard input is not a JSON object (Claude Code's input)")
-                answer = await run_hook(name, event, options, store=await self.store())
+                answer = await run_hook(name, event, options, store=self.store)
             return {"ok": True, "answer": answer}
         except TimeoutError:
             why = f"gave up after {DEADLINE_SECONDS:g} s"
@@ -374,6 +385,13 @@ class Service:
         finally:
             with anyio.CancelScope(shield=True):
                 await face.close()
+
+
+def _import_mcp() -> None:
+    with suppress(ImportError):  # without the mcp extra, only hooks are served
+        import mcp.server.stdio  # noqa: F401
+
+        from ..mcp import server  # noqa: F401
 
 
 def _hook_options(raw: object) -> HookOptions:

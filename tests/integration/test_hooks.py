@@ -554,9 +554,10 @@ def test_a_subagent_may_edit_what_its_parent_reserved(
 
 
 def test_every_hook_fails_open_when_the_database_is_down(project: str) -> None:
-    """With the database unreachable each hook exits 0, prints nothing on stdout and exactly
-    one line on stderr, ``ikigai-store hook <name>: ...`` (real processes; --database and
-    IKIGAI_DATABASE_URL alike)."""
+    """With the database unreachable each hook exits 0 with exactly one line on stderr,
+    ``ikigai-store hook <name>: ...``; pre-tool allows the edit and tells the user and the
+    model that reservations were not checked, the others print nothing on stdout (real
+    processes; --database and IKIGAI_DATABASE_URL alike)."""
     url = closed_port_url()
     inputs = {
         "session-start": event(project, "SessionStart", source="startup"),
@@ -569,7 +570,14 @@ def test_every_hook_fails_open_when_the_database_is_down(project: str) -> None:
     }
     for hook, data in inputs.items():
         code, out, err = spawn(["--database", url, "hook", hook], json.dumps(data))
-        assert (code, out) == (0, ""), err
+        if hook == "pre-tool":
+            told = json.loads(out)
+            assert "permissionDecision" not in told["hookSpecificOutput"]
+            for text in (told["systemMessage"], told["hookSpecificOutput"]["additionalContext"]):
+                assert "could not check file reservations" in text and "src/a.py" in text
+                assert "was allowed" in text
+        else:
+            assert (code, out) == (0, ""), err
         assert len(err.splitlines()) == 1 and err.startswith(f"ikigai-store hook {hook}: "), err
         assert "Traceback" not in err
     code, out, err = spawn(
