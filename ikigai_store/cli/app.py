@@ -62,6 +62,7 @@ COMMAND_MODULES: dict[str, str] = {
     "outbox": "outbox",
     "review": "reviews",
     "plan": "reviews",
+    "service": "service",
     "session": "sessions",
     "task": "tasks",
     "topic": "topics",

@@ -6,19 +6,19 @@ Owns the tool-set rule (``select_names``: the one definition ``tools.select`` us
 catalog's content: the ``initialize`` result the SDK's server gives (but the protocol version,
 which is negotiated, and the package version, filled in at run time), the protocol versions it
 accepts, and each tool as ``tools/list`` lists it, for a plain and for an ``--operator`` server.
-Invariant: ``catalog.json`` is what ``build()`` returns for this code (tests/unit checks it; run
-``python -m ikigai_store.mcp.catalog`` to write it again after changing a tool).
+Invariant: ``catalog.json`` is what ``snapshot.build()`` records from the SDK's server for this
+code (tests/unit checks it; ``python -m ikigai_store.mcp.snapshot`` writes it again after a tool
+changes).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PATH", "build", "load", "select_names"]
+__all__ = ["PATH", "load", "render", "select_names"]
 
 #: Where the catalog is shipped.
 PATH = Path(__file__).with_name("catalog.json")
@@ -54,54 +54,8 @@ def load() -> dict[str, Any]:
     return catalog
 
 
-def build() -> dict[str, Any]:
-    """The catalog of this code (imports the MCP SDK and every operation)."""
-    import mcp_types as types
-    from mcp_types import version
-
-    from .server import Face
-    from .tools import TOOLS
-
-    def listed(operator: bool) -> list[dict[str, Any]]:
-        face = Face(None, TOOLS, operator=operator)  # type: ignore[arg-type]  # lists only
-        result = types.ListToolsResult(tools=face._listed)
-        dumped: list[dict[str, Any]] = result.model_dump(
-            by_alias=True, mode="json", exclude_none=True
-        )["tools"]
-        return dumped
-
-    server = Face(None, TOOLS).server()  # type: ignore[arg-type]
-    options = server.create_initialization_options()
-    initialize = types.InitializeResult(
-        protocol_version=version.LATEST_HANDSHAKE_VERSION,
-        capabilities=options.capabilities,
-        server_info=types.Implementation(name=options.server_name, version="0"),
-        instructions=options.instructions,
-    ).model_dump(by_alias=True, mode="json", exclude_none=True)
-    del initialize["protocolVersion"], initialize["serverInfo"]["version"]
-    plain, operator = listed(False), listed(True)
-    return {
-        "handshake_versions": list(version.HANDSHAKE_PROTOCOL_VERSIONS),
-        "latest_handshake_version": version.LATEST_HANDSHAKE_VERSION,
-        "initialize": initialize,
-        "tools": [
-            {
-                "name": tool.name,
-                "area": tool.area,
-                "core": tool.core,
-                "listed": plain[i],
-                "operator": operator[i],
-            }
-            for i, tool in enumerate(TOOLS)
-        ],
-    }
 
 
 def render(catalog: dict[str, Any]) -> str:
-    """The catalog as the file holds it."""
+    """The catalog as the file holds it (compact: the proxy reads it on every start)."""
     return json.dumps(catalog, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
-
-
-if __name__ == "__main__":
-    PATH.write_text(render(build()), encoding="utf-8")
-    print(f"wrote {PATH}", file=sys.stderr)

@@ -316,7 +316,7 @@ class Service:
             "started": self.started,
             "uptime": round(time.time() - self.started, 3),
             "idle_timeout": self.idle,
-            "connections": self._connections,
+            "connections": self._connections - 1,  # not the one asking
             "requests": self._served,
             "store_open": self._store is not None,
             "rss_bytes": _rss_bytes(),

@@ -22,6 +22,8 @@ import psutil
 import psycopg
 import pytest
 
+from tests.osusers import SYSTEM_PYTHON, os_user
+
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
 if os.environ.get("SKIP_LIVE_DB_TESTS") == "1":
@@ -226,35 +228,7 @@ PROBE = textwrap.dedent(
     print("connected" if reply[:1] == b"R" and reply[5:] == bytes(4) else f"rejected {reply!r}")
     """
 )
-SYSTEM_PYTHON = Path("/usr/bin/python3")
 SITE_PACKAGES = Path(psycopg.__file__).parents[1]  # for a python outside our virtualenv
-
-
-def _os_user(name: str) -> str:
-    """A local system user ``name`` (created once), or skip when that is not possible here."""
-    import pwd
-
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        pytest.skip("needs root to act as another local user")
-    if not (shutil.which("runuser") and shutil.which("useradd") and SYSTEM_PYTHON.exists()):
-        pytest.skip("needs runuser, useradd and /usr/bin/python3")
-    for _ in range(50):  # another pytest-xdist worker may be creating it right now
-        try:
-            pwd.getpwnam(name)
-            return name
-        except KeyError:
-            pass
-        made = subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-            capture_output=True,
-            text=True,
-        )
-        if made.returncode == 0:
-            return name
-        if made.returncode not in (9, 10):  # 9: the name is taken; 10: /etc/passwd is locked
-            raise RuntimeError(f"useradd {name} failed: {made.stderr.strip()}")
-        time.sleep(0.1)
-    raise RuntimeError(f"useradd {name}: the user never appeared")
 
 
 def _as(user: str | None, *cmd: str) -> list[str]:
@@ -282,8 +256,8 @@ def _probe(socket_path: Path, user: str | None) -> str:
 @pytest.mark.parametrize("length", ["short", "long"])
 def test_other_local_users_cannot_connect(owner: str, length: str) -> None:
     """Another local user can never reach the socket (short or long data dir, root or not)."""
-    probe = _os_user("ikigai-probe")
-    user = None if owner == "root" else _os_user("ikigai-owner")
+    probe = os_user("ikigai-probe")
+    user = None if owner == "root" else os_user("ikigai-owner")
     base = Path(tempfile.mkdtemp(prefix="ikemb-"))
     if user is not None:
         shutil.chown(base, user)
@@ -322,7 +296,7 @@ def test_socket_dir_made_by_another_user_is_refused(tmp_path: Path) -> None:
     from ikigai_store import ConnectError
     from ikigai_store.embedded import embedded_url, socket_dir
 
-    other = _os_user("ikigai-probe")
+    other = os_user("ikigai-probe")
     data_dir = tmp_path / ("d" * 90) / "pgdata"
     squatted = socket_dir(data_dir)
     assert squatted != data_dir
