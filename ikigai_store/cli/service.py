@@ -8,7 +8,6 @@ returns once the service's process has exited; the database URL is shown redacte
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -40,8 +39,7 @@ def _target() -> client.Target:
 
 
 def _show(where: client.Target, state: dict[str, Any] | None, as_json: bool) -> None:
-    shown = {"running": state is not None, "socket": os.fspath(where.socket_path)}
-    shown["log"] = os.fspath(where.log_path)
+    shown = {"running": state is not None, "socket": where.socket_path, "log": where.log_path}
     if state is not None:
         shown.update({k: v for k, v in state.items() if k not in ("ok", "socket")})
     if as_json:

@@ -9,8 +9,9 @@ other hooks print nothing (their silence already lets the agent go on).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import IO, Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 __all__ = ["EDIT_TOOLS", "answer", "report"]
 
@@ -20,10 +21,10 @@ EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 
 def answer(name: str, event: object, why: str) -> dict[str, Any] | None:
     """The answer of hook ``name`` that failed open on ``event`` for the reason ``why``."""
-    if name != "pre-tool" or not isinstance(event, Mapping):
+    if name != "pre-tool" or not isinstance(event, dict):
         return None
     fields = event.get("tool_input")
-    if event.get("tool_name") not in EDIT_TOOLS or not isinstance(fields, Mapping):
+    if event.get("tool_name") not in EDIT_TOOLS or not isinstance(fields, dict):
         return None
     path = fields.get("file_path") or fields.get("notebook_path")
     text = (

@@ -15,10 +15,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import IO, Any
 
 from ..service import client
 from . import failopen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 __all__ = ["main"]
 

@@ -54,8 +54,6 @@ def load() -> dict[str, Any]:
     return catalog
 
 
-
-
 def render(catalog: dict[str, Any]) -> str:
     """The catalog as the file holds it (compact: the proxy reads it on every start)."""
     return json.dumps(catalog, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"

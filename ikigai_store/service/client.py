@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import select
@@ -42,12 +41,16 @@ import socket
 import stat
 import sys
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+import zlib
 
 from .._version import __version__
+
+#: ``typing.TYPE_CHECKING`` without importing typing (the thin clients count milliseconds).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
 
 __all__ = [
     "IDENTITY_ENV",
@@ -100,21 +103,21 @@ def enabled(env: Mapping[str, str] = os.environ) -> bool:
     return env.get("IKIGAI_SERVICE", "").strip().lower() not in ("off", "0", "no", "false")
 
 
-def runtime_dir(env: Mapping[str, str] = os.environ) -> Path:
+def runtime_dir(env: Mapping[str, str] = os.environ) -> str:
     """Where the sockets, logs and locks live (see the module docstring); not created here."""
     configured = env.get("IKIGAI_RUNTIME_DIR")
     if configured:
-        return Path(os.path.abspath(os.path.expanduser(configured)))
+        return os.path.abspath(os.path.expanduser(configured))
     xdg = env.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isabs(xdg):
         with _suppressed(OSError):
             info = os.stat(xdg)
             if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid():
-                return Path(xdg) / "ikigai-store"
-    return Path(env.get("TMPDIR") or "/tmp") / f"ikigai-store-{os.geteuid()}"
+                return os.path.join(xdg, "ikigai-store")
+    return os.path.join(env.get("TMPDIR") or "/tmp", f"ikigai-store-{os.geteuid()}")
 
 
-def private_dir(path: Path) -> Path:
+def private_dir(path: str | Path) -> str:
     """``path``, created 0700 if missing; ``ServiceError`` unless it is a real directory owned
     by this user that nobody else may enter."""
     try:
@@ -135,28 +138,32 @@ def private_dir(path: Path) -> Path:
             f"the service directory {path} is open to others (mode "
             f"{stat.S_IMODE(info.st_mode):o}); it must be 0700"
         )
-    return path
+    return os.fspath(path)
 
 
-@dataclass(frozen=True)
 class Target:
-    """The service of one database: its key and where its files are."""
+    """The service of one database (``database``: its URL, None for the configured default):
+    its ``key`` and where its files are (paths as strings: no pathlib on the hook's path)."""
 
-    database: str | None
-    key: str
-    directory: Path
+    __slots__ = ("database", "directory", "key")
 
-    @property
-    def socket_path(self) -> Path:
-        return self.directory / f"{self.key}.sock"
+    def __init__(self, database: str | None, key: str, directory: str | Path) -> None:
+        self.database, self.key, self.directory = database, key, os.fspath(directory)
 
-    @property
-    def log_path(self) -> Path:
-        return self.directory / f"{self.key}.log"
+    def __repr__(self) -> str:
+        return f"Target(key={self.key!r}, directory={self.directory!r})"
 
     @property
-    def lock_path(self) -> Path:
-        return self.directory / f"{self.key}.lock"
+    def socket_path(self) -> str:
+        return os.path.join(self.directory, f"{self.key}.sock")
+
+    @property
+    def log_path(self) -> str:
+        return os.path.join(self.directory, f"{self.key}.log")
+
+    @property
+    def lock_path(self) -> str:
+        return os.path.join(self.directory, f"{self.key}.lock")
 
 
 def target(database: str | None = None, env: Mapping[str, str] = os.environ) -> Target:
@@ -167,8 +174,11 @@ def target(database: str | None = None, env: Mapping[str, str] = os.environ) -> 
         material["url"] = url
     else:
         material["embedded"] = [env.get(n) for n in ("IKIGAI_DATA_DIR", "XDG_DATA_HOME", "HOME")]
-    digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
-    return Target(url, digest, runtime_dir(env))
+    data = json.dumps(material, sort_keys=True).encode()
+    # 64 bits from zlib (no hashlib: OpenSSL takes milliseconds to load); the key only tells
+    # databases apart inside a private directory
+    key = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+    return Target(url, key, runtime_dir(env))
 
 
 class _suppressed:
@@ -217,11 +227,11 @@ def hello(op: str, **fields: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ connecting
 
 
-def _connect_once(path: Path, timeout: float) -> socket.socket:
+def _connect_once(path: str, timeout: float) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
-        sock.connect(os.fspath(path))
+        sock.connect(path)
     except BaseException:
         sock.close()
         raise
@@ -261,7 +271,7 @@ def connect(where: Target, *, start: bool = True, timeout: float = START_SECONDS
 class _locked:
     """An exclusive ``flock`` on ``path`` (created 0600), waited for until ``deadline``."""
 
-    def __init__(self, path: Path, deadline: float) -> None:
+    def __init__(self, path: str, deadline: float) -> None:
         self.path, self.deadline = path, deadline
         self.fd = -1
 
@@ -294,7 +304,7 @@ def _start(where: Target, deadline: float) -> None:
         env["IKIGAI_SERVICE_DATABASE"] = where.database
     else:
         env.pop("IKIGAI_SERVICE_DATABASE", None)
-    env["IKIGAI_RUNTIME_DIR"] = os.fspath(where.directory)
+    env["IKIGAI_RUNTIME_DIR"] = where.directory
     read_end, write_end = os.pipe()
     try:
         log = os.open(where.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

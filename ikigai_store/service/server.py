@@ -34,7 +34,6 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import suppress
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -112,7 +111,7 @@ class Service:
     """The service of one database (``database`` None: the configured default) listening on
     ``socket_path``; see the module's invariants."""
 
-    def __init__(self, database: str | None, socket_path: Path, *, idle: float) -> None:
+    def __init__(self, database: str | None, socket_path: str, *, idle: float) -> None:
         self.database = database
         self.socket_path = socket_path
         self.idle = idle
@@ -157,7 +156,7 @@ class Service:
 
     async def _listen(self) -> anyio.abc.SocketListener:
         """Bind a fresh socket beside the path and move it there (replacing a stale one)."""
-        temporary = self.socket_path.with_name(f"{self.socket_path.name}.{os.getpid()}")
+        temporary = f"{self.socket_path}.{os.getpid()}"
         with suppress(FileNotFoundError):
             os.unlink(temporary)
         listener = await anyio.create_unix_listener(temporary, mode=0o600)
@@ -312,7 +311,7 @@ class Service:
             "pid": os.getpid(),
             "version": __version__,
             "database": redact(self.database) if self.database else "embedded (default)",
-            "socket": os.fspath(self.socket_path),
+            "socket": self.socket_path,
             "started": self.started,
             "uptime": round(time.time() - self.started, 3),
             "idle_timeout": self.idle,
@@ -494,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _trim(path: Path) -> None:
+def _trim(path: str) -> None:
     with suppress(OSError):
         if os.stat(path).st_size > MAX_LOG_BYTES:
             os.truncate(path, 0)

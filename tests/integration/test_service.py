@@ -199,7 +199,7 @@ def test_a_stale_socket_file_nobody_listens_on_is_replaced(
     where = target(runtime, ikigai_db_url)
     os.chmod(runtime, 0o700)
     with socket.socket(socket.AF_UNIX) as stale:
-        stale.bind(str(where.socket_path))
+        stale.bind(where.socket_path)
     code, out, err = hook(
         environment(runtime, ikigai_db_url), "session-start", start_event(project)
     )
@@ -232,7 +232,7 @@ def test_a_service_of_another_version_is_replaced(
     )
     try:
         where = target(runtime, ikigai_db_url)
-        wait_until(where.socket_path.exists, what="the old service to listen")
+        wait_until(lambda: os.path.exists(where.socket_path), what="the old service to listen")
         code, out, err = hook(env, "session-start", start_event(project))
         assert (code, err) == (0, "") and "you are" in context_of(out)
         assert old.wait(timeout=20) == 0
@@ -492,7 +492,9 @@ class Mcp:
             self.proc.stdout.close()
 
 
-@pytest.mark.parametrize("args", [[], ["--tools", "full"], ["--operator", "--tools", "identities,mail,tasks"]])
+@pytest.mark.parametrize(
+    "args", [[], ["--tools", "full"], ["--operator", "--tools", "identities,mail,tasks"]]
+)
 def test_the_proxy_answers_initialize_and_tools_list_as_the_sdk_server_does(
     runtime: Path, ikigai_db_url: str, project: str, args: list[str]
 ) -> None:

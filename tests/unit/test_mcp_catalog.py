@@ -18,5 +18,5 @@ def test_the_shipped_catalog_is_what_the_server_answers() -> None:
 def test_the_fast_entry_knows_every_hook_and_the_auto_reserve_default() -> None:
     """The console script's fast path routes exactly the hooks there are, with the same
     --auto-reserve default."""
-    assert _entry._HOOKS == set(claude.HOOKS)
+    assert set(claude.HOOKS) == _entry._HOOKS
     assert _entry._AUTO_RESERVE_DEFAULT == claude.AUTO_RESERVE_SECONDS
