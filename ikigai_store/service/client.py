@@ -172,13 +172,25 @@ def target(database: str | None = None, env: Mapping[str, str] = os.environ) -> 
     material: dict[str, Any] = {"pg": {name: env.get(name) for name in _PG_ENV if name in env}}
     if url is not None:
         material["url"] = url
-    else:
-        material["embedded"] = [env.get(n) for n in ("IKIGAI_DATA_DIR", "XDG_DATA_HOME", "HOME")]
+    else:  # the inputs of embedded.default_data_dir
+        data_dir = env.get("IKIGAI_DATA_DIR")
+        if data_dir:
+            material["embedded"] = os.path.abspath(os.path.expanduser(data_dir))
+        elif os.geteuid() == 0:
+            material["embedded"] = "root"
+        else:
+            material["embedded"] = [env.get("XDG_DATA_HOME"), env.get("HOME") or _home()]
     data = json.dumps(material, sort_keys=True).encode()
     # 64 bits from zlib (no hashlib: OpenSSL takes milliseconds to load); the key only tells
     # databases apart inside a private directory
     key = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
     return Target(url, key, runtime_dir(env))
+
+
+def _home() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.geteuid()).pw_dir
 
 
 class _suppressed:

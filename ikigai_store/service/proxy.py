@@ -220,8 +220,10 @@ class Proxy:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _open_mcp(self, sock: socket.socket, buffer: bytearray) -> None:
-        """Replay the client's ``initialize`` (and its subscriptions) on the new session."""
-        assert self._initialize is not None
+        """Replay the client's ``initialize`` (and its subscriptions) on the new session; a
+        client that opened no session with ``initialize`` speaks to the service directly."""
+        if self._initialize is None:
+            return
         init_id = self._private_id()
         client.send_line(sock, {**self._initialize, "id": init_id})
         while True:  # nothing else can come before the answer
