@@ -40,6 +40,7 @@ __all__ = ["Proxy", "main"]
 _PRIVATE = "ikigai-proxy:"
 _INTERNAL_ERROR = -32603
 _PARSE_ERROR = -32700
+_INVALID_REQUEST = -32600
 
 
 class Proxy:
@@ -106,6 +107,21 @@ class Proxy:
             return
         if not isinstance(message, dict):
             self._forward(line, None)
+            return
+        try:
+            json.dumps(message, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (``"\ud800"``): no text a server can use
+            if "id" in message:
+                self.write(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": message["id"],
+                        "error": {
+                            "code": _INVALID_REQUEST,
+                            "message": "Invalid request: a string holds a lone surrogate",
+                        },
+                    }
+                )
             return
         method = message.get("method")
         is_request = "id" in message and isinstance(method, str)

@@ -537,3 +537,26 @@ def test_the_proxy_survives_the_service_being_killed(
         assert len(service_pids(runtime)) == 1
     finally:
         assert mcp.close() == 0
+
+
+def test_the_proxy_answers_a_lone_surrogate_with_an_error(
+    runtime: Path, ikigai_db_url: str, project: str
+) -> None:
+    """A request carrying a lone surrogate (``"\\ud800"``) is answered with a JSON-RPC error
+    (not left unanswered), and the session goes on."""
+    mcp = Mcp([], environment(runtime, ikigai_db_url), project)
+    try:
+        mcp.start()
+        assert mcp.proc.stdin is not None and mcp.proc.stdout is not None
+        raw = (
+            '{"jsonrpc":"2.0","id":"bad","method":"tools/call",'
+            '"params":{"name":"send_mail","arguments":{"subject":"\\ud800"}}}\n'
+        )
+        mcp.proc.stdin.write(raw.encode())
+        mcp.proc.stdin.flush()
+        answer = json.loads(mcp.proc.stdout.readline())
+        assert answer["id"] == "bad" and answer["error"]["code"] == -32600
+        me = mcp.ask("tools/call", {"name": "whoami", "arguments": {}})["result"]
+        assert me["structuredContent"]["project_key"] == project
+    finally:
+        assert mcp.close() == 0
