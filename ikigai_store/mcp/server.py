@@ -25,6 +25,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from typing import Any
@@ -318,6 +319,10 @@ def run(
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
     if not http:
+        # A client stops its server with SIGINT, then SIGTERM 100 ms later (Claude Code): the
+        # blocking stdin reader would hold a graceful exit forever, so SIGINT ends the process
+        # as SIGTERM does (the database sees the connections close).
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         anyio.run(serve_stdio, make_face, url)
         return
 
