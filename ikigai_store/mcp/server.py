@@ -25,8 +25,10 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import os
 import signal
 import sys
+import typing
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from typing import Any
 
@@ -34,6 +36,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
 from .. import __version__
@@ -125,7 +128,7 @@ class Face:
             return types.ListToolsResult(tools=self._listed)
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-            return await self.call(params.name, params.arguments)
+            return await self.call(params.name, params.arguments, progress=_progress_of(ctx))
 
         return Server(
             "ikigai-store",
@@ -145,8 +148,17 @@ class Face:
         """End the resource subscriptions (before the store closes)."""
         await self.resources.close()
 
-    async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        """Run tool ``name``; every failure becomes a tool error (never an exception)."""
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        progress: Progress | None = None,
+    ) -> types.CallToolResult:
+        """Run tool ``name``; every failure becomes a tool error (never an exception). With
+        ``progress`` (the client gave a ``progressToken``), a call still running reports
+        progress every ``PROGRESS_INTERVAL`` seconds (a client may extend its timeout on
+        it): ``wait_for_mail`` waits up to 120 s, past many clients' default timeout."""
         tool = self._tools.get(name)
         try:
             if tool is None:
@@ -158,9 +170,7 @@ class Face:
             if tool.project is not None:
                 kwargs[tool.project] = self.project
             kwargs.update(tool.fixed)
-            result = await tool.bind(self.store)(**kwargs)
-            if tool.name == "register":
-                await self._adopt(result)
+            result = await _reporting(tool.bind(self.store)(**kwargs), progress)
             structured = tool.structured(result)
         except IkigaiStoreError as exc:
             return _error(f"{type(exc).__name__}: {exc}")
@@ -174,19 +184,73 @@ class Face:
 
     def _validated(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
         """The call's arguments checked against the tool's schema, as keyword arguments."""
+        for param, value in arguments.items():
+            if _lone_surrogate(param) or _lone_surrogate(value):
+                shown = param.encode("utf-8", "backslashreplace").decode()
+                raise InvalidArgument(
+                    f"bad arguments for {tool.name}: {shown}: holds a lone surrogate, not "
+                    "valid Unicode"
+                )
         try:
-            model: BaseModel = self._arguments[tool.name].model_validate(arguments)
+            text = json.dumps(arguments)  # the strict JSON mode reads what a client sent
+            model: BaseModel = self._arguments[tool.name].model_validate_json(text)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
                 for error in exc.errors(include_url=False, include_input=False)
             )
             raise InvalidArgument(f"bad arguments for {tool.name}: {problems}") from None
-        return {field: getattr(model, field) for field in type(model).model_fields}
+        values = {field: getattr(model, field) for field in type(model).model_fields}
+        return tool.call_arguments(values)
 
-    async def _adopt(self, registered: Identity) -> None:
-        """After ``register``: act as the new identity, and map this agent's key to it."""
-        self._identity = await self._resolve(registered.name)
+
+#: Seconds between two progress notifications of a running call.
+PROGRESS_INTERVAL = 5.0
+
+Progress = Callable[[float, str], Awaitable[None]]
+
+
+def _progress_of(ctx: Any) -> Progress | None:
+    """The request's progress reporter, when its client gave a ``progressToken``."""
+    meta = getattr(ctx, "meta", None) or {}
+    token = meta.get("progressToken", meta.get("progress_token"))
+    if isinstance(token, bool) or not isinstance(token, str | int):
+        return None
+    session, request_id = ctx.session, getattr(ctx, "request_id", None)
+
+    async def report(elapsed: float, message: str) -> None:
+        await session.send_progress_notification(
+            token, elapsed, message=message, related_request_id=request_id
+        )
+
+    return report
+
+
+async def _reporting(call: Awaitable[Any], progress: Progress | None) -> Any:
+    """Await ``call``; meanwhile report progress every ``PROGRESS_INTERVAL`` seconds."""
+    if progress is None:
+        return await call
+    outcome: list[Any] = []
+    failure: list[Exception] = []
+
+    async def run(scope: anyio.CancelScope) -> None:
+        try:
+            outcome.append(await call)
+        except Exception as exc:  # raised below, outside the task group (not as a group)
+            failure.append(exc)
+        finally:
+            scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run, group.cancel_scope)
+        elapsed = 0.0
+        while True:
+            await anyio.sleep(PROGRESS_INTERVAL)
+            elapsed += PROGRESS_INTERVAL
+            await progress(elapsed, f"still running after {elapsed:g} s")
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def _error(message: str) -> types.CallToolResult:
@@ -205,10 +269,76 @@ async def serve_stdio(make_face: Callable[[AsyncStore], Face], url: str | None) 
         face = make_face(store)
         server = face.server()
         try:
-            async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+            with open(os.dup(0), encoding="utf-8", errors="replace") as stdin:
+                lines = CheckedLines(anyio.wrap_file(stdin))
+                async with stdio_server(stdin=typing.cast(Any, lines)) as (read, write):
+                    lines.answer_with(write)
+                    await server.run(read, write, server.create_initialization_options())
         finally:
             await face.close()
+
+
+def _lone_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_lone_surrogate(item) for item in value)
+    return False
+
+
+class CheckedLines:
+    """The stdio server's input lines, minus those carrying a lone surrogate (``\\ud800``:
+    JSON that is not Unicode, which the SDK drops without a word): a request among them is
+    answered with a JSON-RPC parse error (-32700) naming the problem, a notification
+    dropped; the others pass through unchanged."""
+
+    def __init__(self, lines: Any) -> None:
+        self._lines = lines
+        self._answers: Any = None
+        self._ready = anyio.Event()
+
+    def answer_with(self, write: Any) -> None:
+        """Where the error answers go (the transport's write stream)."""
+        self._answers = write
+        self._ready.set()
+
+    def __aiter__(self) -> Any:
+        return self._checked()
+
+    async def _checked(self) -> Any:
+        async for line in self._lines:
+            if "\\u" in line and (found := self._refused(line)) is not None:
+                if found[0]:
+                    await self._ready.wait()
+                    error = types.JSONRPCError(
+                        jsonrpc="2.0",
+                        id=found[1],
+                        error=types.ErrorData(
+                            code=types.PARSE_ERROR,
+                            message="the message is not valid Unicode: a string holds a lone "
+                            "surrogate (\\ud800-\\udfff escapes must come in pairs)",
+                        ),
+                    )
+                    await self._answers.send(SessionMessage(error))
+                continue
+            yield line
+
+    @staticmethod
+    def _refused(line: str) -> tuple[bool, Any] | None:
+        """(is it a request, its id) of a message carrying a lone surrogate, else None."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return None
+        if not _lone_surrogate(message):
+            return None
+        request = isinstance(message, dict) and "id" in message and "method" in message
+        ident = message.get("id") if request else None
+        if isinstance(ident, bool) or not isinstance(ident, str | int):
+            return (False, None) if not request else (True, None)
+        return (True, ident if not _lone_surrogate(ident) else None)
 
 
 class BearerToken:
