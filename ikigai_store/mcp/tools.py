@@ -370,7 +370,10 @@ def _bounds_said(prop: Mapping[str, Any]) -> str:
         if node.get("minItems") is not None and node.get("minItems") == node.get("maxItems"):
             words.append(f"exactly {node['minItems']} items")
         if node.get("format") == "date-time":
-            words.append("an ISO 8601 date-time with a UTC offset")
+            numbers = any(n.get("type") == "number" for n in nodes)
+            words.append(
+                "an ISO 8601 date-time with a UTC offset" + (", or seconds" if numbers else "")
+            )
     if prop.get("default") not in (None, [], {}, False, ""):
         words.append(f"default {json.dumps(prop['default'])}")
     return "; ".join(dict.fromkeys(words))

@@ -595,3 +595,131 @@ def test_database_outage_fails_calls_then_recovers(
         with contextlib.suppress(ik.ConnectionLost):
             db.identities.get("Ann")
     assert db.identities.get("Ann").name == "Ann"
+
+
+# ---------------------------------------------------------------- what any client relies on
+
+
+def test_parameters_accept_exactly_what_their_schema_declares(
+    db: ik.Store, ikigai_db_url: str
+) -> None:
+    """No lax coercion: a number is not read as a date-time, a string not as a number or a
+    boolean; seconds are accepted where the schema offers a number (snoozed_until)."""
+    db.identities.register("Bob")
+
+    async def scenario() -> None:
+        async with stdio(ikigai_db_url, "--as", "Ann", "--tools", "full") as ann:
+            await call(ann, "whoami")
+            base = {"to": ["Bob"], "subject": "s", "body": "b"}
+            assert "deadline_at" in await error(ann, "send_mail", {**base, "deadline_at": 12345})
+            assert "priority" in await error(ann, "send_mail", {**base, "priority": 1})
+            sent = await call(ann, "send_mail", **base, deadline_at="2030-01-01T00:00:00Z")
+            assert sent["deadline_at"].startswith("2030-01-01T00:00:00")
+            mail = db.mail.send("Bob", "Ann", "snooze me", "x").id
+            assert "limit" in await error(ann, "fetch_inbox", {"limit": "10"})
+            assert "exclusive" in await error(
+                ann, "reserve", {"resource": "r", "ttl": 5, "exclusive": "true"}
+            )
+            snoozed = await call(
+                ann, "set_mail_state", mail_id=mail, state="snoozed", snoozed_until=7200
+            )
+            assert snoozed["state"] == "snoozed"
+            assert "snoozed_until" in await error(
+                ann,
+                "set_mail_state",
+                {"mail_id": mail, "state": "snoozed", "snoozed_until": "7200"},
+            )
+
+    anyio.run(scenario)
+
+
+def test_register_keeps_the_servers_identity(db: ik.Store, ikigai_db_url: str) -> None:
+    """`register` creates another identity; the server goes on acting as its own (whoami,
+    and the sender of later mail)."""
+    db.identities.register("Bob")
+
+    async def scenario() -> None:
+        async with stdio(ikigai_db_url, "--as", "Ann", "--tools", "full") as ann:
+            assert (await call(ann, "whoami"))["name"] == "Ann"
+            assert (await call(ann, "register", name="Helper"))["name"] == "Helper"
+            assert (await call(ann, "whoami"))["name"] == "Ann"
+            sent = await call(ann, "send_mail", to="Bob", subject="after", body="b")
+            assert sent["sender"] == "Ann"
+
+    anyio.run(scenario)
+
+
+def test_an_agent_creates_a_task_list_and_a_queue_topic(db: ik.Store, ikigai_db_url: str) -> None:
+    """With MCP alone an agent creates a task list (then upserts a task into it) and a queue
+    topic (then publishes to it and claims the message)."""
+
+    async def scenario() -> None:
+        async with stdio(ikigai_db_url, "--as", "Ann", "--tools", "full") as ann:
+            made = await call(ann, "create_task_list", list_id="sprint")
+            assert made["owner"] == "Ann"
+            task = await call(ann, "upsert_task", list_id="sprint", external_id="1", subject="x")
+            assert task["subject"] == "x"
+            topic = await call(ann, "create_topic", name="builds", kind="queue")
+            assert topic["kind"] == "queue"
+            await call(ann, "subscribe", topic="builds")
+            await call(ann, "publish", topic="builds", subject="build 1", body="go")
+            claimed = await call(ann, "claim_message", topic="builds")
+            assert claimed["mail"]["subject"] == "build 1"
+
+    anyio.run(scenario)
+
+
+def test_a_long_call_reports_progress_to_a_client_that_asks(
+    db: ik.Store, ikigai_db_url: str
+) -> None:
+    """wait_for_mail with a progressToken sends progress notifications while it waits; its
+    default wait (30 s) stays under the TypeScript SDK's 60 s request timeout."""
+    from ikigai_store.mcp.server import PROGRESS_INTERVAL
+
+    by_name = {t.name: t for t in TOOLS}
+    assert by_name["wait_for_mail"].input_schema(False)["properties"]["timeout"]["default"] < 60
+    seen: list[float] = []
+
+    async def progressed(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    async def scenario() -> None:
+        async with stdio(ikigai_db_url, "--as", "Ann", "--tools", "full") as ann:
+            await call(ann, "whoami")
+            result = await ann.call_tool(
+                "wait_for_mail",
+                {"timeout": PROGRESS_INTERVAL + 1.5},
+                progress_callback=progressed,
+            )
+            assert not result.is_error
+
+    anyio.run(scenario)
+    assert seen and seen[0] == PROGRESS_INTERVAL
+
+
+def test_the_stdio_server_exits_on_sigint(db: ik.Store, ikigai_db_url: str) -> None:
+    """SIGINT ends a serving stdio server at once (clients stop their servers with it)."""
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, *server_args(ikigai_db_url, "--as", "Ann")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(
+            '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+            '"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}\n'
+        )
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
