@@ -107,6 +107,18 @@ class Face:
         #: The resources and their subscriptions (``close`` ends them).
         self.resources = Resources(self)
 
+    def database(self) -> str:
+        """Which database this server uses, in words (its password masked): said in the
+        server's instructions, so a client that started it with another environment than
+        the user's (an allow-list, a minimal one) shows which one it got."""
+        data_dir = getattr(self.store, "embedded_data_dir", None)
+        if data_dir is not None:
+            return (
+                f"the embedded PostgreSQL in {data_dir} (neither IKIGAI_DATABASE_URL nor "
+                "DATABASE_URL was set, and no --database was given)"
+            )
+        return str(self.store.url)
+
     async def identity(self) -> Identity:
         """The identity this server acts as (resolved, and registered, on first use)."""
         if self._identity is None:
@@ -133,7 +145,7 @@ class Face:
         return Server(
             "ikigai-store",
             version=__version__,
-            instructions=INSTRUCTIONS,
+            instructions=f"{INSTRUCTIONS} Database: {self.database()}.",
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             on_list_resources=self.resources.list_resources,

@@ -723,3 +723,21 @@ def test_the_stdio_server_exits_on_sigint(db: ik.Store, ikigai_db_url: str) -> N
             proc.wait()
         proc.stdin.close()
         proc.stdout.close()
+
+
+def test_the_server_says_which_database_it_uses(db: ik.Store, ikigai_db_url: str) -> None:
+    """The server's instructions name its database (no silent fallback to another one when
+    a client starts it with a minimal environment)."""
+
+    async def scenario() -> str:
+        env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
+        params = StdioServerParameters(
+            command=sys.executable, args=server_args(ikigai_db_url, "--as", "Ann"), env=env
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            result = await session.initialize()
+            return result.instructions or ""
+
+    instructions = anyio.run(scenario)
+    assert "Database: " in instructions
+    assert f"Database: {db.url}." in instructions
