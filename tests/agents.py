@@ -37,7 +37,7 @@ CLAUDE_PREFIX = "mcp__ikigai-store__"
 #: Codex's namespace for our MCP server's tools.
 CODEX_NAMESPACE = "mcp__ikigai_store"
 #: How long one agent run may take.
-RUN_TIMEOUT = 180
+RUN_TIMEOUT = int(os.environ.get("IKIGAI_AGENT_TIMEOUT", "180"))
 
 
 def agents_dir() -> Path:
@@ -165,6 +165,31 @@ class Project:
         text = debug.read_text(errors="replace") if debug.exists() else ""
         return Run(done.returncode, done.stdout, done.stderr, text)
 
+    def claude_session(self, fake: FakeModel) -> subprocess.Popen[str]:
+        """A Claude Code session fed user messages on stdin (``--input-format stream-json``):
+        it stays open, idle between turns, until stdin closes. ``say`` sends one."""
+        self.runs += 1
+        debug = self.root / f"claude-debug-{self.runs}.log"
+        return subprocess.Popen(
+            [
+                str(binary("claude")),
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--debug-file",
+                str(debug),
+            ],
+            cwd=self.dir,
+            env=self.claude_env(fake),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+
     def trust_in_claude_code(self) -> None:
         """Mark the project trusted in Claude Code's ``~/.claude.json`` (as the user does by
         accepting its trust dialog)."""
@@ -224,6 +249,14 @@ class Project:
             stdin=subprocess.DEVNULL,
         )
         return Run(done.returncode, done.stdout, done.stderr, "")
+
+
+def say(session: subprocess.Popen[str], text: str) -> None:
+    """Send a user message to a ``claude_session``."""
+    assert session.stdin is not None
+    message = {"type": "user", "message": {"role": "user", "content": text}}
+    session.stdin.write(json.dumps(message) + "\n")
+    session.stdin.flush()
 
 
 def codex_events(run: Run) -> list[dict[str, object]]:

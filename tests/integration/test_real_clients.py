@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 import ikigai_store as ik
 from ikigai_store.mcp.tools import CORE
-from tests.agents import CLAUDE_PREFIX, CODEX_NAMESPACE, Project, binary, codex_events
+from tests.agents import CLAUDE_PREFIX, CODEX_NAMESPACE, Project, binary, codex_events, say
 from tests.fakemodel import (
     FakeModel,
     Recorded,
@@ -240,6 +242,62 @@ def test_claude_code_stops_the_server_with_sigint(project: Project, fake: FakeMo
     assert run.returncode == 0, run.stderr
     assert 'MCP server "ikigai-store": Sending SIGINT' in run.debug
     assert "SIGINT failed" not in run.debug, re.findall(r".*ikigai-store.*SIG.*", run.debug)
+
+
+def eventually(check: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    """Wait until ``check()`` holds (a bound on how long a real process may take, not a
+    timing claim)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        time.sleep(0.1)
+
+
+def watched(store: ik.Store, name: str) -> bool:
+    """Whether a watcher holds ``watch:<name>``."""
+    return any(lease.resource == f"watch:{name}" for lease in store.leases.held(prefix="watch:"))
+
+
+def test_claude_code_print_mode_finishes_with_rewake_installed(
+    project: Project, fake: FakeModel, store: ik.Store
+) -> None:
+    """With ``--wake rewake`` installed, ``claude -p`` answers and exits (the rewake watcher
+    does not hold it), and no watcher outlives the session (its lease is released)."""
+    project.install("--wake", "rewake")
+    fake.add(Text("hi"))
+    run = project.claude(fake, "say hi")
+    assert run.returncode == 0, run.stderr
+    name = agent_of(store, project).name
+    eventually(lambda: not watched(store, name), "the watcher stops with the session")
+
+
+def test_claude_code_rewake_wakes_an_idle_session(
+    project: Project, fake: FakeModel, store: ik.Store
+) -> None:
+    """An idle Claude Code session (stream-json, between turns) is woken by mail: the rewake
+    watcher starts a new turn through Claude Code's messaging socket, the model is told of the
+    mail; when the session ends, its watcher ends too."""
+    project.install("--wake", "rewake")
+    agent, other = agent_of(store, project), peer(store)
+    fake.add(Text("idle now"), Text("woken"))
+    session = project.claude_session(fake)
+    try:
+        say(session, "hello")
+        eventually(lambda: watched(store, agent.name), "the Stop hook starts a watcher")
+        store.mail.send(other, agent, "Wake up", "the build broke")
+        eventually(lambda: len(fake.turns("/v1/messages")) >= 2, "a second turn")
+        woken = fake.turns("/v1/messages")[1]
+        assert "'Wake up'" in json.dumps(woken.body["messages"][-2:])
+    finally:
+        assert session.stdin is not None
+        session.stdin.close()
+        try:
+            session.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # pragma: no cover - reported below
+            session.kill()
+            session.wait()
+    assert session.returncode == 0
+    eventually(lambda: not watched(store, agent.name), "the watcher stops with the session")
 
 
 # ---------------------------------------------------------------- Codex
