@@ -148,8 +148,7 @@ def hooks(ctx: click.Context) -> None:
     default="none",
     show_default=True,
     help="How an idle agent is woken when something concerns it: rewake (an asyncRewake "
-    "Stop hook running `watch --rewake`), monitor (a project plugin whose monitor runs "
-    "`watch`), or none.",
+    "Stop hook running `watch --rewake`), or none.",
 )
 @click.option(
     "--http",
@@ -180,9 +179,8 @@ def hooks_install(
     task tools, PreToolUse on the edit tools) into PROJECT/.claude/settings.json, and the
     ikigai-store MCP server into PROJECT/.mcp.json. --wake rewake adds an asyncRewake Stop
     entry running `ikigai-store watch --rewake` (it wakes the idle session when mail, a task
-    or a freed reservation arrives); --wake monitor writes a project plugin
-    (.claude/ikigai-store-plugin/, registered and enabled in settings.json) whose monitor
-    runs `ikigai-store watch`, each line of which reaches the agent.
+    or a freed reservation arrives: through Claude Code's messaging socket when the hook is
+    given one, without holding the hook; else by exiting 2).
 
     Everything else in both files is kept; our entries are found by their command and
     replaced, so running it again changes nothing. The commands name this ikigai-store

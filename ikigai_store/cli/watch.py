@@ -1,9 +1,9 @@
 """CLI ``watch``: print what concerns an identity as it commits, one line each (``store.watch``).
 
-Two ways for a coding agent to be woken instead of polling (``ikigai-store hooks install
---wake``): as a Claude Code plugin monitor, every stdout line reaches the agent; as an
-``asyncRewake`` Stop hook (``--rewake``), the command blocks until something arrives, writes a
-digest on stderr and exits 2, which wakes the idle session. Invariants:
+A coding agent is woken instead of polling (``ikigai-store hooks install --wake rewake``) by
+an ``asyncRewake`` Stop hook (``--rewake``): the command blocks until something arrives, writes
+a digest on stderr and exits 2, which wakes the idle session (or, given Claude Code's messaging
+socket, writes the digest there, below). Invariants:
 - one watcher per identity: the lease ``watch:<name>``, renewed every third of ``--ttl`` and
   released on exit (SIGTERM, SIGHUP and Ctrl-C included); a second watcher stops at once with
   an ``Error:`` line (with ``--rewake``: silently, exit 0, the running one will wake the agent);

@@ -2,10 +2,12 @@
 
 Owns the merge of our entries into ``<project>/.claude/settings.json`` (the hooks: SessionStart,
 UserPromptSubmit, Stop, PostToolUse on the task tools, PreToolUse on the edit tools; with
-``--wake rewake`` an asyncRewake Stop entry running ``watch --rewake``; with ``--wake monitor``
-the project's plugin, registered and enabled) and ``<project>/.mcp.json`` (the
-``ikigai-store`` MCP server), the plugin's files (``.claude/ikigai-store-plugin/``: a
-one-plugin marketplace whose monitor runs ``watch``), and writing them. The hooks are
+``--wake rewake`` an asyncRewake Stop entry running ``watch --rewake``), ``<project>/.mcp.json``
+(the ``ikigai-store`` MCP server) and ``<project>/.claude/settings.local.json`` (its
+approval), and writing them. (A ``--wake monitor`` mode, a project plugin whose monitor ran
+``watch``, was removed: Claude Code 2.1.332 does not register a project's plugin marketplace in
+a headless session, and starts plugin monitors only in interactive ones behind a flag that is
+off; an install disables the plugin an earlier one enabled.) The hooks are
 ``command`` hooks (``ikigai-store hook <name>``, a process per hook), or with ``http`` (the
 base URL of a running ``ikigai-store mcp --http``) Claude Code ``http`` hooks posting to its
 ``/hooks/<name>``: the project, ``--as``, ``--role`` and ``--auto-reserve`` go into the URL's
@@ -50,7 +52,6 @@ __all__ = [
     "DATABASE_VARIABLE",
     "HOOK_EVENTS",
     "MCP_SERVER",
-    "PLUGIN_DIR",
     "WAKES",
     "Change",
     "apply_changes",
@@ -66,7 +67,6 @@ __all__ = [
     "merge_settings",
     "plan",
     "plan_codex",
-    "plugin_files",
     "server_url",
     "watch_command",
 ]
@@ -85,15 +85,18 @@ COMMAND_ONLY = frozenset({"session-start"})
 #: Our key under ``mcpServers``.
 MCP_SERVER = "ikigai-store"
 #: How an idle agent is woken (``merge_settings``' ``wake``): not at all (the hooks only),
-#: by an asyncRewake Stop hook, or by a plugin monitor.
-WAKES = ("none", "rewake", "monitor")
-#: The project's plugin (``wake="monitor"``), its marketplace and the plugin's name.
-PLUGIN_DIR = Path(".claude") / "ikigai-store-plugin"
+#: or by an asyncRewake Stop hook (``watch --rewake``).
+WAKES = ("none", "rewake")
+#: The plugin an earlier ``--wake monitor`` install enabled (disabled now): its marketplace and
+#: name.
 MARKETPLACE = "ikigai-store-local"
 PLUGIN = "ikigai-store"
 #: Claude Code's limit for one ``watch --rewake`` run, in seconds (then it is stopped, and the
 #: next Stop starts another: what it reported is kept in the database).
 REWAKE_TIMEOUT = 86400
+#: What Claude Code shows the model before the watcher's digest when it wakes the session
+#: (without it the wake reads "Stop hook blocking error").
+REWAKE_MESSAGE = "ikigai-store woke you: something new concerns you."
 #: Claude Code's limit for one run of our hooks, in seconds (they give up after 10 by
 #: themselves, failing open).
 HOOK_TIMEOUT = 15
@@ -320,9 +323,8 @@ def merge_settings(
     URL) the hook entries are ``http`` hooks posting to it for ``project`` (required then).
     ``wake`` (one of
     ``WAKES``): ``rewake`` adds the asyncRewake Stop entry running ``watch --rewake`` (any
-    other value removes it); ``monitor`` registers and enables the project's plugin (its
-    files come from ``plugin_files``), whose monitor runs ``watch`` (any other value disables
-    it if it was enabled)."""
+    other value removes it). The plugin an earlier ``--wake monitor`` install enabled is
+    disabled."""
     if wake not in WAKES:
         raise InvalidArgument(f"wake must be one of {', '.join(WAKES)}, got {wake!r}")
     if http is not None and project is None:
@@ -347,53 +349,15 @@ def merge_settings(
         "type": "command",
         "command": watch_command(program, name=name, role=role, rewake=True),
         "asyncRewake": True,
+        "rewakeMessage": REWAKE_MESSAGE,
         "timeout": REWAKE_TIMEOUT,
     }
     _place(hooks, "Stop", "watch", None, rewake if wake == "rewake" else None)
-    if wake == "monitor":
-        markets = _object(
-            merged.setdefault("extraKnownMarketplaces", {}), '"extraKnownMarketplaces"'
-        )
-        markets[MARKETPLACE] = {"source": {"source": "directory", "path": f"./{PLUGIN_DIR}"}}
-        enabled = _object(merged.setdefault("enabledPlugins", {}), '"enabledPlugins"')
-        enabled[f"{PLUGIN}@{MARKETPLACE}"] = True
-    elif isinstance(merged.get("enabledPlugins"), dict) and (
-        f"{PLUGIN}@{MARKETPLACE}" in merged["enabledPlugins"]
-    ):  # installed with --wake monitor before: its monitor would run beside this mode
+    if isinstance(merged.get("enabledPlugins"), dict) and (
+        merged["enabledPlugins"].get(f"{PLUGIN}@{MARKETPLACE}") is True
+    ):  # enabled by an earlier --wake monitor install, a mode that no longer exists
         merged["enabledPlugins"][f"{PLUGIN}@{MARKETPLACE}"] = False
     return merged
-
-
-def plugin_files(
-    program: str, *, name: str | None = None, role: str | None = None
-) -> dict[Path, dict[str, Any] | list[Any]]:
-    """The files of the project's plugin (paths relative to the project): a one-plugin
-    marketplace whose plugin declares a monitor running ``watch`` (Claude Code arms it at
-    session start; each line it prints reaches the agent)."""
-    from .. import __version__
-
-    manifest = {
-        "name": PLUGIN,
-        "version": __version__,
-        "description": "ikigai-store: wake the agent on new mail, tasks and freed reservations",
-    }
-    market = {
-        "name": MARKETPLACE,
-        "owner": {"name": "ikigai-store"},
-        "plugins": [{"name": PLUGIN, "source": "./", "description": manifest["description"]}],
-    }
-    monitors = [
-        {
-            "name": "ikigai-store-watch",
-            "command": watch_command(program, name=name, role=role),
-            "description": "New mail, claimable tasks and freed reservations for this agent",
-        }
-    ]
-    return {
-        PLUGIN_DIR / ".claude-plugin" / "plugin.json": manifest,
-        PLUGIN_DIR / ".claude-plugin" / "marketplace.json": market,
-        PLUGIN_DIR / "monitors" / "monitors.json": monitors,
-    }
 
 
 #: The variable that names the database in the agent's environment (``config.resolve_url``).
@@ -520,10 +484,9 @@ def plan(
 ) -> list[Change]:
     """What installing into ``project`` would write (reads only): ``.claude/settings.json``,
     then ``.mcp.json`` (the server, with ``database``: see ``merge_mcp``), then
-    ``.claude/settings.local.json`` (the server approved), then (``wake="monitor"``) the
-    plugin's files. ``InvalidArgument`` names a file that cannot be merged. With ``http`` (a
-    running server's URL) the hooks are ``http`` hooks (SessionStart stays a command);
-    ``.mcp.json`` is the same."""
+    ``.claude/settings.local.json`` (the server approved). ``InvalidArgument`` names a file
+    that cannot be merged. With ``http`` (a running server's URL) the hooks are ``http``
+    hooks (SessionStart stays a command); ``.mcp.json`` is the same."""
     if http is not None:
         http = server_url(http)
 
@@ -554,16 +517,6 @@ def plan(
         except InvalidArgument as exc:
             raise InvalidArgument(f"{path}: {exc}; nothing was written") from None
         changes.append(Change(path, before, after))
-    if wake == "monitor":
-        for relative, content in plugin_files(program, name=name, role=role).items():
-            path = project / relative  # ours: replaced whatever it holds
-            try:
-                text: str | None = path.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                text = None
-            except (OSError, UnicodeDecodeError) as exc:
-                raise InvalidArgument(f"cannot read {path}: {exc}") from None
-            changes.append(Change(path, text, _dump_any(content)))
     return changes
 
 

@@ -289,6 +289,7 @@ def test_wake_rewake_adds_one_async_rewake_stop_entry(
         "type": "command",
         "command": f"{running_as_ikigai_store} watch --as Coder --role dev --rewake",
         "asyncRewake": True,
+        "rewakeMessage": install.REWAKE_MESSAGE,
         "timeout": install.REWAKE_TIMEOUT,
     }
     assert {"type": "command", "command": "notify-send done", "timeout": 5} in [
@@ -302,32 +303,17 @@ def test_wake_rewake_adds_one_async_rewake_stop_entry(
     assert len(ours(read(settings_path), "Stop")) == 1
 
 
-def test_wake_monitor_writes_an_enabled_project_plugin(
-    tmp_path: Path, running_as_ikigai_store: Path
-) -> None:
-    """--wake monitor writes a one-plugin marketplace whose monitor runs `watch`, registers
-    and enables it; a later install without it disables the plugin (not deleting files)."""
-    result = installed(tmp_path, "--wake", "monitor")
-    assert result.exit_code == 0, result.output
-    plugin = tmp_path / install.PLUGIN_DIR
-    (monitor,) = read(plugin / "monitors" / "monitors.json")
-    assert monitor["command"] == f"{running_as_ikigai_store} watch"
-    assert read(plugin / ".claude-plugin" / "plugin.json")["name"] == install.PLUGIN
-    market = read(plugin / ".claude-plugin" / "marketplace.json")
-    assert market["plugins"] == [
-        {"name": install.PLUGIN, "source": "./", "description": market["plugins"][0]["description"]}
-    ]
-    settings = read(tmp_path / ".claude" / "settings.json")
-    key = f"{install.PLUGIN}@{install.MARKETPLACE}"
-    assert settings["enabledPlugins"] == {key: True}
-    assert settings["extraKnownMarketplaces"][install.MARKETPLACE] == {
-        "source": {"source": "directory", "path": f"./{install.PLUGIN_DIR}"}
-    }
-    assert _watch_entries(settings) == []
-    assert "unchanged" in installed(tmp_path, "--wake", "monitor").output.splitlines()[-1]
-    installed(tmp_path, "--wake", "rewake")
-    settings = read(tmp_path / ".claude" / "settings.json")
-    assert settings["enabledPlugins"] == {key: False} and len(_watch_entries(settings)) == 1
+def test_an_earlier_monitor_plugin_is_disabled_and_the_mode_is_gone(tmp_path: Path) -> None:
+    """--wake monitor no longer exists (Claude Code does not start a project plugin's monitor
+    headless); an install disables the plugin an earlier one enabled, keeping the rest."""
+    settings_path = tmp_path / ".claude" / "settings.json"
+    settings_path.parent.mkdir()
+    key = "ikigai-store@ikigai-store-local"
+    settings_path.write_text(json.dumps({"enabledPlugins": {key: True, "other@m": True}}))
+    refused = installed(tmp_path, "--wake", "monitor")
+    assert refused.exit_code != 0 and "monitor" in refused.output
+    assert installed(tmp_path).exit_code == 0
+    assert read(settings_path)["enabledPlugins"] == {key: False, "other@m": True}
 
 
 def test_watch_commands_are_recognised() -> None:
