@@ -22,6 +22,7 @@ its hooks resolve), registered on first use. Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -238,8 +239,29 @@ def _progress_of(ctx: Any) -> Progress | None:
     return report
 
 
+async def _cancelled_once(call: Awaitable[Any]) -> Any:
+    """Await ``call`` in its own asyncio task. When the caller is cancelled (a client's
+    ``notifications/cancelled``), the task is cancelled once and awaited: psycopg then cancels
+    the running query and the connection goes back to the pool in a clean state. (anyio's
+    cancellation is level-triggered: delivered again into psycopg's own cleanup, it made
+    psycopg close the connection and the pool discard it, logging both.)"""
+    task = asyncio.ensure_future(call)
+    try:
+        return await asyncio.shield(task)
+    except BaseException:
+        if not task.done():
+            task.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([task])
+        elif not task.cancelled():
+            task.exception()  # retrieved: no "exception was never retrieved" warning
+        raise
+
+
 async def _reporting(call: Awaitable[Any], progress: Progress | None) -> Any:
-    """Await ``call``; meanwhile report progress every ``PROGRESS_INTERVAL`` seconds."""
+    """Await ``call`` (``_cancelled_once``); meanwhile report progress every
+    ``PROGRESS_INTERVAL`` seconds."""
+    call = _cancelled_once(call)
     if progress is None:
         return await call
     outcome: list[Any] = []

@@ -741,3 +741,36 @@ def test_the_server_says_which_database_it_uses(db: ik.Store, ikigai_db_url: str
     instructions = anyio.run(scenario)
     assert "Database: " in instructions
     assert f"Database: {db.url}." in instructions
+
+
+def test_a_cancelled_call_keeps_its_connection_quietly(
+    db: ik.Store, ikigai_db_url: str, tmp_path: Path
+) -> None:
+    """A client cancelling a running call (wait_for_mail) gets its query cancelled: the
+    pooled connection is kept (no "discarding closed connection"), nothing is logged, and the
+    next call works."""
+    log = tmp_path / "server.err"
+
+    async def scenario() -> None:
+        env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=server_args(ikigai_db_url, "--as", "Ann", "--tools", "full"),
+            env=env,
+        )
+        with log.open("w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                await call(session, "whoami")
+                for _ in range(3):
+                    with anyio.move_on_after(0.5):
+                        await session.call_tool("wait_for_mail", {"timeout": 20})
+                assert (await call(session, "whoami"))["name"] == "Ann"
+                await anyio.sleep(0.5)
+
+    anyio.run(scenario)
+    text = log.read_text()
+    assert "psycopg" not in text and "discarding" not in text, text
