@@ -557,8 +557,11 @@ def apply_changes(changes: Sequence[Change]) -> list[Path]:
 # ---------------------------------------------------------------- Codex
 
 #: What our Codex server entry says besides ``command``/``args``: the tools run without asking
-#: (the user asked for them by installing), as Claude Code's ``enabledMcpjsonServers``.
-CODEX_APPROVAL = {"default_tools_approval_mode": "approve"}
+#: (the user asked for them by installing), as Claude Code's ``enabledMcpjsonServers``; and
+#: the server is required: Codex then waits for it before its first model request (an optional
+#: server gets about a second, and a server that answers later leaves the model without its
+#: tools), and says so when it cannot start instead of running without them.
+CODEX_APPROVAL = {"default_tools_approval_mode": "approve", "required": True}
 #: The keys of our ``[mcp_servers.ikigai-store]`` table that install writes (others are kept).
 _CODEX_KEYS = frozenset({"command", "args", "env", "env_vars", *CODEX_APPROVAL})
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -558,7 +558,7 @@ def test_codex_install_merges_its_server_table(
     ours_ = data["mcp_servers"]["ikigai-store"]
     assert ours_["command"].endswith("ikigai-store") and ours_["command"] != "/old/ikigai-store"
     assert ours_["args"] == ["mcp", "--as", "Ada"]
-    assert ours_["default_tools_approval_mode"] == "approve"
+    assert ours_["default_tools_approval_mode"] == "approve" and ours_["required"] is True
     assert ours_["startup_timeout_sec"] == 20 and ours_["env"] == {"FOO": "bar"}
     assert data["mcp_servers"]["other"] == {"command": "other-server"}
     assert text.count("[mcp_servers.ikigai-store") == 1
