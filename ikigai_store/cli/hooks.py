@@ -14,10 +14,12 @@ from typing import Any
 
 import click
 
+from ..config import resolve_url
+from ..errors import InvalidArgument
 from ..hooks import claude, install, remote
 from ..service import client as service_client
 from .app import cli
-from .common import show_help_without_command
+from .common import database_option, show_help_without_command
 
 _NAME_OPTION = click.option(
     "--as",
@@ -151,8 +153,7 @@ def hooks(ctx: click.Context) -> None:
     default="none",
     show_default=True,
     help="How an idle agent is woken when something concerns it: rewake (an asyncRewake "
-    "Stop hook running `watch --rewake`), monitor (a project plugin whose monitor runs "
-    "`watch`), or none.",
+    "Stop hook running `watch --rewake`), or none.",
 )
 @click.option(
     "--http",
@@ -162,6 +163,12 @@ def hooks(ctx: click.Context) -> None:
     help="Write http hooks posting to the running `ikigai-store mcp --http` at URL (e.g. "
     "http://127.0.0.1:8765) instead of commands: a request per hook, no process start.",
 )
+@click.option(
+    "--codex",
+    is_flag=True,
+    help="Install the MCP server for Codex instead: merge [mcp_servers.ikigai-store] into "
+    "$CODEX_HOME/config.toml (default ~/.codex/config.toml).",
+)
 @click.option("--dry-run", is_flag=True, help="Print a diff of each file; write nothing.")
 def hooks_install(
     project: Path,
@@ -170,21 +177,33 @@ def hooks_install(
     auto_reserve: bool,
     wake: str,
     http: str | None,
+    codex: bool,
     dry_run: bool,
 ) -> None:
     """Merge the ikigai-store hooks (SessionStart, UserPromptSubmit, Stop, PostToolUse on the
     task tools, PreToolUse on the edit tools) into PROJECT/.claude/settings.json, and the
     ikigai-store MCP server into PROJECT/.mcp.json. --wake rewake adds an asyncRewake Stop
     entry running `ikigai-store watch --rewake` (it wakes the idle session when mail, a task
-    or a freed reservation arrives); --wake monitor writes a project plugin
-    (.claude/ikigai-store-plugin/, registered and enabled in settings.json) whose monitor
-    runs `ikigai-store watch`, each line of which reaches the agent.
+    or a freed reservation arrives: through Claude Code's messaging socket when the hook is
+    given one, without holding the hook; else by exiting 2).
 
     Everything else in both files is kept; our entries are found by their command and
     replaced, so running it again changes nothing. The commands name this ikigai-store
-    executable by its absolute path. The database is not written into the files: the hooks
-    and the server use $IKIGAI_DATABASE_URL, else $DATABASE_URL, else the embedded
-    PostgreSQL.
+    executable by its absolute path. The server is approved in
+    PROJECT/.claude/settings.local.json (enabledMcpjsonServers), so Claude Code does not
+    hold it as "Pending approval".
+
+    The database the server uses is the one this command resolves (--database, else
+    $IKIGAI_DATABASE_URL, else $DATABASE_URL, else the embedded PostgreSQL): a URL is
+    written into the server's env, or, when it carries a password, a reference to
+    ${IKIGAI_DATABASE_URL} (no password is written into a file). The hooks use the agent's
+    environment, as any command.
+
+    With --codex the MCP server is installed for Codex: its [mcp_servers.ikigai-store]
+    table in $CODEX_HOME/config.toml (default ~/.codex/config.toml) is written or replaced
+    (other tables and keys kept), with its tools approved (default_tools_approval_mode) and
+    the database named as above (a URL with a password: env_vars passes
+    $IKIGAI_DATABASE_URL through). Codex gives the server its cwd as the project.
 
     With --http URL the hooks are Claude Code http hooks posting to that server's
     /hooks/NAME (the project, --as, --role and --auto-reserve in the URL); Claude Code fills
@@ -192,15 +211,25 @@ def hooks_install(
     forwards $IKIGAI_ROLE, $IKIGAI_AS and $CLAUDE_CODE_TASK_LIST_ID in headers. The server
     must be running (`ikigai-store mcp --http`); while it is not, the hooks do nothing.
     """
-    changes = install.plan(
-        project.resolve(),
-        install.executable(),
-        name=name,
-        role=role,
-        auto_reserve=auto_reserve,
-        wake=wake,
-        http=http,
-    )
+    database = resolve_url(database_option())
+    if codex:
+        if http is not None or wake != "none" or auto_reserve:
+            raise InvalidArgument(
+                "--codex installs the MCP server only: drop --http, --wake "
+                "and --auto-reserve (Claude Code hooks)"
+            )
+        changes = install.plan_codex(install.executable(), name=name, role=role, database=database)
+    else:
+        changes = install.plan(
+            project.resolve(),
+            install.executable(),
+            name=name,
+            role=role,
+            auto_reserve=auto_reserve,
+            wake=wake,
+            http=http,
+            database=database,
+        )
     if dry_run:
         for change in changes:
             click.echo(change.diff() if change.changed else f"{change.path}: unchanged", nl=False)

@@ -1,9 +1,9 @@
 """CLI ``watch``: print what concerns an identity as it commits, one line each (``store.watch``).
 
-Two ways for a coding agent to be woken instead of polling (``ikigai-store hooks install
---wake``): as a Claude Code plugin monitor, every stdout line reaches the agent; as an
-``asyncRewake`` Stop hook (``--rewake``), the command blocks until something arrives, writes a
-digest on stderr and exits 2, which wakes the idle session. Invariants:
+A coding agent is woken instead of polling (``ikigai-store hooks install --wake rewake``) by
+an ``asyncRewake`` Stop hook (``--rewake``): the command blocks until something arrives, writes
+a digest on stderr and exits 2, which wakes the idle session (or, given Claude Code's messaging
+socket, writes the digest there, below). Invariants:
 - one watcher per identity: the lease ``watch:<name>``, renewed every third of ``--ttl`` and
   released on exit (SIGTERM, SIGHUP and Ctrl-C included); a second watcher stops at once with
   an ``Error:`` line (with ``--rewake``: silently, exit 0, the running one will wake the agent);
@@ -12,14 +12,23 @@ digest on stderr and exits 2, which wakes the idle session. Invariants:
   after each batch), so nothing is missed and nothing printed twice; its lease, if it expired
   meanwhile, is taken again (or, if another watcher took it, this one stops);
 - stdout carries notices only (``--json``: one JSON object per line); everything else goes to
-  stderr.
+  stderr;
+- run by Claude Code (``CLAUDE_PID`` in its environment) it never outlives that session: it
+  stops, releasing its lease, once that process is gone (no orphan keeps ``watch:<name>``);
+- ``--rewake`` in a Claude Code that gives its hooks a messaging socket
+  (``CLAUDE_CODE_MESSAGING_SOCKET`` / ``_TOKEN``, 2.1.332 and later) does not hold the hook:
+  it detaches and exits 0 at once (so ``claude -p`` finishes), and the detached watcher wakes
+  the idle session by writing the digest to that socket as a user message (a new turn), then
+  stops, releasing its lease first so the next Stop's watcher can take it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -39,6 +48,11 @@ from ..watch import TTL
 from .app import cli
 from .common import database_option
 from .params import DURATION
+
+#: Seconds between two checks that the Claude Code session (``CLAUDE_PID``) still runs.
+SESSION_CHECK = 2.0
+#: The Claude Code variables of the messaging wake route.
+MESSAGING_SOCKET, MESSAGING_TOKEN = "CLAUDE_CODE_MESSAGING_SOCKET", "CLAUDE_CODE_MESSAGING_TOKEN"
 
 #: Seconds before the first reconnection; doubled up to ``MAX_DELAY``.
 FIRST_DELAY = 0.2
@@ -89,6 +103,51 @@ class _Signals:
             raise _Stop(name)
 
 
+def session_alive() -> bool:
+    """Whether the Claude Code process that started this one (``CLAUDE_PID``) still runs
+    (True when not run by Claude Code)."""
+    import psutil
+
+    value = os.environ.get("CLAUDE_PID", "")
+    if not value.isdigit():
+        return True
+    try:
+        return bool(psutil.Process(int(value)).status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
+def send_to_session(path: str, token: str, text: str) -> None:
+    """Start a turn in the Claude Code session listening on ``path``: its auth line, then
+    ``text`` as a user message (one JSON object a line). ``OSError`` when it cannot."""
+    lines = [
+        {"type": "auth", "token": token},
+        {"type": "user", "message": {"role": "user", "content": text}},
+    ]
+    payload = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(10)
+        conn.connect(path)
+        conn.sendall(payload)
+        conn.shutdown(socket.SHUT_WR)
+        with contextlib.suppress(OSError):
+            while conn.recv(4096):
+                pass
+
+
+def detach() -> bool:
+    """Fork a detached child (its own session, stdio on /dev/null); True in the child, False
+    in the parent (which should exit at once)."""
+    if os.fork() > 0:
+        return False
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    return True
+
+
 class Watcher:
     """One ``ikigai-store watch`` run (see the module docstring)."""
 
@@ -104,9 +163,11 @@ class Watcher:
         rewake: bool,
         out: IO[str],
         err: IO[str],
+        messaging: tuple[str, str] | None = None,
     ) -> None:
         self.url, self.name, self.project, self.role = url, name, project, role
         self.ttl, self.as_json, self.rewake = ttl, as_json, rewake
+        self.messaging = messaging
         self.out, self.err = out, err
         self._delay = FIRST_DELAY
         self._down = False
@@ -192,19 +253,22 @@ class Watcher:
         period = self.ttl.total_seconds() / 3
         renew_at = time.monotonic() + period
         while True:
+            if not session_alive():
+                return 0
             try:
                 if time.monotonic() >= renew_at:
                     self._lease = self._renew(store, me)
                     renew_at = time.monotonic() + period
-                batch = store.watch.next(
-                    me, seen=self._seen, timeout=max(0.0, renew_at - time.monotonic())
-                )
+                wait = min(SESSION_CHECK, max(0.0, renew_at - time.monotonic()))
+                batch = store.watch.next(me, seen=self._seen, timeout=wait)
                 self._recovered()
             except DatabaseUnavailable as exc:
                 self._outage(exc)
                 renew_at = 0.0  # renew (or take again) first thing after the outage
                 continue
             lines = [self._render(n) for n in batch.notices]
+            if lines and self.messaging is not None:
+                return self._message(store, me, lines, batch.seen)
             # Printed means seen: a stop between the two would print them again next time.
             with self._signals.held():
                 if lines and self.rewake:
@@ -223,6 +287,25 @@ class Watcher:
                     self._saved = self._seen
             if lines and self.rewake:
                 return 2
+
+    def _message(self, store: Store, me: str, lines: list[str], seen: Seen) -> int:
+        """Wake the session through its messaging socket: the lease is released first (the
+        next Stop's watcher takes it), what was sent is saved as seen."""
+        assert self.messaging is not None
+        if self._lease is not None:
+            with contextlib.suppress(Exception):
+                store.leases.release(self._lease)
+            self._lease = None
+        text = f"ikigai-store: {len(lines)} new for {me}:\n" + "".join(
+            f"  {line}\n" for line in lines
+        )
+        try:
+            send_to_session(*self.messaging, text)
+        except OSError as exc:
+            self.say(f"could not wake the session ({exc})")
+            return 0
+        self._seen = seen
+        return 0
 
     def _renew(self, store: Store, me: str) -> Lease:
         """The watcher's lease renewed, or taken again if it expired (an outage); a watcher
@@ -273,6 +356,12 @@ def watch_command(
     Blocks on LISTEN (no polling); one line per thing on stdout. The identity is --as, else
     the agent's in its project and role (the one its hooks and MCP server resolve).
     """
+    messaging = None
+    socket_path, token = os.environ.get(MESSAGING_SOCKET), os.environ.get(MESSAGING_TOKEN)
+    if rewake and socket_path and token:
+        if not detach():
+            return  # the hook is done; the detached child watches
+        messaging = (socket_path, token)
     watcher = Watcher(
         database_option(),
         name=agent_name(name),
@@ -283,5 +372,6 @@ def watch_command(
         rewake=rewake,
         out=sys.stdout,
         err=sys.stderr,
+        messaging=messaging,
     )
     sys.exit(watcher.run())

@@ -251,7 +251,8 @@ def _context(event: str, text: str) -> dict[str, Any]:
 async def session_start(ctx: HookContext) -> dict[str, Any] | None:
     """SessionStart: who the agent is, its unread mail, the reviews waiting for it and the
     tasks anyone may claim in its project's task lists and in those of no project, as
-    additional context."""
+    additional context. The mail it lists counts as shown: the next ``prompt`` does not list
+    it again."""
     store = await ctx.store()
     me = await store.identities.heartbeat(await ctx.identity())
     lines = [
@@ -263,7 +264,9 @@ async def session_start(ctx: HookContext) -> dict[str, Any] | None:
     if counts.unread:
         urgent = f", {counts.urgent_unread} urgent" if counts.urgent_unread else ""
         lines.append(f"Unread mail: {counts.unread}{urgent}. Newest:")
-        lines += _mail_lines(await store.mail.inbox(me, state="unread", limit=SHOWN))
+        listed = await store.mail.inbox(me, state="unread", limit=SHOWN)
+        lines += _mail_lines(listed)
+        _mark_seen(state_path(store.url, me.name), max(i.mail.id for i in listed))
     else:
         lines.append("Unread mail: none.")
     waiting = [
@@ -315,9 +318,17 @@ def _write_mark(path: Path, mail_id: int) -> None:
         raise
 
 
+def _mark_seen(path: Path, mail_id: int) -> None:
+    """Raise the shown mark to ``mail_id`` (never lower it)."""
+    seen = _read_mark(path)
+    if seen is None or mail_id > seen:
+        _write_mark(path, mail_id)
+
+
 async def prompt(ctx: HookContext) -> dict[str, Any] | None:
-    """UserPromptSubmit: the unread mail that arrived since the previous prompt (on the first
-    prompt: all unread mail), as additional context; nothing when there is none."""
+    """UserPromptSubmit: the unread mail that arrived since the previous prompt or the
+    session's start (when neither listed any: all unread mail), as additional context;
+    nothing when there is none."""
     store, me = await ctx.store(), await ctx.identity()
     path = state_path(store.url, me.name)
     seen = _read_mark(path)

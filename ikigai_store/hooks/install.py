@@ -2,10 +2,12 @@
 
 Owns the merge of our entries into ``<project>/.claude/settings.json`` (the hooks: SessionStart,
 UserPromptSubmit, Stop, PostToolUse on the task tools, PreToolUse on the edit tools; with
-``--wake rewake`` an asyncRewake Stop entry running ``watch --rewake``; with ``--wake monitor``
-the project's plugin, registered and enabled) and ``<project>/.mcp.json`` (the
-``ikigai-store`` MCP server), the plugin's files (``.claude/ikigai-store-plugin/``: a
-one-plugin marketplace whose monitor runs ``watch``), and writing them. The hooks are
+``--wake rewake`` an asyncRewake Stop entry running ``watch --rewake``), ``<project>/.mcp.json``
+(the ``ikigai-store`` MCP server) and ``<project>/.claude/settings.local.json`` (its
+approval), and writing them. (A ``--wake monitor`` mode, a project plugin whose monitor ran
+``watch``, was removed: Claude Code 2.1.332 does not register a project's plugin marketplace in
+a headless session, and starts plugin monitors only in interactive ones behind a flag that is
+off; an install disables the plugin an earlier one enabled.) The hooks are
 ``command`` hooks (``ikigai-store hook <name>``, a process per hook), or with ``http`` (the
 base URL of a running ``ikigai-store mcp --http``) Claude Code ``http`` hooks posting to its
 ``/hooks/<name>``: the project, ``--as``, ``--role`` and ``--auto-reserve`` go into the URL's
@@ -31,6 +33,7 @@ import copy
 import difflib
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -44,20 +47,26 @@ from urllib.parse import quote, urlencode, urlsplit
 from ..errors import InvalidArgument
 
 __all__ = [
+    "CODEX_APPROVAL",
+    "COMMAND_ONLY",
+    "DATABASE_VARIABLE",
     "HOOK_EVENTS",
     "MCP_SERVER",
-    "PLUGIN_DIR",
     "WAKES",
     "Change",
     "apply_changes",
+    "codex_config_path",
+    "database_env",
     "executable",
     "hook_command",
     "hook_url",
     "http_hook",
+    "merge_codex",
+    "merge_local_settings",
     "merge_mcp",
     "merge_settings",
     "plan",
-    "plugin_files",
+    "plan_codex",
     "server_url",
     "watch_command",
 ]
@@ -70,18 +79,24 @@ HOOK_EVENTS: tuple[tuple[str, str, str | None], ...] = (
     ("PostToolUse", "post-tool", "TaskCreate|TaskUpdate|TodoWrite"),
     ("PreToolUse", "pre-tool", "Edit|Write|MultiEdit|NotebookEdit"),
 )
+#: The hooks that stay commands with ``http``: Claude Code refuses http hooks for
+#: SessionStart ("HTTP hooks are not supported for SessionStart").
+COMMAND_ONLY = frozenset({"session-start"})
 #: Our key under ``mcpServers``.
 MCP_SERVER = "ikigai-store"
 #: How an idle agent is woken (``merge_settings``' ``wake``): not at all (the hooks only),
-#: by an asyncRewake Stop hook, or by a plugin monitor.
-WAKES = ("none", "rewake", "monitor")
-#: The project's plugin (``wake="monitor"``), its marketplace and the plugin's name.
-PLUGIN_DIR = Path(".claude") / "ikigai-store-plugin"
+#: or by an asyncRewake Stop hook (``watch --rewake``).
+WAKES = ("none", "rewake")
+#: The plugin an earlier ``--wake monitor`` install enabled (disabled now): its marketplace and
+#: name.
 MARKETPLACE = "ikigai-store-local"
 PLUGIN = "ikigai-store"
 #: Claude Code's limit for one ``watch --rewake`` run, in seconds (then it is stopped, and the
 #: next Stop starts another: what it reported is kept in the database).
 REWAKE_TIMEOUT = 86400
+#: What Claude Code shows the model before the watcher's digest when it wakes the session
+#: (without it the wake reads "Stop hook blocking error").
+REWAKE_MESSAGE = "ikigai-store woke you: something new concerns you."
 #: Claude Code's limit for one run of our hooks, in seconds (they give up after 10 by
 #: themselves, failing open).
 HOOK_TIMEOUT = 15
@@ -308,9 +323,8 @@ def merge_settings(
     URL) the hook entries are ``http`` hooks posting to it for ``project`` (required then).
     ``wake`` (one of
     ``WAKES``): ``rewake`` adds the asyncRewake Stop entry running ``watch --rewake`` (any
-    other value removes it); ``monitor`` registers and enables the project's plugin (its
-    files come from ``plugin_files``), whose monitor runs ``watch`` (any other value disables
-    it if it was enabled)."""
+    other value removes it). The plugin an earlier ``--wake monitor`` install enabled is
+    disabled."""
     if wake not in WAKES:
         raise InvalidArgument(f"wake must be one of {', '.join(WAKES)}, got {wake!r}")
     if http is not None and project is None:
@@ -318,7 +332,7 @@ def merge_settings(
     merged = copy.deepcopy(_object(settings, "settings"))
     hooks = _object(merged.setdefault("hooks", {}), '"hooks"')
     for event, hook, matcher in HOOK_EVENTS:
-        if http is not None and project is not None:
+        if http is not None and project is not None and hook not in COMMAND_ONLY:
             entry = http_hook(
                 http, hook, project=project, name=name, role=role, auto_reserve=auto_reserve
             )
@@ -335,68 +349,75 @@ def merge_settings(
         "type": "command",
         "command": watch_command(program, name=name, role=role, rewake=True),
         "asyncRewake": True,
+        "rewakeMessage": REWAKE_MESSAGE,
         "timeout": REWAKE_TIMEOUT,
     }
     _place(hooks, "Stop", "watch", None, rewake if wake == "rewake" else None)
-    if wake == "monitor":
-        markets = _object(
-            merged.setdefault("extraKnownMarketplaces", {}), '"extraKnownMarketplaces"'
-        )
-        markets[MARKETPLACE] = {"source": {"source": "directory", "path": f"./{PLUGIN_DIR}"}}
-        enabled = _object(merged.setdefault("enabledPlugins", {}), '"enabledPlugins"')
-        enabled[f"{PLUGIN}@{MARKETPLACE}"] = True
-    elif isinstance(merged.get("enabledPlugins"), dict) and (
-        f"{PLUGIN}@{MARKETPLACE}" in merged["enabledPlugins"]
-    ):  # installed with --wake monitor before: its monitor would run beside this mode
+    if isinstance(merged.get("enabledPlugins"), dict) and (
+        merged["enabledPlugins"].get(f"{PLUGIN}@{MARKETPLACE}") is True
+    ):  # enabled by an earlier --wake monitor install, a mode that no longer exists
         merged["enabledPlugins"][f"{PLUGIN}@{MARKETPLACE}"] = False
     return merged
 
 
-def plugin_files(
-    program: str, *, name: str | None = None, role: str | None = None
-) -> dict[Path, dict[str, Any] | list[Any]]:
-    """The files of the project's plugin (paths relative to the project): a one-plugin
-    marketplace whose plugin declares a monitor running ``watch`` (Claude Code arms it at
-    session start; each line it prints reaches the agent)."""
-    from .. import __version__
+#: The variable that names the database in the agent's environment (``config.resolve_url``).
+DATABASE_VARIABLE = "IKIGAI_DATABASE_URL"
 
-    manifest = {
-        "name": PLUGIN,
-        "version": __version__,
-        "description": "ikigai-store: wake the agent on new mail, tasks and freed reservations",
-    }
-    market = {
-        "name": MARKETPLACE,
-        "owner": {"name": "ikigai-store"},
-        "plugins": [{"name": PLUGIN, "source": "./", "description": manifest["description"]}],
-    }
-    monitors = [
-        {
-            "name": "ikigai-store-watch",
-            "command": watch_command(program, name=name, role=role),
-            "description": "New mail, claimable tasks and freed reservations for this agent",
-        }
-    ]
-    return {
-        PLUGIN_DIR / ".claude-plugin" / "plugin.json": manifest,
-        PLUGIN_DIR / ".claude-plugin" / "marketplace.json": market,
-        PLUGIN_DIR / "monitors" / "monitors.json": monitors,
-    }
+
+def database_env(database: str | None) -> dict[str, str]:
+    """The environment an installed server gets so that it uses ``database`` (the URL the
+    installer resolved; None: the embedded server, nothing to say): the URL itself, or,
+    when it carries a password, a reference to ``$IKIGAI_DATABASE_URL`` (Claude Code expands
+    ``${VAR}``), so no password is written into a file."""
+    if database is None:
+        return {}
+    from ..config import password_of
+
+    if password_of(database):
+        return {DATABASE_VARIABLE: "${" + DATABASE_VARIABLE + "}"}
+    return {DATABASE_VARIABLE: database}
 
 
 def merge_mcp(
-    config: dict[str, Any], program: str, *, name: str | None = None, role: str | None = None
+    config: dict[str, Any],
+    program: str,
+    *,
+    name: str | None = None,
+    role: str | None = None,
+    database: str | None = None,
 ) -> dict[str, Any]:
-    """A copy of ``.mcp.json``'s ``config`` with our MCP server (its other keys, e.g. ``env``,
-    kept); every other server is left alone."""
+    """A copy of ``.mcp.json``'s ``config`` with our MCP server (its other keys kept); every
+    other server is left alone. ``database`` (the URL the installer uses, None: the embedded
+    server) goes into the server's ``env`` (``database_env``)."""
     merged = copy.deepcopy(_object(config, ".mcp.json"))
     servers = _object(merged.setdefault("mcpServers", {}), '"mcpServers"')
     ours = _object(servers.get(MCP_SERVER, {}), f'"mcpServers"."{MCP_SERVER}"')
-    servers[MCP_SERVER] = {
-        **ours,
-        "command": program,
-        "args": ["mcp", *_identity_args(name, role)],
+    entry = {**ours, "command": program, "args": ["mcp", *_identity_args(name, role)]}
+    env = {
+        k: v
+        for k, v in _object(entry.get("env", {}), f'"mcpServers"."{MCP_SERVER}"."env"').items()
+        if k != DATABASE_VARIABLE
     }
+    env |= database_env(database)
+    if env:
+        entry["env"] = env
+    else:
+        entry.pop("env", None)
+    servers[MCP_SERVER] = entry
+    return merged
+
+
+def merge_local_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``.claude/settings.local.json``'s ``settings`` approving our ``.mcp.json``
+    server (``enabledMcpjsonServers``; taken out of ``disabledMcpjsonServers``): the user
+    asked for it by installing, so Claude Code need not list it as "Pending approval"."""
+    merged = copy.deepcopy(_object(settings, "settings.local.json"))
+    enabled = _list(merged.setdefault("enabledMcpjsonServers", []), '"enabledMcpjsonServers"')
+    if MCP_SERVER not in enabled:
+        enabled.append(MCP_SERVER)
+    disabled = merged.get("disabledMcpjsonServers")
+    if isinstance(disabled, list) and MCP_SERVER in disabled:
+        merged["disabledMcpjsonServers"] = [s for s in disabled if s != MCP_SERVER]
     return merged
 
 
@@ -459,11 +480,13 @@ def plan(
     auto_reserve: bool = False,
     wake: str = "none",
     http: str | None = None,
+    database: str | None = None,
 ) -> list[Change]:
     """What installing into ``project`` would write (reads only): ``.claude/settings.json``,
-    then ``.mcp.json``, then (``wake="monitor"``) the plugin's files. ``InvalidArgument``
-    names a file that cannot be merged. With ``http`` (a running server's URL) the hooks are
-    ``http`` hooks; ``.mcp.json`` is the same."""
+    then ``.mcp.json`` (the server, with ``database``: see ``merge_mcp``), then
+    ``.claude/settings.local.json`` (the server approved). ``InvalidArgument`` names a file
+    that cannot be merged. With ``http`` (a running server's URL) the hooks are ``http``
+    hooks (SessionStart stays a command); ``.mcp.json`` is the same."""
     if http is not None:
         http = server_url(http)
 
@@ -480,12 +503,13 @@ def plan(
         )
 
     def mcp(data: dict[str, Any]) -> dict[str, Any]:
-        return merge_mcp(data, program, name=name, role=role)
+        return merge_mcp(data, program, name=name, role=role, database=database)
 
     changes = []
     for path, merge in (
         (project / ".claude" / "settings.json", settings),
         (project / ".mcp.json", mcp),
+        (project / ".claude" / "settings.local.json", merge_local_settings),
     ):
         before, data = _load(path)
         try:
@@ -493,16 +517,6 @@ def plan(
         except InvalidArgument as exc:
             raise InvalidArgument(f"{path}: {exc}; nothing was written") from None
         changes.append(Change(path, before, after))
-    if wake == "monitor":
-        for relative, content in plugin_files(program, name=name, role=role).items():
-            path = project / relative  # ours: replaced whatever it holds
-            try:
-                text: str | None = path.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                text = None
-            except (OSError, UnicodeDecodeError) as exc:
-                raise InvalidArgument(f"cannot read {path}: {exc}") from None
-            changes.append(Change(path, text, _dump_any(content)))
     return changes
 
 
@@ -538,3 +552,161 @@ def apply_changes(changes: Sequence[Change]) -> list[Path]:
             _write_atomically(change.path, change.after)
             written.append(change.path)
     return written
+
+
+# ---------------------------------------------------------------- Codex
+
+#: What our Codex server entry says besides ``command``/``args``: the tools run without asking
+#: (the user asked for them by installing), as Claude Code's ``enabledMcpjsonServers``; and
+#: the server is required: Codex then waits for it before its first model request (an optional
+#: server gets about a second, and a server that answers later leaves the model without its
+#: tools), and says so when it cannot start instead of running without them.
+CODEX_APPROVAL = {"default_tools_approval_mode": "approve", "required": True}
+#: The keys of our ``[mcp_servers.ikigai-store]`` table that install writes (others are kept).
+_CODEX_KEYS = frozenset({"command", "args", "env", "env_vars", *CODEX_APPROVAL})
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_TABLE = re.compile(r"^\s*\[\[?\s*(?P<name>[^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+
+
+def codex_config_path() -> Path:
+    """Codex's configuration file: ``$CODEX_HOME/config.toml``, else ``~/.codex/config.toml``."""
+    home = os.environ.get("CODEX_HOME")
+    return (Path(home) if home else Path.home() / ".codex") / "config.toml"
+
+
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else json.dumps(key)
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a TOML basic string is JSON's
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        inner = ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items())
+        return "{ " + inner + " }" if inner else "{}"
+    raise InvalidArgument(f"cannot write {type(value).__name__} values into TOML")
+
+
+def _table_path(header: str) -> list[str] | None:
+    """The dotted key of a TOML table header (``mcp_servers."ikigai-store"`` -> its parts)."""
+    import tomllib
+
+    try:
+        parsed = tomllib.loads(f"[{header}]\n")
+    except tomllib.TOMLDecodeError:
+        return None
+    parts: list[str] = []
+    node: Any = parsed
+    while isinstance(node, dict) and len(node) == 1:
+        key, node = next(iter(node.items()))
+        parts.append(key)
+    return parts
+
+
+def merge_codex(
+    text: str,
+    program: str,
+    *,
+    name: str | None = None,
+    role: str | None = None,
+    database: str | None = None,
+    where: str = "config.toml",
+) -> str:
+    """Codex's ``config.toml`` (``text``) with our ``[mcp_servers.ikigai-store]`` table: its
+    ``command``, ``args``, tool approval (``CODEX_APPROVAL``) and database (``database``, the
+    URL the installer uses: written when it has no password; with one, Codex is told to pass
+    ``$IKIGAI_DATABASE_URL`` through, ``env_vars``). The table replaces ours where it stands
+    (keys the user added to it kept), else is appended; every other line stays as it was.
+    ``InvalidArgument`` (naming ``where``) for a file that is not TOML."""
+    import tomllib
+
+    try:
+        current = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidArgument(
+            f"{where} is not valid TOML ({exc}); fix or move it, then install again"
+        ) from None
+    servers = current.get("mcp_servers", {})
+    if not isinstance(servers, dict):
+        raise InvalidArgument(f"{where}: mcp_servers must be a table")
+    ours = servers.get(MCP_SERVER, {})
+    if not isinstance(ours, dict):
+        raise InvalidArgument(f"{where}: mcp_servers.{MCP_SERVER} must be a table")
+    table: dict[str, Any] = {
+        "command": program,
+        "args": ["mcp", *_identity_args(name, role)],
+        **CODEX_APPROVAL,
+    }
+    env = {k: v for k, v in (ours.get("env") or {}).items() if k != DATABASE_VARIABLE}
+    forwarded = [v for v in (ours.get("env_vars") or []) if v != DATABASE_VARIABLE]
+    if database is not None:
+        from ..config import password_of
+
+        if password_of(database):
+            forwarded.append(DATABASE_VARIABLE)
+        else:
+            env[DATABASE_VARIABLE] = database
+    if env:
+        table["env"] = env
+    if forwarded:
+        table["env_vars"] = forwarded
+    table |= {k: v for k, v in ours.items() if k not in _CODEX_KEYS}
+    block = [f"[mcp_servers.{_toml_key(MCP_SERVER)}]"]
+    block += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in table.items()]
+
+    lines = text.splitlines()
+    kept: list[str] = []
+    at: int | None = None
+    inside = False
+    for line in lines:
+        match = _TABLE.match(line) if not line.lstrip().startswith("#") else None
+        if match:
+            path = _table_path(match["name"])
+            inside = path is not None and path[:2] == ["mcp_servers", MCP_SERVER]
+            if inside and at is None:
+                at = len(kept)
+        if not inside:
+            kept.append(line)
+    if at is None:
+        while kept and not kept[-1].strip():
+            kept.pop()
+        merged = [*kept, *([""] if kept else []), *block]
+    else:
+        rest = kept[at:]
+        head = kept[:at]
+        merged = [*head, *block, *([""] if rest and rest[0].strip() else []), *rest]
+    result = "\n".join(merged) + "\n"
+    tomllib.loads(result)  # what we write parses (a bug of ours otherwise)
+    return result
+
+
+def plan_codex(
+    program: str,
+    *,
+    name: str | None = None,
+    role: str | None = None,
+    database: str | None = None,
+    path: Path | None = None,
+) -> list[Change]:
+    """What installing the MCP server for Codex would write (reads only): its
+    ``config.toml`` (``path``, default ``codex_config_path()``) merged by ``merge_codex``."""
+    path = path if path is not None else codex_config_path()
+    try:
+        before: str | None = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        before = None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgument(f"cannot read {path}: {exc}") from None
+    try:
+        after = merge_codex(
+            before or "", program, name=name, role=role, database=database, where=str(path)
+        )
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"{exc}; nothing was written") from None
+    return [Change(path, before, after)]

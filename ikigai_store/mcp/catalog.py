@@ -5,7 +5,9 @@ and ``tools/list`` at once, importing only the standard library.
 Owns the tool-set rule (``select_names``: the one definition ``tools.select`` uses too) and the
 catalog's content: the ``initialize`` result the SDK's server gives (but the protocol version,
 which is negotiated, and the package version, filled in at run time), the protocol versions it
-accepts, and each tool as ``tools/list`` lists it, for a plain and for an ``--operator`` server.
+accepts (the instructions without the sentence naming the database, which the proxy adds:
+``_where.instructions``), and each tool as ``tools/list`` lists it, for a plain and for an
+``--operator`` server.
 Invariant: ``catalog.json`` is what ``snapshot.build()`` records from the SDK's server for this
 code (tests/unit checks it; ``python -m ikigai_store.mcp.snapshot`` writes it again after a tool
 changes).

@@ -22,10 +22,14 @@ its hooks resolve), registered on first use. Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
+import os
+import signal
 import sys
+import typing
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from typing import Any
 
@@ -33,10 +37,12 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
 from .. import __version__
 from .._net import bound_port, is_loopback
+from .._where import describe, instructions
 from ..aio import AsyncStore, open_async
 from ..errors import IkigaiStoreError, InvalidArgument
 from ..hooks.context import agent_role, project_key
@@ -103,6 +109,15 @@ class Face:
         #: The resources and their subscriptions (``close`` ends them).
         self.resources = Resources(self)
 
+    def database(self) -> str:
+        """Which database this server uses, in words (its password masked): said in the
+        server's instructions, so a client that started it with another environment than
+        the user's (an allow-list, a minimal one) shows which one it got."""
+        data_dir = getattr(self.store, "embedded_data_dir", None)
+        if data_dir is not None:
+            return describe(None, os.fspath(data_dir))
+        return describe(str(self.store.url))
+
     async def identity(self) -> Identity:
         """The identity this server acts as (resolved, and registered, on first use)."""
         if self._identity is None:
@@ -124,12 +139,12 @@ class Face:
             return types.ListToolsResult(tools=self._listed)
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-            return await self.call(params.name, params.arguments)
+            return await self.call(params.name, params.arguments, progress=_progress_of(ctx))
 
         return Server(
             "ikigai-store",
             version=__version__,
-            instructions=INSTRUCTIONS,
+            instructions=instructions(INSTRUCTIONS, self.database()),
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             on_list_resources=self.resources.list_resources,
@@ -144,8 +159,17 @@ class Face:
         """End the resource subscriptions (before the store closes)."""
         await self.resources.close()
 
-    async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        """Run tool ``name``; every failure becomes a tool error (never an exception)."""
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        progress: Progress | None = None,
+    ) -> types.CallToolResult:
+        """Run tool ``name``; every failure becomes a tool error (never an exception). With
+        ``progress`` (the client gave a ``progressToken``), a call still running reports
+        progress every ``PROGRESS_INTERVAL`` seconds (a client may extend its timeout on
+        it): ``wait_for_mail`` waits up to 120 s, past many clients' default timeout."""
         tool = self._tools.get(name)
         try:
             if tool is None:
@@ -157,9 +181,7 @@ class Face:
             if tool.project is not None:
                 kwargs[tool.project] = self.project
             kwargs.update(tool.fixed)
-            result = await tool.bind(self.store)(**kwargs)
-            if tool.name == "register":
-                await self._adopt(result)
+            result = await _reporting(tool.bind(self.store)(**kwargs), progress)
             structured = tool.structured(result)
         except IkigaiStoreError as exc:
             return _error(f"{type(exc).__name__}: {exc}")
@@ -173,19 +195,94 @@ class Face:
 
     def _validated(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
         """The call's arguments checked against the tool's schema, as keyword arguments."""
+        for param, value in arguments.items():
+            if _lone_surrogate(param) or _lone_surrogate(value):
+                shown = param.encode("utf-8", "backslashreplace").decode()
+                raise InvalidArgument(
+                    f"bad arguments for {tool.name}: {shown}: holds a lone surrogate, not "
+                    "valid Unicode"
+                )
         try:
-            model: BaseModel = self._arguments[tool.name].model_validate(arguments)
+            text = json.dumps(arguments)  # the strict JSON mode reads what a client sent
+            model: BaseModel = self._arguments[tool.name].model_validate_json(text)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
                 for error in exc.errors(include_url=False, include_input=False)
             )
             raise InvalidArgument(f"bad arguments for {tool.name}: {problems}") from None
-        return {field: getattr(model, field) for field in type(model).model_fields}
+        values = {field: getattr(model, field) for field in type(model).model_fields}
+        return tool.call_arguments(values)
 
-    async def _adopt(self, registered: Identity) -> None:
-        """After ``register``: act as the new identity, and map this agent's key to it."""
-        self._identity = await self._resolve(registered.name)
+
+#: Seconds between two progress notifications of a running call.
+PROGRESS_INTERVAL = 5.0
+
+Progress = Callable[[float, str], Awaitable[None]]
+
+
+def _progress_of(ctx: Any) -> Progress | None:
+    """The request's progress reporter, when its client gave a ``progressToken``."""
+    meta = getattr(ctx, "meta", None) or {}
+    token = meta.get("progressToken", meta.get("progress_token"))
+    if isinstance(token, bool) or not isinstance(token, str | int):
+        return None
+    session, request_id = ctx.session, getattr(ctx, "request_id", None)
+
+    async def report(elapsed: float, message: str) -> None:
+        await session.send_progress_notification(
+            token, elapsed, message=message, related_request_id=request_id
+        )
+
+    return report
+
+
+async def _cancelled_once(call: Awaitable[Any]) -> Any:
+    """Await ``call`` in its own asyncio task. When the caller is cancelled (a client's
+    ``notifications/cancelled``), the task is cancelled once and awaited: psycopg then cancels
+    the running query and the connection goes back to the pool in a clean state. (anyio's
+    cancellation is level-triggered: delivered again into psycopg's own cleanup, it made
+    psycopg close the connection and the pool discard it, logging both.)"""
+    task = asyncio.ensure_future(call)
+    try:
+        return await asyncio.shield(task)
+    except BaseException:
+        if not task.done():
+            task.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([task])
+        elif not task.cancelled():
+            task.exception()  # retrieved: no "exception was never retrieved" warning
+        raise
+
+
+async def _reporting(call: Awaitable[Any], progress: Progress | None) -> Any:
+    """Await ``call`` (``_cancelled_once``); meanwhile report progress every
+    ``PROGRESS_INTERVAL`` seconds."""
+    call = _cancelled_once(call)
+    if progress is None:
+        return await call
+    outcome: list[Any] = []
+    failure: list[Exception] = []
+
+    async def run(scope: anyio.CancelScope) -> None:
+        try:
+            outcome.append(await call)
+        except Exception as exc:  # raised below, outside the task group (not as a group)
+            failure.append(exc)
+        finally:
+            scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run, group.cancel_scope)
+        elapsed = 0.0
+        while True:
+            await anyio.sleep(PROGRESS_INTERVAL)
+            elapsed += PROGRESS_INTERVAL
+            await progress(elapsed, f"still running after {elapsed:g} s")
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def _error(message: str) -> types.CallToolResult:
@@ -204,10 +301,76 @@ async def serve_stdio(make_face: Callable[[AsyncStore], Face], url: str | None) 
         face = make_face(store)
         server = face.server()
         try:
-            async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+            with open(os.dup(0), encoding="utf-8", errors="replace") as stdin:
+                lines = CheckedLines(anyio.wrap_file(stdin))
+                async with stdio_server(stdin=typing.cast(Any, lines)) as (read, write):
+                    lines.answer_with(write)
+                    await server.run(read, write, server.create_initialization_options())
         finally:
             await face.close()
+
+
+def _lone_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_lone_surrogate(item) for item in value)
+    return False
+
+
+class CheckedLines:
+    """The stdio server's input lines, minus those carrying a lone surrogate (``\\ud800``:
+    JSON that is not Unicode, which the SDK drops without a word): a request among them is
+    answered with a JSON-RPC parse error (-32700) naming the problem, a notification
+    dropped; the others pass through unchanged."""
+
+    def __init__(self, lines: Any) -> None:
+        self._lines = lines
+        self._answers: Any = None
+        self._ready = anyio.Event()
+
+    def answer_with(self, write: Any) -> None:
+        """Where the error answers go (the transport's write stream)."""
+        self._answers = write
+        self._ready.set()
+
+    def __aiter__(self) -> Any:
+        return self._checked()
+
+    async def _checked(self) -> Any:
+        async for line in self._lines:
+            if "\\u" in line and (found := self._refused(line)) is not None:
+                if found[0]:
+                    await self._ready.wait()
+                    error = types.JSONRPCError(
+                        jsonrpc="2.0",
+                        id=found[1],
+                        error=types.ErrorData(
+                            code=types.PARSE_ERROR,
+                            message="the message is not valid Unicode: a string holds a lone "
+                            "surrogate (\\ud800-\\udfff escapes must come in pairs)",
+                        ),
+                    )
+                    await self._answers.send(SessionMessage(error))
+                continue
+            yield line
+
+    @staticmethod
+    def _refused(line: str) -> tuple[bool, Any] | None:
+        """(is it a request, its id) of a message carrying a lone surrogate, else None."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return None
+        if not _lone_surrogate(message):
+            return None
+        request = isinstance(message, dict) and "id" in message and "method" in message
+        ident = message.get("id") if request else None
+        if isinstance(ident, bool) or not isinstance(ident, str | int):
+            return (False, None) if not request else (True, None)
+        return (True, ident if not _lone_surrogate(ident) else None)
 
 
 class BearerToken:
@@ -320,6 +483,10 @@ def run(
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
     if not http:
+        # A client stops its server with SIGINT, then SIGTERM 100 ms later (Claude Code): the
+        # blocking stdin reader would hold a graceful exit forever, so SIGINT ends the process
+        # as SIGTERM does (the database sees the connections close).
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         anyio.run(serve_stdio, make_face, url)
         return
 

@@ -17,7 +17,7 @@ from mcp.server.stdio import stdio_server
 from mcp_types import version
 
 from .catalog import PATH, render
-from .server import Face
+from .server import INSTRUCTIONS, Face
 from .tools import TOOLS
 
 __all__ = ["build"]
@@ -60,8 +60,15 @@ class _Out:
         return None
 
 
+class _Listing:
+    """Stands in for the store: the face only lists, and names a database."""
+
+    url = "-"
+    embedded_data_dir = None
+
+
 async def _answers(operator: bool) -> dict[Any, dict[str, Any]]:
-    face = Face(None, TOOLS, operator=operator)  # type: ignore[arg-type]  # it only lists
+    face = Face(_Listing(), TOOLS, operator=operator)  # type: ignore[arg-type]
     server = face.server()
     out = _Out()
     async with stdio_server(stdin=_In(), stdout=out) as (read, write):  # type: ignore[arg-type]
@@ -74,6 +81,7 @@ def build() -> dict[str, Any]:
     plain, operator = anyio.run(_answers, False), anyio.run(_answers, True)
     initialize = plain[1]
     del initialize["protocolVersion"], initialize["serverInfo"]["version"]
+    initialize["instructions"] = INSTRUCTIONS  # the proxy adds the database it means
     return {
         "handshake_versions": list(version.HANDSHAKE_PROTOCOL_VERSIONS),
         "latest_handshake_version": version.LATEST_HANDSHAKE_VERSION,

@@ -10,7 +10,14 @@ error. Invariants:
   and those it hides; names, defaults and types are the
   operation's, with model types dropped from unions (``str | Identity`` is a name on the
   wire), ``timedelta`` as seconds and ``UUID`` as a string;
-- unknown arguments are refused (``extra="forbid"``), as are wrong types;
+- each parameter accepts exactly what its schema declares: unknown arguments are refused
+  (``extra="forbid"``) and values are validated strictly (pydantic's strict JSON mode: no
+  number read as a date, no string as a number); seconds travel as numbers and reach an
+  operation that takes a ``timedelta`` as one, a pair (``(resource, token)``) as an array
+  of two items (no ``prefixItems``: draft-07 validators and Codex do not know it);
+- every schema node says its type (a JSON value of any type is an ``anyOf`` of the six);
+  a parameter's bounds, default and format are repeated in its ``description`` (Codex
+  drops ``minimum``, ``maximum``, ``default`` and ``format`` before the model sees them);
 - a result is always a JSON object (``structuredContent``): a model's fields, or
   ``{"result": value}`` for anything else;
 - every description is at most ``MAX_DESCRIPTION`` characters (Claude Code truncates at 2 KB).
@@ -22,6 +29,7 @@ import collections.abc as abc
 import dataclasses
 import functools
 import inspect
+import json
 import re
 import types
 import typing
@@ -126,14 +134,42 @@ class Tool:
                 wire = Annotated[wire, Field(ge=0, le=self.maximum[name])]
             default = self.defaults.get(name, parameters[name].default)
             fields[name] = (wire, ... if default is inspect.Parameter.empty else default)
-        config = ConfigDict(extra="forbid", arbitrary_types_allowed=False)
+        config = ConfigDict(extra="forbid", arbitrary_types_allowed=False, strict=True)
         model: type[BaseModel] = create_model(f"{self.name}_arguments", __config__=config, **fields)
         return model
 
     def input_schema(self, operator: bool) -> dict[str, Any]:
-        """The JSON schema of the arguments (titles dropped: they repeat the names)."""
-        schema: dict[str, Any] = _untitled(self.arguments(operator).model_json_schema())
+        """The JSON schema of the arguments (titles dropped: they repeat the names; every
+        node typed; each parameter's bounds, default and format said in its description)."""
+        schema: dict[str, Any] = _typed(_untitled(self.arguments(operator).model_json_schema()))
+        for prop in schema.get("properties", {}).values():
+            said = _bounds_said(prop)
+            if said:
+                described = prop.get("description")
+                prop["description"] = (
+                    f"{described} ({said})" if described else said[0].upper() + said[1:]
+                )
         return schema
+
+    def call_arguments(self, validated: Mapping[str, Any]) -> dict[str, Any]:
+        """The validated wire values as the operation's arguments: a pair's array as a
+        tuple, seconds as a ``timedelta`` where the operation takes one and no number."""
+        kwargs = dict(validated)
+        for name, value in validated.items():
+            if name == AS_IDENTITY:
+                continue
+            kinds = _flat(self._hints[name])
+            if isinstance(value, list) and any(typing.get_origin(k) is tuple for k in kinds):
+                kwargs[name] = tuple(value)
+            elif (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and timedelta in kinds
+                and float not in kinds
+                and int not in kinds
+            ):
+                kwargs[name] = timedelta(seconds=value)
+        return kwargs
 
     @cached_property
     def result(self) -> TypeAdapter[Any]:
@@ -148,8 +184,8 @@ class Tool:
 
     @cached_property
     def output_schema(self) -> dict[str, Any]:
-        """The JSON schema of ``structuredContent``: always an object."""
-        schema: dict[str, Any] = _untitled(self.result.json_schema(mode="serialization"))
+        """The JSON schema of ``structuredContent``: always an object, every node typed."""
+        schema: dict[str, Any] = _typed(_untitled(self.result.json_schema(mode="serialization")))
         if not self.wraps_result:
             return schema
         defs = schema.pop("$defs", None)
@@ -273,6 +309,84 @@ def _untitled(schema: Any) -> Any:
     }
 
 
+#: Any JSON value, said explicitly (an empty schema is one clients handle badly).
+ANY_JSON: dict[str, Any] = {
+    "anyOf": [
+        {"type": "object"},
+        {"type": "array"},
+        {"type": "string"},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+    ]
+}
+#: The keywords that say what a schema node holds (a node with none of them is untyped).
+_TYPING = frozenset(
+    {"type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const", "properties", "items", "not"}
+)
+
+
+_SUBSCHEMAS = frozenset({"items", "additionalProperties", "not", "anyOf", "oneOf", "allOf"})
+
+
+def _typed(schema: Any) -> Any:
+    """``schema`` with every untyped node (``{}``, ``{"default": null}``) made ``ANY_JSON``
+    (its other keys kept)."""
+    if isinstance(schema, list):
+        return [_typed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs"):
+            out[key] = {name: _typed(sub) for name, sub in value.items()}
+        elif key in _SUBSCHEMAS and isinstance(value, dict | list):
+            out[key] = _typed(value)
+        else:
+            out[key] = value
+    if not _TYPING & out.keys():
+        out = {**ANY_JSON, **out}
+    return out
+
+
+def _bounds_said(prop: Mapping[str, Any]) -> str:
+    """A property's bounds, format and default in words (clients that drop the keywords
+    still show the description)."""
+    nodes = [prop, *(n for n in prop.get("anyOf", ()) if isinstance(n, dict))]
+    words: list[str] = []
+    for node in nodes:
+        low, high = node.get("minimum"), node.get("maximum")
+        if low is not None and high is not None:
+            words.append(f"{low:g} to {high:g}")
+        elif low is not None:
+            words.append(f"at least {low:g}")
+        elif high is not None:
+            words.append(f"at most {high:g}")
+        if node.get("minLength") is not None or node.get("maxLength") is not None:
+            words.append(
+                f"{node.get('minLength', 0)} to {node['maxLength']} characters"
+                if node.get("maxLength") is not None
+                else f"at least {node['minLength']} characters"
+            )
+        if node.get("minItems") is not None and node.get("minItems") == node.get("maxItems"):
+            words.append(f"exactly {node['minItems']} items")
+        if node.get("format") == "date-time":
+            numbers = any(n.get("type") == "number" for n in nodes)
+            words.append(
+                "an ISO 8601 date-time with a UTC offset" + (", or seconds" if numbers else "")
+            )
+    if prop.get("default") not in (None, [], {}, False, ""):
+        words.append(f"default {json.dumps(prop['default'])}")
+    return "; ".join(dict.fromkeys(words))
+
+
+def _flat(tp: Any) -> list[Any]:
+    """The members of a union type (``tp`` itself if it is none)."""
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        return [member for arg in typing.get_args(tp) for member in _flat(arg)]
+    return [tp]
+
+
 #: Parameters whose values come from one vocabulary wherever they appear.
 _VOCABULARY: dict[str, tuple[str, ...]] = {
     "priority": models.PRIORITIES,
@@ -311,7 +425,9 @@ def _wire(tp: Any) -> Any:
     if origin in (abc.Mapping, dict):
         return dict[str, Any]
     if origin is tuple:
-        return tuple[tuple(_wire(a) for a in args)]  # type: ignore[misc]
+        kinds: list[Any] = list(dict.fromkeys(_wire(a) for a in args))
+        item = Union[tuple(kinds)] if len(kinds) > 1 else kinds[0]  # noqa: UP007
+        return Annotated[list[item], Field(min_length=len(args), max_length=len(args))]  # type: ignore[valid-type]
     return tp
 
 
@@ -324,7 +440,8 @@ def _tools() -> tuple[Tool, ...]:
              lead="Who this agent is (its identity), marking it active."),
         Tool("register", "identities.register", "identities",
              hidden=("agent_uuid", "hostname"),
-             lead="Register a new identity. The server goes on acting as the one it has."),
+             lead="Register a new identity (another agent's, e.g. a helper you start). This "
+                  "server goes on acting as the identity it has (`whoami`)."),
         Tool("list_agents", "identities.discover", "identities", read_only=True),
         Tool("get_agent", "identities.get", "identities", read_only=True),
         # mail
@@ -347,6 +464,7 @@ def _tools() -> tuple[Tool, ...]:
              lead="Wait (at most 120 s) for mail to arrive."),
         # topics
         Tool("list_topics", "topics.list", "topics", read_only=True),
+        Tool("create_topic", "topics.create", "topics", choices={"kind": models.TOPIC_KINDS}),
         Tool("subscribe", "topics.subscribe", "topics", me="identity"),
         Tool("unsubscribe", "topics.unsubscribe", "topics", me="identity"),
         Tool("publish", "mail.publish", "topics", me="sender", hidden=("attachments",)),
@@ -382,6 +500,7 @@ def _tools() -> tuple[Tool, ...]:
              choices={"state": models.PLAN_STATES}),
         # tasks
         Tool("task_lists", "tasks.lists", "tasks", project="project_key", read_only=True),
+        Tool("create_task_list", "tasks.create_list", "tasks", me="owner"),
         Tool("list_tasks", "tasks.list", "tasks", read_only=True,
              choices={"status": models.TASK_STATUSES}),
         Tool("upsert_task", "tasks.upsert", "tasks", core=True, hidden=("owner",),

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from .._version import __version__
+from .._where import describe, instructions
 from ..mcp.catalog import load, select_names
 from . import client
 
@@ -40,7 +41,6 @@ __all__ = ["Proxy", "main"]
 _PRIVATE = "ikigai-proxy:"
 _INTERNAL_ERROR = -32603
 _PARSE_ERROR = -32700
-_INVALID_REQUEST = -32600
 
 
 class Proxy:
@@ -117,8 +117,9 @@ class Proxy:
                         "jsonrpc": "2.0",
                         "id": message["id"],
                         "error": {
-                            "code": _INVALID_REQUEST,
-                            "message": "Invalid request: a string holds a lone surrogate",
+                            "code": _PARSE_ERROR,
+                            "message": "the message is not valid Unicode: a string holds a lone "
+                            "surrogate (\\ud800-\\udfff escapes must come in pairs)",
                         },
                     }
                 )
@@ -136,6 +137,11 @@ class Proxy:
             return  # the session with the service sends its own
         if method in ("resources/subscribe", "resources/unsubscribe"):
             self._track(method, message.get("params"))
+        if method == "notifications/cancelled":  # the server answers a cancelled request never
+            params = message.get("params")
+            if isinstance(params, dict):
+                with self._lock:
+                    self._in_flight.pop(_key(params.get("requestId")), None)
         self._forward(line, message if is_request else None)
 
     def _answer_initialize(self, message: dict[str, Any]) -> None:
@@ -148,6 +154,9 @@ class Proxy:
         result = json.loads(json.dumps(self.catalog["initialize"]))
         result["protocolVersion"] = negotiated
         result["serverInfo"]["version"] = __version__
+        result["instructions"] = instructions(
+            result["instructions"], describe(self.target.database)
+        )
         self._initialize = message
         self.write({"jsonrpc": "2.0", "id": message["id"], "result": result})
         self._connect_in_background()

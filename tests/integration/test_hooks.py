@@ -243,6 +243,21 @@ def test_prompt_shows_each_new_mail_once(store: ik.Store, project: str) -> None:
     assert f"#{first.id}" not in text and "Already read" not in text
 
 
+def test_prompt_does_not_repeat_the_mail_session_start_listed(
+    store: ik.Store, project: str
+) -> None:
+    """The mail SessionStart listed counts as shown: the first prompt says nothing of it,
+    and a later prompt shows only mail that arrived since."""
+    agent, other = me(store, project), peer(store)
+    listed = store.mail.send(other, agent, "Listed at start", "1")
+    started = context_of(answer("session-start", event(project, "SessionStart")), "SessionStart")
+    assert "'Listed at start'" in started
+    assert run("prompt", event(project, "UserPromptSubmit")) == (0, "", "")
+    later = store.mail.send(other, agent, "Later", "2")
+    text = context_of(answer("prompt", event(project, "UserPromptSubmit")), "UserPromptSubmit")
+    assert f"#{later.id}" in text and f"#{listed.id}" not in text
+
+
 def test_prompt_without_mail_prints_nothing(project: str) -> None:
     """No unread mail: exit 0, nothing on stdout or stderr."""
     assert run("prompt", event(project, "UserPromptSubmit")) == (0, "", "")

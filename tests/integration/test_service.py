@@ -555,7 +555,7 @@ def test_the_proxy_answers_a_lone_surrogate_with_an_error(
         mcp.proc.stdin.write(raw.encode())
         mcp.proc.stdin.flush()
         answer = json.loads(mcp.proc.stdout.readline())
-        assert answer["id"] == "bad" and answer["error"]["code"] == -32600
+        assert answer["id"] == "bad" and answer["error"]["code"] == -32700
         me = mcp.ask("tools/call", {"name": "whoami", "arguments": {}})["result"]
         assert me["structuredContent"]["project_key"] == project
     finally:

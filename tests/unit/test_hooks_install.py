@@ -21,7 +21,10 @@ PROGRAM = "/opt/venv/bin/ikigai-store"
 
 @pytest.fixture(autouse=True)
 def running_as_ikigai_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """sys.argv[0] is an ``ikigai-store`` script (as when run from a shell)."""
+    """sys.argv[0] is an ``ikigai-store`` script (as when run from a shell); no database URL
+    in the environment (the embedded default), unless a test sets one."""
+    monkeypatch.delenv("IKIGAI_DATABASE_URL", raising=False)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
     script = tmp_path / "bin" / "ikigai-store"
     script.parent.mkdir()
     script.write_text("#!/bin/sh\n")
@@ -111,7 +114,7 @@ def test_merge_keeps_other_keys_and_hooks_and_a_second_run_changes_nothing(
     before = {p: p.read_bytes() for p in (settings_path, tmp_path / ".mcp.json")}
     mtimes = {p: p.stat().st_mtime_ns for p in before}
     again = installed(tmp_path, "--as", "Ada", "--role", "lead")
-    assert again.exit_code == 0 and again.output.count("unchanged") == 2
+    assert again.exit_code == 0 and again.output.count("unchanged") == 3
     assert {p: p.read_bytes() for p in before} == before
     assert {p: p.stat().st_mtime_ns for p in before} == mtimes
 
@@ -185,7 +188,7 @@ def test_dry_run_prints_diffs_and_writes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / ".claude").exists()
     assert path.read_text() == '{"mcpServers": {}}\n'
     assert installed(tmp_path).exit_code == 0
-    assert installed(tmp_path, "--dry-run").output.count("unchanged") == 2
+    assert installed(tmp_path, "--dry-run").output.count("unchanged") == 3
 
 
 @pytest.mark.parametrize(
@@ -229,7 +232,10 @@ def test_files_are_written_atomically_keeping_their_mode(tmp_path: Path) -> None
     assert installed(tmp_path).exit_code == 0
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == [".claude", ".mcp.json", "bin"]
-    assert [p.name for p in (tmp_path / ".claude").iterdir()] == ["settings.json"]
+    assert sorted(p.name for p in (tmp_path / ".claude").iterdir()) == [
+        "settings.json",
+        "settings.local.json",
+    ]
 
 
 def test_our_commands_are_recognised_by_their_words() -> None:
@@ -283,6 +289,7 @@ def test_wake_rewake_adds_one_async_rewake_stop_entry(
         "type": "command",
         "command": f"{running_as_ikigai_store} watch --as Coder --role dev --rewake",
         "asyncRewake": True,
+        "rewakeMessage": install.REWAKE_MESSAGE,
         "timeout": install.REWAKE_TIMEOUT,
     }
     assert {"type": "command", "command": "notify-send done", "timeout": 5} in [
@@ -296,32 +303,17 @@ def test_wake_rewake_adds_one_async_rewake_stop_entry(
     assert len(ours(read(settings_path), "Stop")) == 1
 
 
-def test_wake_monitor_writes_an_enabled_project_plugin(
-    tmp_path: Path, running_as_ikigai_store: Path
-) -> None:
-    """--wake monitor writes a one-plugin marketplace whose monitor runs `watch`, registers
-    and enables it; a later install without it disables the plugin (not deleting files)."""
-    result = installed(tmp_path, "--wake", "monitor")
-    assert result.exit_code == 0, result.output
-    plugin = tmp_path / install.PLUGIN_DIR
-    (monitor,) = read(plugin / "monitors" / "monitors.json")
-    assert monitor["command"] == f"{running_as_ikigai_store} watch"
-    assert read(plugin / ".claude-plugin" / "plugin.json")["name"] == install.PLUGIN
-    market = read(plugin / ".claude-plugin" / "marketplace.json")
-    assert market["plugins"] == [
-        {"name": install.PLUGIN, "source": "./", "description": market["plugins"][0]["description"]}
-    ]
-    settings = read(tmp_path / ".claude" / "settings.json")
-    key = f"{install.PLUGIN}@{install.MARKETPLACE}"
-    assert settings["enabledPlugins"] == {key: True}
-    assert settings["extraKnownMarketplaces"][install.MARKETPLACE] == {
-        "source": {"source": "directory", "path": f"./{install.PLUGIN_DIR}"}
-    }
-    assert _watch_entries(settings) == []
-    assert "unchanged" in installed(tmp_path, "--wake", "monitor").output.splitlines()[-1]
-    installed(tmp_path, "--wake", "rewake")
-    settings = read(tmp_path / ".claude" / "settings.json")
-    assert settings["enabledPlugins"] == {key: False} and len(_watch_entries(settings)) == 1
+def test_an_earlier_monitor_plugin_is_disabled_and_the_mode_is_gone(tmp_path: Path) -> None:
+    """--wake monitor no longer exists (Claude Code does not start a project plugin's monitor
+    headless); an install disables the plugin an earlier one enabled, keeping the rest."""
+    settings_path = tmp_path / ".claude" / "settings.json"
+    settings_path.parent.mkdir()
+    key = "ikigai-store@ikigai-store-local"
+    settings_path.write_text(json.dumps({"enabledPlugins": {key: True, "other@m": True}}))
+    refused = installed(tmp_path, "--wake", "monitor")
+    assert refused.exit_code != 0 and "monitor" in refused.output
+    assert installed(tmp_path).exit_code == 0
+    assert read(settings_path)["enabledPlugins"] == {key: False, "other@m": True}
 
 
 def test_watch_commands_are_recognised() -> None:
@@ -365,6 +357,9 @@ def test_http_hooks_post_to_the_server_and_never_hold_the_token(tmp_path: Path) 
     settings = json.loads(text)
     quoted = str(project.resolve()).replace(" ", "%20")
     for event, hook, matcher in install.HOOK_EVENTS:
+        if hook in install.COMMAND_ONLY:  # Claude Code refuses http hooks for SessionStart
+            assert http_ours(settings, event) == [] and len(ours(settings, event)) == 1
+            continue
         [entry] = http_ours(settings, event)
         assert entry == {
             "type": "http",
@@ -434,10 +429,12 @@ def test_switching_between_command_and_http_replaces_in_place(tmp_path: Path) ->
     assert entry["type"] == "http" and "command" not in entry
     assert entry["statusMessage"] == "checking reservations"
     assert settings["hooks"]["Stop"][0] == EXISTING_SETTINGS["hooks"]["Stop"][0]
-    for event, _, _ in install.HOOK_EVENTS:
-        assert len(http_ours(settings, event)) == 1 and ours(settings, event) == []
+    for event, hook, _ in install.HOOK_EVENTS:
+        http_count, command_count = (0, 1) if hook in install.COMMAND_ONLY else (1, 0)
+        assert len(http_ours(settings, event)) == http_count
+        assert len(ours(settings, event)) == command_count
     again = installed(tmp_path, "--http", SERVER)
-    assert again.exit_code == 0 and again.output.count("unchanged") == 2
+    assert again.exit_code == 0 and again.output.count("unchanged") == 3
 
     assert installed(tmp_path).exit_code == 0
     settings = read(settings_path)
@@ -474,3 +471,115 @@ def test_our_http_entries_are_recognised_by_path_and_token_variable() -> None:
     assert recognise({"type": "http", "url": 7, **token}) is None
     assert recognise({"type": "command", "command": "ikigai-store hook stop"}) == "stop"
     assert recognise("not an entry") is None
+
+
+def test_the_install_approves_the_server_in_settings_local_json(tmp_path: Path) -> None:
+    """The server the user installs is approved where Claude Code honours it
+    (``enabledMcpjsonServers`` in .claude/settings.local.json; a rejection of it lifted),
+    keeping what the file held; installing again changes nothing."""
+    local = tmp_path / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text(
+        json.dumps(
+            {
+                "permissions": {"allow": ["Bash(ls)"]},
+                "enabledMcpjsonServers": ["other"],
+                "disabledMcpjsonServers": ["ikigai-store", "third"],
+            }
+        )
+    )
+    assert installed(tmp_path).exit_code == 0
+    assert read(local) == {
+        "permissions": {"allow": ["Bash(ls)"]},
+        "enabledMcpjsonServers": ["other", "ikigai-store"],
+        "disabledMcpjsonServers": ["third"],
+    }
+    assert installed(tmp_path).output.count("unchanged") == 3
+
+
+def test_the_server_entry_names_the_database_without_a_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database the installer uses is named in the server's env: a URL without a
+    password as it is; with a password, a ${IKIGAI_DATABASE_URL} reference (no password in
+    the file); the embedded default: nothing."""
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setenv("IKIGAI_DATABASE_URL", "postgresql://ann@db.internal/coord")
+    assert installed(tmp_path).exit_code == 0
+    entry = read(tmp_path / ".mcp.json")["mcpServers"]["ikigai-store"]
+    assert entry["env"] == {"IKIGAI_DATABASE_URL": "postgresql://ann@db.internal/coord"}
+    monkeypatch.setenv("IKIGAI_DATABASE_URL", "postgresql://ann:pw-secret@db.internal/coord")
+    assert installed(tmp_path).exit_code == 0
+    text = (tmp_path / ".mcp.json").read_text()
+    assert "pw-secret" not in text
+    entry = json.loads(text)["mcpServers"]["ikigai-store"]
+    assert entry["env"] == {"IKIGAI_DATABASE_URL": "${IKIGAI_DATABASE_URL}"}
+    monkeypatch.delenv("IKIGAI_DATABASE_URL")
+    assert installed(tmp_path).exit_code == 0
+    assert "env" not in read(tmp_path / ".mcp.json")["mcpServers"]["ikigai-store"]
+
+
+CODEX_CONFIG = """# my Codex settings
+model = "o4"
+
+[mcp_servers.ikigai-store]
+command = "/old/ikigai-store"
+startup_timeout_sec = 20
+
+[mcp_servers.ikigai-store.env]
+FOO = "bar"
+
+[mcp_servers.other]
+command = "other-server"
+"""
+
+
+def test_codex_install_merges_its_server_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--codex writes [mcp_servers.ikigai-store] into $CODEX_HOME/config.toml: ours replaced
+    where it stood (the user's keys and env kept, its subtable folded in), every other line
+    kept, the tools approved; a second run changes nothing; --dry-run writes nothing."""
+    import tomllib
+
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    monkeypatch.delenv("IKIGAI_DATABASE_URL", raising=False)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    config = tmp_path / "codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(CODEX_CONFIG)
+    dry = installed(tmp_path, "--codex", "--dry-run", "--as", "Ada")
+    assert dry.exit_code == 0 and '+args = ["mcp", "--as", "Ada"]' in dry.output
+    assert config.read_text() == CODEX_CONFIG
+    assert installed(tmp_path, "--codex", "--as", "Ada").exit_code == 0
+    text = config.read_text()
+    assert text.startswith('# my Codex settings\nmodel = "o4"\n')
+    data = tomllib.loads(text)
+    ours_ = data["mcp_servers"]["ikigai-store"]
+    assert ours_["command"].endswith("ikigai-store") and ours_["command"] != "/old/ikigai-store"
+    assert ours_["args"] == ["mcp", "--as", "Ada"]
+    assert ours_["default_tools_approval_mode"] == "approve" and ours_["required"] is True
+    assert ours_["startup_timeout_sec"] == 20 and ours_["env"] == {"FOO": "bar"}
+    assert data["mcp_servers"]["other"] == {"command": "other-server"}
+    assert text.count("[mcp_servers.ikigai-store") == 1
+    again = installed(tmp_path, "--codex", "--as", "Ada")
+    assert again.exit_code == 0 and again.output.strip().endswith("unchanged")
+    assert config.read_text() == text
+    assert not (tmp_path / ".mcp.json").exists() and not (tmp_path / ".claude").exists()
+
+
+def test_codex_install_forwards_a_password_url_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a database URL holding a password, Codex is told to pass $IKIGAI_DATABASE_URL
+    through (env_vars; Codex gives servers an allow-listed environment) and the password
+    is not written; a broken config.toml is refused and left as it was."""
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path))
+    monkeypatch.setenv("IKIGAI_DATABASE_URL", "postgresql://ann:pw-secret@db/coord")
+    assert installed(tmp_path, "--codex").exit_code == 0
+    text = (tmp_path / "config.toml").read_text()
+    assert "pw-secret" not in text and 'env_vars = ["IKIGAI_DATABASE_URL"]' in text
+    (tmp_path / "config.toml").write_text("[broken\n")
+    result = installed(tmp_path, "--codex")
+    assert result.exit_code == 1 and "is not valid TOML" in result.stderr
+    assert (tmp_path / "config.toml").read_text() == "[broken\n"
