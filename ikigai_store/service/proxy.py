@@ -23,7 +23,6 @@ background as soon as ``initialize`` is answered. Invariants:
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import sys
@@ -335,15 +334,13 @@ def _key(ident: object) -> str:
 
 
 def main(options: Mapping[str, Any], *, database: str | None = None) -> int:
-    """Serve stdin/stdout until stdin ends (or SIGINT/SIGTERM); 0."""
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    """Serve stdin/stdout until stdin ends (0), or SIGINT/SIGTERM ends the process."""
+    for signum in (signal.SIGINT, signal.SIGTERM):  # end at once, as by default
+        signal.signal(signum, signal.SIG_DFL)
     proxy = Proxy(options, database=database)
-    stdin = sys.stdin.buffer
     try:
-        for line in stdin:
+        for line in sys.stdin.buffer:
             proxy.handle(line.rstrip(b"\r\n"))
-    except KeyboardInterrupt:
-        pass
     finally:
         proxy.close()
     return 0
