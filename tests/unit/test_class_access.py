@@ -123,3 +123,19 @@ def test_pydoc_shows_methods(face: type, is_async: bool) -> None:
         assert f"{prefix}{name}(self" in mail, name
     first = inspect.getdoc(ik.MailCalls.send)
     assert first is not None and first.splitlines()[0] in mail
+
+
+@pytest.mark.parametrize("name", ["migrate", "pending_migrations", "close", "transaction", "url"])
+def test_both_faces_document_their_own_methods_alike(name: str) -> None:
+    """The methods each face defines itself carry the same docstring on both faces, not a
+    "see Store.migrate" (the async face only awaits them)."""
+    sync, asyn = getattr(ik.Store, name), getattr(ik.AsyncStore, name)
+    sync_doc, async_doc = inspect.getdoc(sync), inspect.getdoc(asyn)
+    assert sync_doc and async_doc and "see ``Store" not in async_doc.lower()
+    if name in ("migrate", "pending_migrations", "close", "url"):
+        assert async_doc == sync_doc, name
+    if name != "url":
+        sync_params = inspect.signature(sync).parameters
+        assert sync_params == inspect.signature(asyn).parameters, name
+    if name in ("migrate", "pending_migrations", "close"):
+        assert inspect.iscoroutinefunction(asyn) and not inspect.iscoroutinefunction(sync)
