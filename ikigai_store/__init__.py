@@ -14,6 +14,8 @@ identities, mail, topics and work queues; an ``Outbox`` keeps their mail while o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .activities import ActivityCalls
 from .agents import UNSET, new_agent_uuid
 from .aio import AsyncStore, open_async
@@ -106,6 +108,9 @@ from .tasks import TaskCalls
 from .topics import TopicCalls
 from .validate import MAX_CONTENT_BYTES, MAX_DATA_BYTES, MAX_JSON_DEPTH
 from .watch import WatchCalls
+
+if TYPE_CHECKING:  # loaded on first use (module __getattr__, below)
+    from .sql import aqueries
 
 __version__ = "0.6.0"
 
