@@ -17,6 +17,7 @@ Used by ``mkdocs.yml`` (``extensions`` of the mkdocstrings Python handler).
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import inspect
 from typing import Any
@@ -100,10 +101,8 @@ class Faces(griffe.Extension):
         """A method ``name`` running the operation ``op``: the generator function's
         parameters (as griffe read them) after ``self``, its docstring, ``T`` returned."""
         source = None
-        try:
+        with contextlib.suppress(KeyError, ValueError):  # not a function griffe read
             source = self.collection.get_member(f"{op.fn.__module__}.{op.fn.__name__}")
-        except (KeyError, ValueError):
-            pass
         if isinstance(source, griffe.Alias):
             source = source.final_target
         me = griffe.Parameter("self", kind=griffe.ParameterKind.positional_or_keyword)
@@ -155,8 +154,7 @@ class Faces(griffe.Extension):
         kind = "coroutine functions" if is_async else "methods"
         namespace.docstring = griffe.Docstring(
             f"``{face.__name__}.{space}``: a ``{area.__name__}`` whose operations are "
-            f"{kind}.\n\n"
-            + inspect.cleandoc(area.__doc__ or ""),
+            f"{kind}.\n\n" + inspect.cleandoc(area.__doc__ or ""),
             parent=namespace,
         )
         for name, op in self._operations(area).items():

@@ -11,6 +11,9 @@ A page asks for a generated part with a marker on a line of its own:
   returns, exactly as ``tools/list`` gives them to an agent;
 - ``<!-- mcp-resources -->``: the resource templates (``ikigai_store.mcp.resources``).
 
+It also mends one thing of the CLI page (mkdocs-click): click 8.3+ reports "no default" as its
+``Sentinel.UNSET``, shown as ``False`` for a flag and *none* for another option.
+
 Used by ``mkdocs.yml`` (``hooks``); ``tests/integration/test_docs.py`` checks the result.
 """
 
@@ -92,12 +95,7 @@ def _mcp_tools() -> str:
     for area in AREAS:
         out.append(f"### {area}\n")
         for tool in (t for t in TOOLS if t.area == area):
-            space, _, op = tool.operation.rpartition(".")
-            target = (
-                f"ikigai_store.Store.{tool.operation}"
-                if space
-                else f"ikigai_store.Store.{op}"
-            )
+            target = f"ikigai_store.Store.{tool.operation}"
             flags = ["core" if tool.core else None, "read-only" if tool.read_only else None]
             said = ", ".join(f for f in flags if f)
             out.append(f"#### `{tool.name}` {{#{tool.name}}}\n")
@@ -148,3 +146,24 @@ def _replace(match: re.Match[str]) -> str:
 def on_page_markdown(markdown: str, **_: Any) -> str:
     """Replace each marker of a page by what it asks for."""
     return MARKER.sub(_replace, markdown)
+
+
+_ROW = re.compile(r"<tr>.*?</tr>", re.DOTALL)
+_UNSET = "<code>Sentinel.UNSET</code>"
+
+
+def _no_default(row: re.Match[str]) -> str:
+    """A CLI option row whose default click 8.3+ shows as its ``UNSET`` sentinel: a flag's
+    default is False, any other option's none."""
+    text = row[0]
+    if _UNSET not in text:
+        return text
+    flag = re.search(r"<td>boolean</td>", text) is not None
+    return text.replace(_UNSET, "<code>False</code>" if flag else "<em>none</em>")
+
+
+def on_page_content(html: str, page: Any, **_: Any) -> str:
+    """The CLI page (mkdocs-click) without click's ``Sentinel.UNSET`` for "no default"."""
+    if page.file.src_uri == "reference/cli.md":
+        return _ROW.sub(_no_default, html)
+    return html
