@@ -112,7 +112,7 @@ from .watch import WatchCalls
 if TYPE_CHECKING:  # loaded on first use (module __getattr__, below)
     from .sql import aqueries
 
-__version__ = "0.6.0"
+__version__ = "0.7.0"
 
 __all__ = [
     "ACTIVITY_TYPES",
