@@ -20,6 +20,7 @@ import ast
 import contextlib
 import importlib
 import inspect
+import re
 from typing import Any
 
 import griffe
@@ -57,6 +58,26 @@ _KINDS = {
 }
 
 
+def _one_line_summary(text: str) -> str:
+    """``text`` with its first paragraph on one line. The summary tables show a docstring's
+    first line, and this package's docstrings wrap their first sentence at 100 columns; the
+    rendered text is the same (a paragraph's line breaks are spaces in Markdown)."""
+    first, sep, rest = text.partition("\n\n")
+    lines = first.splitlines()
+    if len(lines) < 2 or any(re.match(r"\s|[-*+>|]|\d+\.|```", x) for x in lines[1:]):
+        return text
+    return " ".join(x.strip() for x in lines) + sep + rest
+
+
+def _summarised(obj: griffe.Object) -> None:
+    """Put the first paragraph of every docstring of ``obj`` and its members on one line."""
+    if obj.docstring is not None:
+        obj.docstring.value = _one_line_summary(obj.docstring.value)
+    for member in obj.members.values():
+        if not member.is_alias:
+            _summarised(member)  # type: ignore[arg-type]
+
+
 class Faces(griffe.Extension):
     """Operations as methods of every area class and of both faces (see the module)."""
 
@@ -84,6 +105,7 @@ class Faces(griffe.Extension):
                         model.set_member(name, self._method(name, op, is_async=is_async))
             for space, area in api.NAMESPACES.items():
                 model.set_member(space, self._namespace(space, area, runtime, is_async))
+        _summarised(pkg)
 
     def _model(self, runtime: type) -> griffe.Class:
         found = self.collection.get_member(f"{runtime.__module__}.{runtime.__qualname__}")
@@ -151,10 +173,10 @@ class Faces(griffe.Extension):
         """``Store.mail`` / ``AsyncStore.mail``: the namespace class with the face's methods."""
         model = self._model(area)
         namespace = griffe.Class(space, lineno=model.lineno, endlineno=model.endlineno)
-        kind = "coroutine functions" if is_async else "methods"
+        kind = "coroutine functions (awaited)" if is_async else "methods"
         namespace.docstring = griffe.Docstring(
-            f"``{face.__name__}.{space}``: a ``{area.__name__}`` whose operations are "
-            f"{kind}.\n\n" + inspect.cleandoc(area.__doc__ or ""),
+            inspect.cleandoc(area.__doc__ or "")
+            + f"\n\nOn ``{face.__name__}`` its operations are {kind}.",
             parent=namespace,
         )
         for name, op in self._operations(area).items():
