@@ -104,8 +104,8 @@ class AsyncStore(AsyncFace, Operations[AsyncFace]):
         Operations.__init__(self, self)
         self._conninfo = url
         self._pool = pool
-        #: Data directory of the embedded server this store runs on (None for other servers).
         self.embedded_data_dir: Path | None = None
+        """Data directory of the embedded server this store runs on (None for other servers)."""
         self._pinned: ContextVar[AConn | None] = ContextVar(
             f"ikigai_async_store_{id(self)}", default=None
         )
