@@ -11,6 +11,10 @@ each namespace as a class member (``Store.mail``, ``AsyncStore.mail``) holding i
 operations. Deprecated aliases are left out (the CHANGELOG lists them). Nothing is written by
 hand: adding an operation adds its reference entry.
 
+Two readings of the source griffe does not make by itself: an attribute documented by ``#:``
+comment lines above it gets them as its docstring, and a docstring's first paragraph is put on
+one line (the summary tables show a first line; this package wraps sentences at 100 columns).
+
 Used by ``mkdocs.yml`` (``extensions`` of the mkdocstrings Python handler).
 """
 
@@ -69,8 +73,29 @@ def _one_line_summary(text: str) -> str:
     return " ".join(x.strip() for x in lines) + sep + rest
 
 
+def _comment_docstring(attr: griffe.Object) -> None:
+    """Give an attribute documented the Sphinx way, by ``#:`` comment lines right above it
+    (``models.MAIL_STATES``), that text as its docstring."""
+    if attr.docstring is not None or attr.lineno is None or attr.filepath is None:
+        return
+    try:
+        lines = attr.lines_collection[attr.filepath]  # type: ignore[index]
+    except KeyError:
+        return
+    found: list[str] = []
+    i = attr.lineno - 2
+    while i >= 0 and lines[i].strip().startswith("#:"):
+        found.insert(0, lines[i].strip()[2:].strip())
+        i -= 1
+    if found:
+        attr.docstring = griffe.Docstring(" ".join(found), parent=attr)
+
+
 def _summarised(obj: griffe.Object) -> None:
-    """Put the first paragraph of every docstring of ``obj`` and its members on one line."""
+    """Put the first paragraph of every docstring of ``obj`` and its members on one line;
+    attributes documented by ``#:`` comments get them as docstrings."""
+    if obj.is_attribute:
+        _comment_docstring(obj)
     if obj.docstring is not None:
         obj.docstring.value = _one_line_summary(obj.docstring.value)
     for member in obj.members.values():
