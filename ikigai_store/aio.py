@@ -227,7 +227,7 @@ class AsyncStore(AsyncFace, Operations[AsyncFace]):
         process holds the migration lock, waits up to ``lock_timeout`` seconds for it, then
         raises ``MigrationError`` naming that process; with nothing pending no lock is taken.
         """
-        # The same docstring as Store.migrate (tests/unit/test_class_access.py); the work runs
+        # The same docstring as Store.migrate (tests/unit/test_parity.py); the work runs
         # in a worker thread, and so does progress.
         check_seconds(lock_timeout, "lock_timeout")
         return await asyncio.to_thread(

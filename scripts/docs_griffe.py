@@ -3,7 +3,7 @@
 griffe reads the package's source. There an operation is bound to a namespace class as an
 attribute (``send = operation(send)``), and ``Store`` / ``AsyncStore`` get their operations
 and namespaces from ``api.Operations`` at run time. This extension makes the model what the
-running classes are (``tests/unit/test_class_access.py`` checks those): in every area class,
+running classes are (``tests/unit/test_parity.py`` checks those): in every area class,
 each operation becomes a method with the operation's signature and docstring (taken from the
 generator function griffe already read, returning ``T`` instead of ``Op[T]``); ``Store`` and
 ``AsyncStore`` get every top-level operation as a method (``async`` on ``AsyncStore``) and
