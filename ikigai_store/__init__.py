@@ -105,7 +105,7 @@ if TYPE_CHECKING:
     from .portability import ExportSummary, ImportSummary, PruneReport
     from .reviews import ReviewCalls
     from .search import MAX_SEARCH_LIMIT
-    from .sql import queries
+    from .sql import aqueries, queries
     from .store import Store, open
     from .summaries import SummaryCalls
     from .tasks import TaskCalls

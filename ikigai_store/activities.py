@@ -136,6 +136,6 @@ class ActivityCalls(Area[FaceT]):
     record = operation(record, renamed={"type": "activity_type"})
     feed = operation(feed, renamed={"type": "activity_type"})
     prune = operation(prune)
-    # Deprecated names (0.6), removed in 0.7.
+    # Deprecated names (0.6), removed in 0.8.
     record_activity = deprecated(record, "record_activity")
     prune_activities = deprecated(prune, "prune_activities")

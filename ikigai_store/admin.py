@@ -30,5 +30,5 @@ class AdminOps(Area[FaceT]):
 
     schema_version = operation(schema_version)
     _truncate_all = operation(truncate_all)
-    # An internal that was public (0.5), removed in 0.7.
+    # An internal that was public (0.5), removed in 0.8.
     truncate_all = deprecated(_truncate_all, "truncate_all", internal=True)

@@ -397,7 +397,7 @@ class AgentOps(Area[FaceT]):
     _find_clear = operation(find_clear)
     _replay_ranges = operation(replay_ranges)
     _query_range = operation(query_range)
-    # Internals that were public (0.5), removed in 0.7.
+    # Internals that were public (0.5), removed in 0.8.
     find_clear = deprecated(_find_clear, "find_clear", internal=True)
     replay_ranges = deprecated(_replay_ranges, "replay_ranges", internal=True)
     query_range = deprecated(_query_range, "query_range", internal=True)

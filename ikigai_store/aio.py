@@ -96,14 +96,16 @@ def open_async(
 
 class AsyncStore(AsyncFace, Operations[AsyncFace]):
     """``Store`` for asyncio: the same methods as coroutines (create with ``open_async`` or
-    ``await AsyncStore.connect(url)``); safe to share between tasks."""
+    ``await AsyncStore.connect(url)``); safe to share between tasks. Blocking work runs in a
+    worker thread: starting the embedded server, migrations (``progress`` is called there) and
+    the outbox's file."""
 
     def __init__(self, url: str, pool: AsyncPool) -> None:
         Operations.__init__(self, self)
         self._conninfo = url
         self._pool = pool
-        #: Data directory of the embedded server this store runs on (None for other servers).
         self.embedded_data_dir: Path | None = None
+        """Data directory of the embedded server this store runs on (None for other servers)."""
         self._pinned: ContextVar[AConn | None] = ContextVar(
             f"ikigai_async_store_{id(self)}", default=None
         )
@@ -191,8 +193,13 @@ class AsyncStore(AsyncFace, Operations[AsyncFace]):
 
     @asynccontextmanager
     async def transaction(self, *, force_rollback: bool = False) -> AsyncIterator[AsyncStore]:
-        """``async with store.transaction():`` groups the calls made inside the block (in this
-        task) into one transaction; see ``Store.transaction``."""
+        """Group the store calls made inside the block (in this task, and the tasks it creates
+        inside it) into one transaction: ``async with store.transaction():``.
+
+        Leaving the block normally commits; an exception rolls every write of the block back and
+        propagates. Nested blocks are savepoints. ``force_rollback=True`` always rolls back
+        (the pytest plugin isolates tests with it).
+        """
         pinned = self._pinned.get()
         try:
             if pinned is not None:
@@ -214,14 +221,21 @@ class AsyncStore(AsyncFace, Operations[AsyncFace]):
     async def migrate(
         self, progress: Callable[[str], None] | None = None, *, lock_timeout: float = 60.0
     ) -> list[str]:
-        """See ``Store.migrate`` (runs in a worker thread; ``progress`` is called there)."""
+        """Apply pending migrations; return the ids applied now (``[]`` when up to date).
+
+        ``progress(migration_id)`` is called before each migration is applied. When another
+        process holds the migration lock, waits up to ``lock_timeout`` seconds for it, then
+        raises ``MigrationError`` naming that process; with nothing pending no lock is taken.
+        """
+        # The same docstring as Store.migrate (tests/unit/test_parity.py); the work runs
+        # in a worker thread, and so does progress.
         check_seconds(lock_timeout, "lock_timeout")
         return await asyncio.to_thread(
             _migrate.apply, self._conninfo, progress=progress, lock_timeout=lock_timeout
         )
 
     async def pending_migrations(self) -> list[str]:
-        """See ``Store.pending_migrations``."""
+        """Ids of the migrations not applied yet (read-only: takes no lock)."""
         return await asyncio.to_thread(_migrate.pending, self._conninfo)
 
 

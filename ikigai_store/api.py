@@ -12,6 +12,8 @@ the same operations, with the same signatures and docstrings.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .activities import ActivityCalls
 from .admin import AdminOps
 from .agents import AgentOps
@@ -19,7 +21,7 @@ from .events import EventOps
 from .identities import IdentityCalls
 from .leases import LeaseCalls
 from .mail import MailCalls
-from .ops import FaceT
+from .ops import Area, AsyncFace, FaceT
 from .plans import PlanCalls
 from .portability import PortabilityOps
 from .reviews import ReviewCalls
@@ -78,6 +80,38 @@ class Operations(
         self.watch = WatchCalls(face)
 
 
+class _Namespace:
+    """A namespace read through a store's class: ``Store.mail`` is ``MailCalls`` (its
+    operations plain functions), ``AsyncStore.mail`` the subclass of ``MailCalls`` whose
+    operations are coroutine functions, so ``help()``, pydoc and documentation generators see
+    each face's methods. An instance's own namespace (set by ``Operations.__init__``) hides it."""
+
+    def __init__(self, name: str, cls: type[Area[Any]]) -> None:
+        self.name = name
+        self.cls = cls
+        self._async_view: type[Area[Any]] | None = None
+
+    def __get__(self, obj: object, owner: type | None = None) -> type[Area[Any]]:
+        if obj is not None:  # pragma: no cover - Operations.__init__ sets every namespace
+            raise AttributeError(f"{type(obj).__name__} has no namespace {self.cls.__name__}")
+        if owner is None or not issubclass(owner, AsyncFace):
+            return self.cls
+        if self._async_view is None:
+            self._async_view = type(
+                self.cls.__name__,
+                (self.cls,),
+                {
+                    "__module__": self.cls.__module__,
+                    "__qualname__": self.cls.__qualname__,
+                    "__doc__": f"``AsyncStore.{self.name}``: ``{self.cls.__name__}`` on the "
+                    "asyncio face, every operation a coroutine function.\n\n"
+                    f"{self.cls.__doc__ or ''}",
+                    "_async_face": True,
+                },
+            )
+        return self._async_view
+
+
 #: The namespace attributes of a store and their classes (for faces that list them: the CLI's
 #: help, MCP tools, the parity tests).
 NAMESPACES: dict[str, type] = {
@@ -92,3 +126,6 @@ NAMESPACES: dict[str, type] = {
     "plans": PlanCalls,
     "watch": WatchCalls,
 }
+
+for _name, _cls in NAMESPACES.items():
+    setattr(Operations, _name, _Namespace(_name, _cls))

@@ -205,7 +205,7 @@ def _check_major_version(data_dir: Path) -> None:
         f"{keep}. To move it to PostgreSQL {bundled}: stop every process using the store; dump "
         f"it with PostgreSQL {found}: `{dump}`; move {data_dir} aside; then "
         "`ikigai-store embedded pg_restore -d ikigai ikigai.dump` creates a new data dir and "
-        'restores into it (README: "The embedded server").'
+        'restores into it (documentation: "The embedded server", PostgreSQL major versions).'
     )
 
 

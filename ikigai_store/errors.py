@@ -89,8 +89,8 @@ class ConnectionLost(DatabaseUnavailable):
     """The connection dropped during the call; the call's transaction was not committed,
     unless the connection died after the server committed but before the reply arrived.
 
-    The store reconnects on the next call, so a caller may simply retry (see the README on
-    connection loss for writes that must not be repeated).
+    The store reconnects on the next call, so a caller may simply retry (see the documentation's
+    "Errors and connection loss" for writes that must not be repeated).
     """
 
 

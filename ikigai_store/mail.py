@@ -168,11 +168,11 @@ def send(
     """Send a mail to every identity in ``to`` (atomically: all recipients or none).
 
     Starts a new thread unless ``thread_id`` or ``parent_id`` (a mail of that thread) is
-    given. ``InvalidArgument`` (nothing written) for an unknown or retired recipient, a
-    retired sender, bad priority, a naive ``deadline_at``, JSON that jsonb cannot hold.
-    ``NotFound`` for an unknown sender. With ``idempotency_key`` (unique per sender), the
-    same request again returns the original mail and writes nothing, while a different
-    request with a used key raises ``Conflict``.
+    given. ``NotFound`` (nothing written) for an unknown sender or recipient (naming the
+    unknown recipients); ``InvalidArgument`` for a retired recipient or sender, bad priority, a
+    naive ``deadline_at``, JSON that jsonb cannot hold. With ``idempotency_key`` (unique per
+    sender), the same request again returns the original mail and writes nothing, while a
+    different request with a used key raises ``Conflict``.
     """
     sender_name = identity_name(sender, "sender")
     names = _recipients(to)
@@ -246,7 +246,7 @@ def _insert(sender: str, names: list[str], subject: str, body: object, **fields:
     if why["sender_state"] == "retired":
         raise InvalidArgument(f"identity {sender!r} is retired: it cannot send")
     if why["missing"]:
-        raise InvalidArgument(f"unknown recipient(s): {', '.join(why['missing'])}")
+        raise NotFound(f"unknown recipient(s): {', '.join(why['missing'])}")
     if why["retired"]:
         raise InvalidArgument(f"retired recipient(s) cannot receive: {', '.join(why['retired'])}")
     parent = fields["parent_id"]

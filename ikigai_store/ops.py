@@ -21,8 +21,11 @@ The steps:
 Faces bind operations with ``operation``: a class attribute ``send = operation(send)`` in a
 namespace class (``Area``) becomes ``store.mail.send`` (a plain method on ``Store``, a
 coroutine function on ``AsyncStore``) with the operation's signature and docstring, seen as
-such by ``mypy --strict`` (``ParamSpec``) and by ``inspect``. ``run`` and ``arun`` are the two
-drivers; a face only supplies its connection scopes and how it sleeps.
+such by ``mypy --strict`` (``ParamSpec``) and by ``inspect``. Read through a class
+(``Store.append``, ``AsyncStore.mail.send``, ``MailCalls.send``) it is a plain function, a
+coroutine function on the asyncio face, taking ``self`` and then the operation's arguments:
+``help()``, pydoc, griffe and Sphinx see a method. ``run`` and ``arun`` are the two drivers; a
+face only supplies its connection scopes and how it sleeps.
 
 Invariants:
 - validation runs before any connection is taken: the code before an operation's first step
@@ -51,7 +54,17 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from types import CodeType
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, Literal, ParamSpec, TypeVar, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Concatenate,
+    Generic,
+    Literal,
+    ParamSpec,
+    TypeVar,
+    overload,
+)
 
 import psycopg
 from psycopg.rows import tuple_row
@@ -266,6 +279,9 @@ class Area(Generic[FaceT]):
     store's own top-level operations are areas too. Its class attributes are ``operation``s."""
 
     _face: FaceT
+    #: Read through the class, its operations are coroutine functions (``AsyncStore.mail``
+    #: is a subclass saying so: see ``api.Operations``); through an instance, its face decides.
+    _async_face: ClassVar[bool] = False
 
     def __init__(self, face: FaceT) -> None:
         self._face = face
@@ -289,7 +305,10 @@ class operation(Generic[P, T]):
         self.renamed = dict(renamed or {})
         self.name = fn.__name__
         self.__doc__ = fn.__doc__
+        #: A deprecated alias of another operation (see ``deprecated``).
+        self.deprecated = False
         self._signature: inspect.Signature | None = None
+        self._unbound: dict[type, Callable[..., Any]] = {}
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -304,7 +323,7 @@ class operation(Generic[P, T]):
         return self._signature
 
     @overload
-    def __get__(self, obj: None, owner: type | None = None) -> operation[P, T]: ...
+    def __get__(self, obj: None, owner: type | None = None) -> Callable[..., Any]: ...
 
     @overload
     def __get__(self, obj: Area[SyncFace], owner: type | None = None) -> Callable[P, T]: ...
@@ -316,10 +335,43 @@ class operation(Generic[P, T]):
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
-            return self
+            return self._function(owner)
         bound = self._bind(obj._face)
         obj.__dict__[self.name] = bound  # bound once per namespace: later lookups are plain
         return bound
+
+    def _function(self, owner: type | None) -> Callable[..., Any]:
+        """The operation read through the class ``owner``: a plain function of ``self`` and
+        the operation's arguments (a coroutine function when ``owner`` is an asyncio face or
+        its namespace) calling the instance's bound method; made once per class."""
+        owner = owner or Area
+        made = self._unbound.get(owner)
+        if made is not None:
+            return made
+        name = self.name
+        if issubclass(owner, AsyncFace) or getattr(owner, "_async_face", False):
+
+            async def method_async(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+                return await getattr(self, name)(*args, **kwargs)
+
+            function: Callable[..., Any] = method_async
+        else:
+
+            def method(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+                return getattr(self, name)(*args, **kwargs)
+
+            function = method
+        signature = self.signature()
+        me = _self_parameter(signature)
+        function.__name__ = name
+        function.__qualname__ = f"{owner.__qualname__}.{name}"
+        function.__doc__ = self.fn.__doc__
+        function.__module__ = owner.__module__
+        function.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[me, *signature.parameters.values()]
+        )
+        self._unbound[owner] = function
+        return function
 
     def _bind(self, face: Any) -> Callable[..., Any]:
         fn, run, renamed = self.fn, face._run, self.renamed
@@ -346,6 +398,17 @@ class operation(Generic[P, T]):
         return bound
 
 
+def _self_parameter(signature: inspect.Signature) -> inspect.Parameter:
+    """``self`` for a method of ``signature``'s parameters: positional-only when they start
+    positional-only (``send_or_queue(outbox, /, ...)``), else as any method's."""
+    first = next(iter(signature.parameters.values()), None)
+    positional = first is not None and first.kind is inspect.Parameter.POSITIONAL_ONLY
+    kind = (
+        inspect.Parameter.POSITIONAL_ONLY if positional else inspect.Parameter.POSITIONAL_OR_KEYWORD
+    )
+    return inspect.Parameter("self", kind)
+
+
 def _renaming(
     fn: Callable[..., Op[Any]], renamed: Mapping[str, str], name: str, *args: Any, **kwargs: Any
 ) -> Op[Any]:
@@ -370,7 +433,7 @@ def deprecated(new: operation[P, T], old_name: str, *, internal: bool = False) -
 
     def warn_then(*args: P.args, **kwargs: P.kwargs) -> Op[T]:
         if internal:
-            message = f"{old_name} is internal and will be removed in 0.7"
+            message = f"{old_name} is internal and will be removed in 0.8"
         else:  # new.name is known once its class is made (__set_name__)
             message = f"{old_name} is deprecated; use {new.name}"
         warnings.warn(message, DeprecationWarning, stacklevel=3)
@@ -378,12 +441,13 @@ def deprecated(new: operation[P, T], old_name: str, *, internal: bool = False) -
 
     functools.update_wrapper(warn_then, fn)
     warn_then.__doc__ = (
-        f"Internal (removed in 0.7). {fn.__doc__ or ''}"
+        f"Internal (removed in 0.8). {fn.__doc__ or ''}"
         if internal
-        else f"Deprecated alias (removed in 0.7). {fn.__doc__ or ''}"
+        else f"Deprecated alias (removed in 0.8). {fn.__doc__ or ''}"
     )
     bound = operation(warn_then, renamed=new.renamed)
     bound._signature = new.signature()
+    bound.deprecated = True
     return bound
 
 

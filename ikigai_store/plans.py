@@ -306,6 +306,6 @@ class PlanCalls(Area[FaceT]):
     by_thread = operation(by_thread)
     pending_for_session = operation(pending_for_session)
     list = operation(list_plans, renamed={"before_id": "before"})
-    # Deprecated names (0.6), removed in 0.7.
+    # Deprecated names (0.6), removed in 0.8.
     submit_plan = deprecated(submit, "submit_plan")
     resubmit_plan = deprecated(resubmit, "resubmit_plan")

@@ -792,5 +792,5 @@ class ReviewCalls(Area[FaceT]):
     issues = operation(issues)
     open_issues = operation(open_issues)
     resolve_issue = operation(resolve_issue)
-    # Deprecated names (0.6), removed in 0.7.
+    # Deprecated names (0.6), removed in 0.8.
     active_reviews = deprecated(active, "active_reviews")

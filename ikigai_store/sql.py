@@ -80,8 +80,14 @@ def load_queries(
 
 
 queries: Any = load_queries()
+"""Every named query of ``queries/*.sql``, loaded by aiosql for psycopg connections: e.g.
+``ik.queries.session_messages(conn, session_id=1)``. Names, parameters and columns follow the
+schema and may change in a minor release (see the CHANGELOG); ``Store`` and ``AsyncStore``
+are the stable API."""
 # Declared, not bound: module __getattr__ loads them on first access.
 aqueries: Any
+"""The same queries as ``queries``, for asyncio psycopg connections (``await
+ik.aqueries.session_messages(aconn, session_id=1)``); loaded on first use."""
 outbox_queries: Any
 
 

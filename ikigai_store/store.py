@@ -111,8 +111,8 @@ class Store(SyncFace, Operations[SyncFace]):
         check_pool_options(pool_size, timeout)
         Operations.__init__(self, self)
         self._conninfo = resolve_url(url) or ""
-        #: Data directory of the embedded server this store runs on (None for other servers).
         self.embedded_data_dir: Path | None = None
+        """Data directory of the embedded server this store runs on (None for other servers)."""
         self._pool = Pool(
             self._conninfo, max_size=pool_size, timeout=timeout, on_unavailable=on_unavailable
         )

@@ -257,7 +257,7 @@ class SummaryCalls(Area[FaceT]):
     prune = operation(prune)
     add_context_summary = operation(add_context)
     context_summaries = operation(context_summaries)
-    # Deprecated names (0.6), removed in 0.7.
+    # Deprecated names (0.6), removed in 0.8.
     add_summary = deprecated(add, "add_summary")
     latest_summary = deprecated(latest, "latest_summary")
     summary_history = deprecated(history, "summary_history")

@@ -540,7 +540,7 @@ class TaskCalls(Area[FaceT]):
     stats = operation(task_stats)
     sync = operation(sync_list)
     prune = operation(prune)
-    # Deprecated names (0.6), removed in 0.7.
+    # Deprecated names (0.6), removed in 0.8.
     upsert_task = deprecated(upsert, "upsert_task")
     get_task = deprecated(get, "get_task")
     tasks = deprecated(list, "tasks")

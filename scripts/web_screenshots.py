@@ -1,4 +1,4 @@
-"""Screenshots of the web view for the README, made from the demo's data.
+"""Screenshots of the web view for the documentation (docs/images), made from the demo's data.
 
 Usage: ``python scripts/web_screenshots.py [--database URL] [--out DIR]``
 
@@ -28,7 +28,7 @@ from webtools import chromium, find_demo, run_demo, web_server
 import ikigai_store as ik
 
 WIDTH = 1280
-#: The tallest screenshot, in pixels: a long page is cut there (the README shows the top).
+#: The tallest screenshot, in pixels: a long page is cut there (the pages show the top).
 MAX_HEIGHT = 2400
 #: Pixels kept below the page's content.
 MARGIN = 24

@@ -33,7 +33,8 @@ zero timeout) takes the oldest (lowest id) effective unread copy and reads it.
 
 Sending: ``to`` is a non-empty list of names or one name; duplicates collapse. Checks, in order:
 arguments; the idempotency key (below); an unknown sender ``NotFound``; a retired sender
-``InvalidArgument``; unknown or retired recipients ``InvalidArgument`` naming each of them; a
+``InvalidArgument``; unknown recipients ``NotFound`` naming each of them; then retired recipients
+``InvalidArgument`` naming each of them; a
 ``parent_id`` that does not exist or is in another thread than ``thread_id`` ``InvalidArgument``.
 The thread is ``thread_id``, else the parent's thread, else a new one. A failed send writes
 nothing.
@@ -387,9 +388,12 @@ class RefMailWorld:
         if original is not None:
             return original
         self._check_sender(sender)
-        bad = [n for n in names if n not in self.identities or self.retired(n)]
-        if bad:
-            raise RefInvalid(f"unknown or retired recipient(s): {', '.join(bad)}", *bad)
+        unknown = [n for n in names if n not in self.identities]
+        if unknown:
+            raise RefNotFound(f"unknown recipient(s): {', '.join(unknown)}", *unknown)
+        retired = [n for n in names if self.retired(n)]
+        if retired:
+            raise RefInvalid(f"retired recipient(s): {', '.join(retired)}", *retired)
         if parent_id is not None:
             parent = self.mails.get(parent_id)
             if parent is None:

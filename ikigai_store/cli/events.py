@@ -10,7 +10,7 @@ import click
 from ..models import VALID_KINDS
 from .app import TextArgs, cli
 from .common import JSON_OPTION, SESSION_OPTION, active_or, open_store, read_stdin
-from .params import JSON, TIME
+from .params import AGO, JSON
 from .render import as_dict, echo_context, echo_hits, json_text
 
 # ---------------------------------------------------------------- events
@@ -105,10 +105,19 @@ def replay(session_id: int | None, as_json: bool) -> None:
     help="Only events of this kind (repeat for several).",
 )
 @click.option(
-    "--since", type=TIME, metavar="TIME", default=None, help="Only events created at or after TIME."
+    "--since",
+    type=AGO,
+    metavar="WHEN",
+    default=None,
+    help="Only events created at or after WHEN: an ISO-8601 date or time (local without an "
+    "offset), or a duration ago (2h, 7d).",
 )
 @click.option(
-    "--until", type=TIME, metavar="TIME", default=None, help="Only events created before TIME."
+    "--until",
+    type=AGO,
+    metavar="WHEN",
+    default=None,
+    help="Only events created before WHEN (as --since).",
 )
 @click.option(
     "--order",
@@ -138,8 +147,8 @@ def search(
     (only stop words such as "the") is an error: it could match nothing.
 
     By rank, hits are the best of the newest 1000 matches, and messages holding the words of a
-    plain query as an exact phrase come first. TIME is ISO 8601 (2025-06-01, 2025-06-01T14:30,
-    2025-06-01T14:30+02:00); without an offset it is local time.
+    plain query as an exact phrase come first. WHEN is ISO 8601 (2025-06-01, 2025-06-01T14:30,
+    2025-06-01T14:30+02:00; without an offset it is local time) or a duration ago (2h, 7d).
     """
     with open_store() as store:
         hits = store.search(

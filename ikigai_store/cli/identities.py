@@ -39,8 +39,9 @@ def identity(ctx: click.Context) -> None:
     """Register, list, discover and retire mail identities.
 
     An identity is a named participant of agent mail (a person, a Claude Code instance, an
-    ikigai agent). Names match [A-Za-z0-9][A-Za-z0-9._-]{0,63} and are unique. Identities
-    are retired, not deleted; prune deletes long-retired ones nothing refers to.
+    ikigai agent). A name is 1 to 64 letters, digits, dots, underscores or hyphens, starting
+    with a letter or digit, and is unique. Identities are retired, not deleted; prune deletes
+    long-retired ones nothing refers to.
     """
     show_help_without_command(ctx)
 

@@ -24,7 +24,7 @@ from .common import (
     show_help_without_command,
     text_or_stdin,
 )
-from .params import DURATION, FROM_NOW, JSON, TIME
+from .params import DURATION, FROM_NOW, JSON
 from .render import (
     age,
     counts_line,
@@ -374,10 +374,11 @@ def mail_mark(name: str, mail_id: int, state: str, as_json: bool) -> None:
 )
 @click.option(
     "--until",
-    type=TIME,
-    metavar="TIME",
+    type=FROM_NOW,
+    metavar="WHEN",
     default=None,
-    help="Until when: an ISO-8601 time (2025-06-01T09:00+02:00, ...Z; local without an offset).",
+    help="Until when: an ISO-8601 date or time (2025-06-01T09:00+02:00, ...Z; local without "
+    "an offset), or a duration from now (2h).",
 )
 @JSON_OPTION
 def mail_snooze(
@@ -390,7 +391,7 @@ def mail_snooze(
     """Snooze MAIL_ID for NAME (give --for or --until): it leaves the inbox and comes back as
     unread when the time has passed. Snoozing a snoozed mail again sets the new time."""
     if (for_ is None) == (until is None):
-        raise click.ClickException("give either --for DURATION or --until TIME")
+        raise click.ClickException("give either --for DURATION or --until WHEN")
     with open_store() as store:
         item = store.mail.set_state(
             name, mail_id, "snoozed", snoozed_until=until if for_ is None else for_

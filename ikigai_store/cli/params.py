@@ -4,7 +4,11 @@ Owns how option text becomes a value. Invariants:
 - a duration is ``30s``, ``10m``, ``2h``, ``1d`` or a sum such as ``1h30m`` (``DURATION``);
   ``SECONDS`` also takes a plain number of seconds (``90``, ``0.5``);
 - a time is an ISO-8601 date or time; without a UTC offset it is local time (``TIME``);
-  ``FROM_NOW`` also takes a duration from now (``2h``), ``AGO`` a duration ago;
+  ``FROM_NOW`` also takes a duration from now (``2h``), ``AGO`` a duration ago. Every option
+  that names a point in time takes both: ``AGO`` for a point in the past (``--since``,
+  ``--until`` of a search, ``--ended-before``), ``FROM_NOW`` for one ahead (``--deadline``,
+  ``--until`` of a snooze); an option that names a length (``--older-than``, ``--ttl``) takes a
+  duration;
 - JSON text is parsed once, where the option is read (``JSON``);
 - a bad value is one ``Error:`` line naming the option (exit status 1, see ``app``).
 """

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime
 
 import click
 
 from ..models import Session
 from .app import cli
 from .common import JSON_OPTION, active_or, open_store, show_help_without_command
-from .params import DURATION
+from .params import AGO
 from .render import json_text, when
 
 # ---------------------------------------------------------------- session
@@ -97,18 +97,20 @@ def session_title(session_id: int, title: str | None, clear: bool) -> None:
 @session.command("prune", short_help="Delete sessions that ended long ago.")
 @click.option(
     "--ended-before",
-    "age",
+    "ended_before",
+    metavar="WHEN",
     required=True,
-    type=DURATION,
-    help="Delete the sessions that ended longer ago than this (30d, 12h...).",
+    type=AGO,
+    help="Delete the sessions that ended before then: an ISO-8601 date or time (2026-01-01; "
+    "local without an offset), or a duration ago (90d, 12h...).",
 )
 @click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
 @JSON_OPTION
-def session_prune(age: timedelta, dry_run: bool, as_json: bool) -> None:
+def session_prune(ended_before: datetime, dry_run: bool, as_json: bool) -> None:
     """Delete ended sessions older than --ended-before with their events, agents and what
     hangs off them, in short transactions; never an active session."""
     with open_store() as store:
-        report = store.prune_sessions(ended_before=age, dry_run=dry_run)
+        report = store.prune_sessions(ended_before=ended_before, dry_run=dry_run)
     counts = {"sessions": report.sessions, "events": report.events, "agents": report.agents}
     if as_json:
         click.echo(json_text({**counts, "dry_run": dry_run}))

@@ -328,7 +328,8 @@ def topic_requeue(mail_id: int) -> None:
 @topic.command("retention", short_help="Apply every topic's retention now.")
 @JSON_OPTION
 def topic_retention(as_json: bool) -> None:
-    """Delete topic mail older than its topic's retention (see the README for what is kept)."""
+    """Delete topic mail older than its topic's retention (see the documentation's "Topics
+    and work queues" for what is kept)."""
     with open_store() as store:
         deleted = store.topics.prune()
     if as_json:

@@ -517,6 +517,10 @@ def test_mail_snooze(ikigai_db_url: str) -> None:
     assert "(until 2040-01-01" in ok(ikigai_db_url, "mail", "inbox", b, "--state", "snoozed")
     # re-snoozing a snoozed mail is allowed
     assert ok_json(ikigai_db_url, "mail", "snooze", b, m2, "--for", "1d")["state"] == "snoozed"
+    # --until takes a duration from now as well as a time
+    later = ok_json(ikigai_db_url, "mail", "snooze", b, m2, "--until", "2h")
+    ahead = datetime.fromisoformat(later["snoozed_until"]) - datetime.now(UTC)
+    assert timedelta(minutes=119) < ahead <= timedelta(hours=2)
 
 
 def test_mail_snooze_errors(ikigai_db_url: str) -> None:

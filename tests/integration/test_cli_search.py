@@ -68,10 +68,18 @@ def test_filters_order_and_json(ikigai_db_url: str, word: str) -> None:
     local = second.created_at.astimezone().replace(tzinfo=None).isoformat()  # no offset: local
     doc = json.loads(ok(ikigai_db_url, "search", word, "--json", "--since", local))
     assert {h["message"]["id"] for h in doc} == {second.id, third.id}
+    doc = json.loads(ok(ikigai_db_url, "search", word, "--json", "--since", "1d"))  # an age
+    assert len(doc) == 3
+    assert json.loads(ok(ikigai_db_url, "search", word, "--json", "--until", "1d")) == []
+    for date, found in (("2000-01-02", 3), ("2999-01-02", 0)):  # a date: local midnight
+        assert (
+            len(json.loads(ok(ikigai_db_url, "search", word, "--json", "--since", date))) == found
+        )
 
 
 def test_bad_options_are_user_errors(ikigai_db_url: str, word: str) -> None:
     """A bad time, order or kind is a one-line error, never a traceback."""
-    assert "is not an ISO-8601 time" in fails(ikigai_db_url, "search", word, "--since", "yesterday")
+    refused = fails(ikigai_db_url, "search", word, "--since", "yesterday")
+    assert "is not an ISO-8601 time" in refused and "or a duration ago" in refused
     assert "order" in fails(ikigai_db_url, "search", word, "--order", "best")
     assert "kind" in fails(ikigai_db_url, "search", word, "--kind", "User")

@@ -1,8 +1,9 @@
-"""`ikigai-store migrations-path` and the README's plain-yoyo commands, run from outside a checkout.
+"""`ikigai-store migrations-path` and the plain-yoyo commands of docs/how-to/migrate.md, run from
+outside a checkout.
 
 yoyo reads the migrations from a directory given on its command line; a relative `migrations`
 exists only in a checkout (elsewhere yoyo silently applies nothing and exits 0). These tests run
-the README's commands through a shell, from an empty working directory, with the installed
+the guide's commands through a shell, from an empty working directory, with the installed
 `ikigai-store` and `yoyo` on PATH and one `DATABASE_URL` in yoyo's spelling for both tools.
 """
 
@@ -87,7 +88,7 @@ def test_migrations_path_prints_the_packaged_directory() -> None:
 
 @pytest.mark.slow
 def test_readme_yoyo_commands_outside_a_checkout(ikigai_empty_db_url: str, tmp_path: Path) -> None:
-    """From an empty directory, the README's `yoyo apply` creates the whole schema, our CLI
+    """From an empty directory, the guide's `yoyo apply` creates the whole schema, our CLI
     (same DATABASE_URL) then finds nothing pending, `--revision` rolls back one migration and
     its dependants, and `rollback --all` removes the schema."""
     url = ikigai_empty_db_url

@@ -435,3 +435,20 @@ def test_cli_export_import_prune(
     assert done.returncode == 0 and done.stdout.startswith(b"deleted ")
     with ik.Store(other_url, pool_size=1) as check, pytest.raises(ik.NotFound):
         check.get_session(new)
+
+
+def test_cli_prune_takes_a_date_or_an_age(
+    ikigai_db_url: str, ikigai_module_store: ik.Store
+) -> None:
+    """`session prune --ended-before` takes an ISO date or time as well as an age (90d), and
+    refuses anything else in one line naming both forms."""
+    _old_ended(ikigai_module_store, 1, ago=timedelta(days=3))
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
+    for when, some in (("2000-01-01", False), (tomorrow, True), ("2d", True), ("2000d", False)):
+        dry = _cli(ikigai_db_url, "session", "prune", "--ended-before", when, "--dry-run", "--json")
+        assert dry.returncode == 0, dry.stderr
+        assert (json.loads(dry.stdout)["sessions"] >= 1) is some, when
+    junk = _cli(ikigai_db_url, "session", "prune", "--ended-before", "last week")
+    assert junk.returncode == 1 and junk.stdout == b""
+    assert b"is not an ISO-8601 time" in junk.stderr and b"duration ago" in junk.stderr
+    assert junk.stderr.count(b"\n") == 1 and b"Traceback" not in junk.stderr

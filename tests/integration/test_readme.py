@@ -1,6 +1,8 @@
-"""The README's code blocks run verbatim.
+"""The code blocks of the README and of every page of the documentation site run verbatim.
 
-The convention (the README's "Development" section states it too):
+Which files: ``README.md`` and every ``docs/**/*.md`` (found, not listed: a page added later is
+covered without touching this file). The convention (the site's "Development" page states it
+too):
 
 - a ```python block is a complete program: it runs alone (``python -W error block.py``, nothing
   shared with other blocks) in an empty directory;
@@ -13,8 +15,8 @@ The convention (the README's "Development" section states it too):
 - fences start at column 0; an unknown fence language is an error (so that ```py, say, is not
   silently left untested).
 
-Where blocks run: every ``##`` section gets a fresh, empty database on the test server, and its
-blocks run in order on it. ``DATABASE_URL`` names it in yoyo's spelling
+Where blocks run: every ``##`` section of a file gets a fresh, empty database on the test server,
+and its blocks run in order on it. ``DATABASE_URL`` names it in yoyo's spelling
 (``postgresql+psycopg://``, which ikigai_store accepts too; ``IKIGAI_DATABASE_URL`` is unset), so
 blocks never touch your data; ``IKIGAI_DATA_DIR`` is a throwaway directory, in case a block uses
 the embedded default; this interpreter's scripts come first on ``PATH`` (``ikigai-store``,
@@ -49,7 +51,10 @@ from ikigai_store.testing import test_database_name
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 CI = ROOT / ".ci" / "run"
+#: Every file whose blocks run: the README, then the site's pages.
+FILES = [README, *sorted(DOCS.rglob("*.md"))]
 
 RUN_PYTHON = {"python"}
 RUN_SHELL = {"sh", "bash", "shell"}
@@ -61,6 +66,7 @@ CHECKOUT_TIMEOUT = 900
 
 @dataclass(frozen=True)
 class Block:
+    path: str  # the file, relative to the checkout
     line: int  # 1-based line of the opening fence
     lang: str
     code: str
@@ -71,16 +77,24 @@ class Block:
         return self.code.startswith(CHECKOUT_MARK)
 
     @property
+    def where(self) -> tuple[str, str]:
+        """The database this block runs on: one per file and ``##`` section."""
+        return (self.path, self.section)
+
+    @property
     def name(self) -> str:
+        page = re.sub(r"[^a-z0-9]+", "-", self.path.lower().removesuffix(".md")).strip("-")
         slug = re.sub(r"[^a-z0-9]+", "-", self.section.lower()).strip("-")
-        return f"L{self.line}-{slug}-{self.lang or 'bare'}"
+        return f"{page}-L{self.line}-{slug}-{self.lang or 'bare'}"
 
 
-def readme_blocks(text: str) -> list[Block]:
-    """Every fenced block of ``text`` in order, with its language and ``##`` section."""
+def file_blocks(path: Path) -> list[Block]:
+    """Every fenced block of the file ``path`` in order, with its language and ``##``
+    section."""
+    rel = path.relative_to(ROOT).as_posix()
     blocks: list[Block] = []
     section = "(top)"
-    lines = text.splitlines()
+    lines = path.read_text(encoding="utf-8").splitlines()
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -90,37 +104,52 @@ def readme_blocks(text: str) -> list[Block]:
             lang = line[3:].strip()
             end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == "```"), None)
             if end is None:
-                raise AssertionError(f"README.md:{i + 1}: the block opened here is never closed")
-            blocks.append(Block(i + 1, lang, "\n".join(lines[i + 1 : end]) + "\n", section))
+                raise AssertionError(f"{rel}:{i + 1}: the block opened here is never closed")
+            code = "\n".join(lines[i + 1 : end]) + "\n"
+            blocks.append(Block(rel, i + 1, lang, code, section))
             i = end
         i += 1
     return blocks
 
 
-BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+BLOCKS = [block for path in FILES for block in file_blocks(path)]
 RUNNABLE = [b for b in BLOCKS if b.lang in RUN_PYTHON | RUN_SHELL]
+README_RUNNABLE = [b for b in RUNNABLE if b.path == "README.md"]
 
 
 # ------------------------------------------------------------------------ the convention itself
 
 
-def test_fences_are_known_and_paired() -> None:
+def test_every_page_is_covered() -> None:
+    """The files whose blocks run are the README and every page of the site (found by the
+    glob, so a new page is covered), and the site's pages hold runnable blocks."""
+    pages = {p.relative_to(ROOT).as_posix() for p in FILES}
+    assert "README.md" in pages and "docs/index.md" in pages
+    assert {"docs/tutorials/first-session.md", "docs/how-to/migrate.md"} <= pages
+    assert sum(b.path.startswith("docs/") for b in RUNNABLE) >= 20
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_fences_are_known_and_paired(path: Path) -> None:
     """Every fence is at column 0, pairs up, and names a language the convention knows."""
-    text = README.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    rel = path.relative_to(ROOT).as_posix()
+    blocks = [b for b in BLOCKS if b.path == rel]
     indented = [n for n, x in enumerate(text.splitlines(), 1) if x.lstrip().startswith("```")]
     fences = [n for n, x in enumerate(text.splitlines(), 1) if x.startswith("```")]
-    assert indented == fences, "README fences must start at column 0"
-    assert len(fences) == 2 * len(BLOCKS)
-    unknown = [(b.line, b.lang) for b in BLOCKS if b.lang not in RUN_PYTHON | RUN_SHELL | SHOWN]
+    assert indented == fences, f"{rel}: fences must start at column 0"
+    assert len(fences) == 2 * len(blocks)
+    unknown = [(b.line, b.lang) for b in blocks if b.lang not in RUN_PYTHON | RUN_SHELL | SHOWN]
     assert unknown == [], "use python/sh/bash to run a block, console/text to only show it"
-    assert any(b.in_checkout for b in RUNNABLE), "the quick start runs from a checkout"
+    if path == README:
+        assert any(b.in_checkout for b in blocks), "the quick start runs from a checkout"
 
 
 def test_ci_runs_the_readme_test_command() -> None:
     """`.ci/run` runs the README's quick-start test command: each step after creating the venv
     (with the venv's bin/ prefix dropped, as CI activates its venv) is a line of .ci/run, in
     the same order."""
-    quick = next(b for b in RUNNABLE if b.section == "Quick start")
+    quick = next(b for b in README_RUNNABLE if b.section == "Quick start")
     [command] = [x for x in quick.code.splitlines() if x.endswith("-m pytest")]
     create, *steps = [step.strip() for step in command.split("&&")]
     assert create == "python3 -m venv .venv"
@@ -136,19 +165,19 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 
 class Databases:
-    """One fresh, empty database per README section, created on first use."""
+    """One fresh, empty database per section of a file, created on first use."""
 
     def __init__(self, server_url: str) -> None:
         self.server_url = server_url
-        self.names: dict[str, str] = {}
+        self.names: dict[tuple[str, str], str] = {}
 
-    def url(self, section: str) -> str:
-        if section not in self.names:
+    def url(self, where: tuple[str, str]) -> str:
+        if where not in self.names:
             name = test_database_name(__file__, f"s{len(self.names)}")
             drop_database(self.server_url, name)
             create_database(self.server_url, name)
-            self.names[section] = name
-        return admin_url(self.server_url, self.names[section])
+            self.names[where] = name
+        return admin_url(self.server_url, self.names[where])
 
     def drop_all(self) -> None:
         for name in self.names.values():
@@ -208,14 +237,14 @@ def params() -> list[object]:
 def test_readme_block_runs(
     block: Block, databases: Databases, data_dir: Path, tmp_path: Path
 ) -> None:
-    """This README block runs verbatim and succeeds (see the module docstring for where)."""
-    env = block_env(databases.url(block.section), data_dir)
+    """This block runs verbatim and succeeds (see the module docstring for where)."""
+    env = block_env(databases.url(block.where), data_dir)
     cwd = tmp_path / "work"
     cwd.mkdir()
     if block.in_checkout:
         copy_checkout(cwd)
     if block.lang in RUN_PYTHON:
-        script = tmp_path / f"README_L{block.line}.py"
+        script = tmp_path / f"{Path(block.path).stem}_L{block.line}.py"
         script.write_text(block.code, encoding="utf-8")
         argv = [sys.executable, "-W", "error", str(script)]
     else:
@@ -230,7 +259,7 @@ def test_readme_block_runs(
         check=False,
     )
     assert proc.returncode == 0, (
-        f"README.md:{block.line} ({block.lang} block in {block.section!r}) exited "
+        f"{block.path}:{block.line} ({block.lang} block in {block.section!r}) exited "
         f"{proc.returncode}\n--- block\n{block.code}--- stdout\n{proc.stdout[-4000:]}"
         f"--- stderr\n{proc.stderr[-4000:]}"
     )

@@ -117,16 +117,20 @@ def test_send_delivers_sorted_distinct_recipients() -> None:
 
 
 def test_send_refusals_write_nothing() -> None:
-    """Unknown sender NotFound; retired sender, unknown or retired recipients InvalidArgument."""
+    """Unknown sender or recipients NotFound (naming the unknown ones); retired sender or
+    recipients InvalidArgument."""
     w = world("ann", "bob", "old")
     w.retire("old")
     with pytest.raises(RefNotFound):
         w.send("zed", ["nobody"], "s", "b")
     with pytest.raises(RefInvalid):
         w.send("old", ["bob"], "s", "b")
-    with pytest.raises(RefInvalid) as info:
+    with pytest.raises(RefNotFound) as unknown:
         w.send("ann", ["bob", "nobody", "old"], "s", "b")
-    assert info.value.named == ("nobody", "old")
+    assert unknown.value.named == ("nobody",)
+    with pytest.raises(RefInvalid) as retired:
+        w.send("ann", ["bob", "old"], "s", "b")
+    assert retired.value.named == ("old",)
     for bad in [[], "x"]:
         with pytest.raises(RefInvalid):
             w.send("ann", bad, "s", "b", priority="high" if bad else "normal")
