@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_readme import Block, readme_blocks
+from tests.integration.test_readme import Block, file_blocks
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "clients.md"
-BLOCKS = readme_blocks(DOC.read_text(encoding="utf-8"))
+BLOCKS = file_blocks(DOC)
 SHOWN = {"", "console", "text", "json", "toml"}
 
 

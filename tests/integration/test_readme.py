@@ -200,10 +200,20 @@ def data_dir() -> Iterator[Path]:
     shutil.rmtree(top, ignore_errors=True)
 
 
-def block_env(database_url: str, data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("IKIGAI_", "PYTEST_"))}
+#: Kept from the test run: the services a block starts live in the run's runtime dir, end
+#: soon after their last use and are stopped with the run (tests/conftest.py).
+_KEPT = ("IKIGAI_RUNTIME_DIR", "IKIGAI_SERVICE_IDLE")
+
+
+def block_env(database_url: str, data_dir: Path, home: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("IKIGAI_", "PYTEST_")) or k in _KEPT
+    }
     env.update(
         DATABASE_URL=to_yoyo_url(database_url),
+        HOME=str(home),  # what a block installs into a client's config stays in the test
         IKIGAI_DATA_DIR=str(data_dir),
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
         PYTEST_ADDOPTS="--collect-only -q",
@@ -238,7 +248,9 @@ def test_readme_block_runs(
     block: Block, databases: Databases, data_dir: Path, tmp_path: Path
 ) -> None:
     """This block runs verbatim and succeeds (see the module docstring for where)."""
-    env = block_env(databases.url(block.where), data_dir)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = block_env(databases.url(block.where), data_dir, home)
     cwd = tmp_path / "work"
     cwd.mkdir()
     if block.in_checkout:
