@@ -23,16 +23,6 @@ _AUTO_RESERVE_DEFAULT = 300.0  # claude.AUTO_RESERVE_SECONDS (a test keeps them 
 _HOOKS = frozenset({"session-start", "prompt", "stop", "post-tool", "pre-tool"})
 
 
-def _value(args: list[str], i: int, option: str) -> tuple[str, int] | None:
-    """The value of ``option`` at ``args[i]`` (``--opt=V`` or ``--opt V``) and the next index."""
-    word = args[i]
-    if word.startswith(option + "="):
-        return word[len(option) + 1 :], i + 1
-    if word == option and i + 1 < len(args) and not args[i + 1].startswith("-"):
-        return args[i + 1], i + 2
-    return None
-
-
 def _seconds(text: str) -> float | None:
     try:
         seconds = float(text)
@@ -41,48 +31,70 @@ def _seconds(text: str) -> float | None:
     return seconds if 0 < seconds <= _MAX_AUTO_RESERVE else None
 
 
+def _parse(
+    args: list[str],
+    valued: dict[str, str],
+    flags: dict[str, str] | None = None,
+    optional: dict[str, str] | None = None,
+) -> dict[str, str | bool] | None:
+    """The options in ``args`` by key: ``valued`` take a value (``--opt V``, ``--opt=V``),
+    ``flags`` none (True), ``optional`` one when it follows (else True). None when anything
+    else is there (click then parses the line and says what is wrong)."""
+    flags, optional = flags or {}, optional or {}
+    found: dict[str, str | bool] = {}
+    i = 0
+    while i < len(args):
+        option, eq, value = args[i].partition("=")
+        takes_next = i + 1 < len(args) and not args[i + 1].startswith("-")
+        if option in flags and not eq:
+            found[flags[option]], i = True, i + 1
+        elif option in valued or option in optional:
+            key = valued.get(option) or optional[option]
+            if eq:
+                found[key], i = value, i + 1
+            elif takes_next:
+                found[key], i = args[i + 1], i + 2
+            elif option in optional:
+                found[key], i = True, i + 1
+            else:
+                return None
+        else:
+            return None
+    return found
+
+
 def _database(args: list[str]) -> tuple[str | None, int] | None:
     """The global ``--database`` (if it comes first) and where the command starts."""
-    if args and args[0].startswith("--database"):
-        return _value(args, 0, "--database")
-    return None, 0
+    if not args or not args[0].startswith("--database"):
+        return None, 0
+    option, eq, value = args[0].partition("=")
+    if option != "--database":
+        return None
+    if eq:
+        return value, 1
+    return (args[1], 2) if len(args) > 1 else None
 
 
 def _fast_mcp(args: list[str], database: str | None) -> int | None:
     """Serve ``mcp [--as N] [--role R] [--project DIR] [--operator] [--tools SPEC]`` over stdio
     through the proxy; None for anything else (``--http``, ``--help``, ...)."""
-    options: dict[str, str | bool | None] = {
-        "name": os.environ.get("IKIGAI_AS") or None,
-        "role": os.environ.get("IKIGAI_ROLE") or None,
-        "project": None,
-        "operator": False,
-        "tools": "core",
+    valued = {"--as": "name", "--role": "role", "--project": "project", "--tools": "tools"}
+    found = _parse(args, valued, flags={"--operator": "operator"})
+    if found is None:
+        return None
+    project = found.get("project") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    tools = str(found.get("tools") or "core")
+    options = {
+        "name": found.get("name") or os.environ.get("IKIGAI_AS") or None,
+        "role": found.get("role") or os.environ.get("IKIGAI_ROLE") or None,
+        "project": os.path.realpath(str(project)),
+        "operator": found.get("operator") is True,
+        "tools": tools,
     }
-    i = 0
-    while i < len(args):
-        if args[i] == "--operator":
-            options["operator"], i = True, i + 1
-            continue
-        for option, key in (
-            ("--as", "name"),
-            ("--role", "role"),
-            ("--project", "project"),
-            ("--tools", "tools"),
-        ):
-            found = _value(args, i, option) if args[i].startswith(option) else None
-            if found is not None and found[0]:
-                options[key], i = found
-                break
-        else:
-            return None
-    project = options["project"] or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-    options["project"] = os.path.realpath(str(project))
     from .mcp.catalog import load, select_names
 
     try:
-        select_names(
-            str(options["tools"]), ((t["name"], t["area"], t["core"]) for t in load()["tools"])
-        )
+        select_names(tools, ((t["name"], t["area"], t["core"]) for t in load()["tools"]))
     except ValueError:
         return None  # click says what is wrong
     from .service import proxy
@@ -95,36 +107,23 @@ def _fast_hook(args: list[str], database: str | None) -> int | None:
     when the command line is anything else."""
     if not args or args[0] not in _HOOKS:
         return None
-    hook = args[0]
-    options: dict[str, str | float | None] = {"name": None, "role": None, "auto_reserve": None}
-    i = 1
-    while i < len(args):
-        word = args[i]
-        if word.startswith("--auto-reserve") and hook == "pre-tool":
-            if word == "--auto-reserve" and (i + 1 == len(args) or args[i + 1].startswith("-")):
-                options["auto_reserve"], i = _AUTO_RESERVE_DEFAULT, i + 1
-                continue
-            found = _value(args, i, "--auto-reserve")
-            seconds = _seconds(found[0]) if found is not None else None
-            if found is None or seconds is None:
-                return None
-            options["auto_reserve"], i = seconds, found[1]
-            continue
-        for option, key in (("--as", "name"), ("--role", "role")):
-            found = _value(args, i, option) if word.startswith(option) else None
-            if found is not None and found[0]:
-                options[key], i = found
-                break
-        else:
-            return None
+    optional = {"--auto-reserve": "auto_reserve"} if args[0] == "pre-tool" else {}
+    found = _parse(args[1:], {"--as": "name", "--role": "role"}, optional=optional)
+    if found is None or "" in (found.get("name"), found.get("role")):
+        return None
+    reserve = found.get("auto_reserve")
+    seconds = _AUTO_RESERVE_DEFAULT if reserve is True else _seconds(str(reserve or ""))
+    if reserve is not None and seconds is None:
+        return None
     from .hooks import remote
 
+    name, role = found.get("name"), found.get("role")
     return remote.main(
-        hook,
+        args[0],
         database=database,
-        name=options["name"],  # type: ignore[arg-type]
-        role=options["role"],  # type: ignore[arg-type]
-        auto_reserve=options["auto_reserve"],  # type: ignore[arg-type]
+        name=name if isinstance(name, str) else None,
+        role=role if isinstance(role, str) else None,
+        auto_reserve=seconds if reserve is not None else None,
     )
 
 
