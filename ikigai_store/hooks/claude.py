@@ -580,11 +580,6 @@ HOOKS: dict[str, Callable[[HookContext], Awaitable[dict[str, Any] | None]]] = {
 # ---------------------------------------------------------------------------------- running
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 async def run(
     name: str,
     event: Mapping[str, Any],
@@ -626,7 +621,7 @@ def main(
         if isinstance(exc, TimeoutError):
             why = f"gave up after {options.deadline:g} s"
         else:
-            why = str(exc) if isinstance(exc, HookFailed) else _one_line(exc)
+            why = str(exc) if isinstance(exc, HookFailed) else failopen.one_line(exc)
         failopen.report(name, why, stderr)
         answer = failopen.answer(name, event, why)
     write_answer(answer, stdout)

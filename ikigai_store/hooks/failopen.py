@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO, Any
 
-__all__ = ["EDIT_TOOLS", "answer", "report"]
+__all__ = ["EDIT_TOOLS", "answer", "one_line", "report"]
 
 #: Tools whose ``file_path`` (``notebook_path``) ``pre-tool`` checks against reservations.
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
@@ -45,3 +45,9 @@ def report(name: str, why: str, stderr: IO[str]) -> None:
         stderr.flush()
     except Exception:
         pass
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc`` as the one line a hook that failed open reports: its class and message."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

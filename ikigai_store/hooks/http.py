@@ -174,7 +174,7 @@ class HookEndpoint:
         except TimeoutError:
             pass
         except Exception as exc:
-            why = str(exc) if isinstance(exc, HookFailed) else _one_line(exc)
+            why = str(exc) if isinstance(exc, HookFailed) else failopen.one_line(exc)
         log.warning("hook %s (http): %s", name, " ".join(why.split()))
         return failopen.answer(name, event, why)
 
@@ -240,8 +240,3 @@ async def _event(request: Request) -> dict[str, Any]:
         raise _BadRequest(400, "the body is not UTF-8") from None
     except HookFailed as exc:
         raise _BadRequest(400, str(exc).replace("standard input", "the body")) from None
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -224,7 +224,7 @@ class Service:
         try:
             await self.store()
         except Exception as exc:  # the first request tries again and reports it
-            log.warning("cannot open the store yet: %s", _one_line(exc))
+            log.warning("cannot open the store yet: %s", failopen.one_line(exc))
         await anyio.to_thread.run_sync(_import_mcp)
 
     # ---------------------------------------------------------------------------- the store
@@ -339,7 +339,7 @@ class Service:
         except HookFailed as exc:
             why = str(exc)
         except Exception as exc:
-            why = _one_line(exc)
+            why = failopen.one_line(exc)
             if not _expected(exc):
                 log.exception("hook %s failed", name)
         return {"ok": True, "answer": failopen.answer(name, event, why), "failed": why}
@@ -363,7 +363,7 @@ class Service:
             tools = select(str(options.get("tools") or "core"))
             store = await self.store()
         except (ValueError, IkigaiStoreError) as exc:
-            await _send(stream, {"ok": False, "error": _one_line(exc)})
+            await _send(stream, {"ok": False, "error": failopen.one_line(exc)})
             return
         face = Face(
             store,
@@ -413,11 +413,6 @@ def _expected(exc: BaseException) -> bool:
     from ..errors import IkigaiStoreError
 
     return isinstance(exc, IkigaiStoreError)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _rss_bytes() -> int | None:
