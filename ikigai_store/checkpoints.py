@@ -228,7 +228,7 @@ def list_checkpoints(
     thread_id: str | None,
     checkpoint_ns: str | None,
     *,
-    filter: Mapping[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+    filter: Mapping[str, Any] | None = None,
     before: str | None = None,
     limit: int | None = None,
 ) -> Op[list[StoredCheckpoint]]:
@@ -289,9 +289,7 @@ def blobs_for(
         known_channels=known_channels,
         known_versions=known_versions,
     )
-    return [
-        Blob(r["channel"], r["version"], r["type"], r["blob"], r["base_version"]) for r in rows
-    ]
+    return [Blob(r["channel"], r["version"], r["type"], r["blob"], r["base_version"]) for r in rows]
 
 
 def put_writes(

@@ -274,7 +274,7 @@ class _Core(BaseCheckpointSaver[str]):
     def _list_op(
         self,
         config: RunnableConfig | None,
-        filter: dict[str, Any] | None,  # noqa: A002 - LangGraph's name
+        filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
     ) -> Op[list[CheckpointTuple]]:
@@ -320,12 +320,11 @@ class _Core(BaseCheckpointSaver[str]):
     ) -> Op[RunnableConfig]:
         thread_id, ns = _thread_of(config)
         parent_id = get_checkpoint_id(config)
-        body = dict(checkpoint)
+        body: dict[str, Any] = dict(checkpoint)
         values = checkpoint.get("channel_values") or {}
-        body["channel_values"] = {
-            k: v for k, v in values.items() if v is None or isinstance(v, _PRIMITIVES)
-        }
-        blob_values = {k: v for k, v in values.items() if k not in body["channel_values"]}
+        inline = {k: v for k, v in values.items() if v is None or isinstance(v, _PRIMITIVES)}
+        body["channel_values"] = inline
+        blob_values = {k: v for k, v in values.items() if k not in inline}
         sid = self._sessions.get(thread_id)
         blobs = [
             self._blob(sid, ns, channel, version, blob_values[channel])
@@ -342,7 +341,9 @@ class _Core(BaseCheckpointSaver[str]):
                 for b in blobs
                 if b.channel in missing
             ]
-            yield Run(cp.put_checkpoint(thread_id, ns, checkpoint["id"], parent_id, body, meta, whole))
+            yield Run(
+                cp.put_checkpoint(thread_id, ns, checkpoint["id"], parent_id, body, meta, whole)
+            )
         self._sessions[thread_id] = session_id
         for channel, version in new_versions.items():
             if channel in blob_values:
@@ -433,7 +434,9 @@ class IkigaiSaver(_Core):
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, conn_string: str | None = None, **kwargs: Any) -> Iterator[IkigaiSaver]:
+    def from_conn_string(
+        cls, conn_string: str | None = None, **kwargs: Any
+    ) -> Iterator[IkigaiSaver]:
         """A saver on a store opened on ``conn_string`` (``ik.open``'s resolution: None is the
         configured or embedded database), migrated, closed on exit."""
         from ..store import open as open_store
@@ -453,7 +456,7 @@ class IkigaiSaver(_Core):
         self,
         config: RunnableConfig | None,
         *,
-        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        filter: dict[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
@@ -505,7 +508,7 @@ class IkigaiSaver(_Core):
         self,
         config: RunnableConfig | None,
         *,
-        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        filter: dict[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
@@ -594,7 +597,7 @@ class AsyncIkigaiSaver(_Core):
         self,
         config: RunnableConfig | None,
         *,
-        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        filter: dict[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
@@ -660,7 +663,7 @@ class AsyncIkigaiSaver(_Core):
         self,
         config: RunnableConfig | None,
         *,
-        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        filter: dict[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
@@ -676,7 +679,9 @@ class AsyncIkigaiSaver(_Core):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """``aput`` from another thread."""
-        return cast(RunnableConfig, self._sync(self.aput(config, checkpoint, metadata, new_versions)))
+        return cast(
+            RunnableConfig, self._sync(self.aput(config, checkpoint, metadata, new_versions))
+        )
 
     def put_writes(
         self,
