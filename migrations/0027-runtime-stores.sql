@@ -1,7 +1,8 @@
 -- Runtime stores (issue 35): LangGraph checkpoints and Claude Agent SDK transcripts.
 --
 -- LangGraph. A thread is one of our sessions (langgraph_threads.session_id; thread_id NULL once
--- the thread was deleted while a copy still reads from it). Its checkpoints, channel values
+-- the thread was deleted while a copy still reads from it: its session stays open then, so
+-- retention never prunes what a copy reads; a deleted thread's session is ended). Its checkpoints, channel values
 -- (blobs) and pending writes are rows keyed by that session, ids drawn from one sequence
 -- (langgraph_row_id) so that one number bounds all three. copy_thread writes one row: the new
 -- thread's source_session_id and source_bound say "and every row of the source (and of its own
@@ -19,7 +20,7 @@
 -- depends: 0026-mail-hand-off
 
 CREATE TABLE IF NOT EXISTS langgraph_threads (
-    session_id BIGINT PRIMARY KEY REFERENCES sessions (id),
+    session_id BIGINT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
     thread_id TEXT UNIQUE,
     source_session_id BIGINT REFERENCES langgraph_threads (session_id),
     source_bound BIGINT NOT NULL DEFAULT 0,
@@ -77,7 +78,7 @@ CREATE OR REPLACE FUNCTION langgraph_lineage(leaf BIGINT)
 RETURNS TABLE (depth INTEGER, session_id BIGINT, bound BIGINT)
 LANGUAGE sql STABLE
 AS $fn$
-    WITH RECURSIVE walk (depth, session_id, source_session_id, source_bound, bound) AS (
+    WITH RECURSIVE sources (depth, session_id, source_session_id, source_bound, bound) AS (
         SELECT 0, t.session_id, t.source_session_id, t.source_bound,
                CAST(9223372036854775807 AS bigint)
         FROM langgraph_threads AS t
@@ -85,10 +86,10 @@ AS $fn$
         UNION ALL
         SELECT w.depth + 1, s.session_id, s.source_session_id, s.source_bound,
                LEAST(w.bound, w.source_bound)
-        FROM walk AS w
+        FROM sources AS w
         JOIN langgraph_threads AS s ON s.session_id = w.source_session_id
     )
-    SELECT depth, session_id, bound FROM walk
+    SELECT depth, session_id, bound FROM sources
 $fn$;
 
 -- The blob rows a thread needs to rebuild channels[i] at versions[i] in namespace ns: each
@@ -133,7 +134,7 @@ AS $fn$
 $fn$;
 
 CREATE TABLE IF NOT EXISTS claude_transcripts (
-    session_id BIGINT PRIMARY KEY REFERENCES sessions (id),
+    session_id BIGINT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
     namespace TEXT NOT NULL,
     project_key TEXT NOT NULL,
     transcript_id TEXT NOT NULL,

@@ -245,7 +245,8 @@ SELECT session_id FROM named;
 -- name: langgraph_delete_thread(thread_id)^
 -- Delete a thread: its rows go with its langgraph_threads row (ON DELETE CASCADE) and its
 -- session is ended. When a copy still reads from it, only its name goes (thread_id NULL): the
--- rows stay for the copy. Returns how many threads were deleted (0 or 1).
+-- rows stay for the copy, and the session stays open (retention prunes only ended ones).
+-- Returns how many threads were deleted (0 or 1).
 WITH target AS (
     SELECT t.session_id,
            EXISTS (SELECT 1 FROM langgraph_threads AS d
@@ -266,7 +267,7 @@ gone AS (
 ),
 ended AS (
     UPDATE sessions SET ended_at = COALESCE(ended_at, NOW())
-    WHERE id IN (SELECT session_id FROM target)
+    WHERE id IN (SELECT session_id FROM target WHERE NOT copied)
     RETURNING id
 )
 SELECT (SELECT count(*) FROM unnamed) + (SELECT count(*) FROM gone) AS deleted;
@@ -300,8 +301,8 @@ RETURNING session_id;
 -- name: langgraph_rebuild_latest(old_session_id, thread_id, title)^
 -- prune(keep_latest)'s second step: a new thread (and session) named :thread_id gets the
 -- newest checkpoint of each namespace of the old thread's lineage, their writes and the blob
--- rows that rebuild their channels (bases included); the old session is ended. Returns the new
--- session id and how many rows were copied.
+-- rows that rebuild their channels (bases included). Returns the new session id and how many
+-- rows were copied (the old thread is langgraph_drop_unnamed's business).
 WITH lineage AS MATERIALIZED (
     SELECT * FROM langgraph_lineage(:old_session_id)
 ),
@@ -363,26 +364,25 @@ blobs AS (
     SELECT n.session_id, b.checkpoint_ns, b.channel, b.version, b.type, b.blob, b.base_version
     FROM named AS n CROSS JOIN kept_blobs AS b
     RETURNING 1
-),
-ended AS (
-    UPDATE sessions SET ended_at = COALESCE(ended_at, NOW())
-    WHERE id = :old_session_id
-    RETURNING id
 )
 SELECT n.session_id,
        (SELECT count(*) FROM checkpoints) + (SELECT count(*) FROM writes)
-       + (SELECT count(*) FROM blobs) AS copied,
-       (SELECT count(*) FROM ended) AS ended
+       + (SELECT count(*) FROM blobs) AS copied
 FROM named AS n;
 
 -- name: langgraph_drop_unnamed(session_id)^
--- Delete an unnamed thread no copy reads from (its rows go with it, ON DELETE CASCADE);
--- returns how many were deleted (0: it is named, or a copy still reads from it).
+-- Delete an unnamed thread no copy reads from (its rows go with it, ON DELETE CASCADE) and end
+-- its session; returns how many were deleted (0: it is named, or a copy still reads from it).
 WITH gone AS (
     DELETE FROM langgraph_threads AS t
     WHERE t.session_id = :session_id AND t.thread_id IS NULL
       AND NOT EXISTS (SELECT 1 FROM langgraph_threads AS d
                       WHERE d.source_session_id = t.session_id)
-    RETURNING 1
+    RETURNING t.session_id
+),
+ended AS (
+    UPDATE sessions SET ended_at = COALESCE(ended_at, NOW())
+    WHERE id IN (SELECT session_id FROM gone)
+    RETURNING id
 )
 SELECT count(*) AS deleted FROM gone;
