@@ -15,7 +15,8 @@ Invariants:
 - a step writes only what changed: a channel LangGraph did not bump is not written, and a list
   channel (``messages``) whose new value extends a value the saver already holds is stored as
   the appended items only (an append on that version). Reads rebuild it from the chain of
-  appends, in the same round trip;
+  appends, in the same round trip; after ``max_appends`` appends in a row (default 64) the
+  value is stored whole again, so a cold read folds at most that many;
 - the saver keeps the newest value of each channel it wrote or read (``cache_size`` entries,
   least recently used dropped) so that it neither reads nor rebuilds it again: a value
   comes back from the cache as a shallow copy (lists, dicts and sets; their items are shared,
@@ -33,8 +34,8 @@ import random
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Any, cast
+from contextlib import asynccontextmanager, contextmanager, suppress
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -59,6 +60,11 @@ if TYPE_CHECKING:
     from ..store import Store
 
 __all__ = ["AsyncIkigaiSaver", "IkigaiSaver"]
+
+T = TypeVar("T")
+
+#: What the cache holds for a channel: (version, value, how many appends its stored form is).
+Held = tuple[str, Any, int]
 
 _PRIMITIVES = (str, int, float, bool)
 _MISSING = object()
@@ -93,20 +99,29 @@ def _shallow(value: Any) -> Any:
 class _Core(BaseCheckpointSaver[str]):
     """What both savers share: the operations each method runs, the serialisation, the cache."""
 
-    def __init__(self, *, serde: SerializerProtocol | None = None, cache_size: int = 1024) -> None:
+    def __init__(
+        self,
+        *,
+        serde: SerializerProtocol | None = None,
+        cache_size: int = 1024,
+        max_appends: int = 64,
+    ) -> None:
         super().__init__(serde=serde)
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
-            raise InvalidArgument("cache_size must be a non-negative integer")
+        for name, value in (("cache_size", cache_size), ("max_appends", max_appends)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidArgument(f"{name} must be a non-negative integer")
         self.cache_size = cache_size
+        self.max_appends = max_appends
         self._lock = threading.Lock()
-        # (session id, ns, channel) -> (version, value): the newest value held per channel.
-        self._values: OrderedDict[tuple[int, str, str], tuple[str, Any]] = OrderedDict()
+        # (session id, ns, channel) -> (version, value, appends): the newest value held per
+        # channel, and how many appends its stored form is (0: a whole blob).
+        self._values: OrderedDict[tuple[int, str, str], Held] = OrderedDict()
         # thread id -> the session it was last seen in.
         self._sessions: dict[str, int] = {}
 
     # ------------------------------------------------------------ cache
 
-    def _held(self, sid: int | None, ns: str, channel: str) -> tuple[str, Any] | None:
+    def _held(self, sid: int | None, ns: str, channel: str) -> Held | None:
         if sid is None:
             return None
         with self._lock:
@@ -115,7 +130,9 @@ class _Core(BaseCheckpointSaver[str]):
                 self._values.move_to_end((sid, ns, channel))
             return found
 
-    def _hold(self, sid: int, ns: str, channel: str, version: str, value: Any) -> None:
+    def _hold(
+        self, sid: int, ns: str, channel: str, version: str, value: Any, appends: int
+    ) -> None:
         if not self.cache_size:
             return
         with self._lock:
@@ -123,60 +140,54 @@ class _Core(BaseCheckpointSaver[str]):
             current = self._values.get(key)
             if current is not None and current[0] > version:
                 return  # an older version read later (a past checkpoint): keep the newer
-            self._values[key] = (version, _shallow(value))
+            self._values[key] = (version, _shallow(value), appends)
             self._values.move_to_end(key)
             while len(self._values) > self.cache_size:
                 self._values.popitem(last=False)
 
-    def _known(self, sid: int | None, ns: str, channels: Any) -> list[tuple[str, str]]:
-        if sid is None:
-            return []
-        known = []
-        with self._lock:
-            for channel in channels:
-                found = self._values.get((sid, ns, channel))
-                if found is not None:
-                    known.append((channel, found[0]))
-        return known
-
     # ------------------------------------------------------------ serialisation
 
-    def _blob(self, sid: int | None, ns: str, channel: str, version: Any, value: Any) -> cp.Blob:
-        """The blob storing ``value``: an append when it extends the value held for the
-        channel at an older version, else whole."""
+    def _blob(
+        self, sid: int | None, ns: str, channel: str, version: Any, value: Any
+    ) -> tuple[cp.Blob, int]:
+        """The blob storing ``value`` and how many appends it ends: an append when the value
+        extends the one held for the channel at an older version (and that one ends fewer
+        than ``max_appends`` appends, so a cold read folds at most that many), else whole."""
         held = self._held(sid, ns, channel) if isinstance(version, str) else None
         if (
             held is not None
+            and held[2] < self.max_appends
             and isinstance(value, list)
             and isinstance(held[1], list)
             and _older(held[0], cast(str, version))
             and len(value) >= len(held[1])
-            and all(a is b or a == b for a, b in zip(held[1], value, strict=False))
+            and value[: len(held[1])] == held[1]  # element by element, identity first
         ):
             type_, data = self.serde.dumps_typed(value[len(held[1]) :])
-            return cp.Blob(channel, version, type_, data, held[0])
+            return cp.Blob(channel, version, type_, data, held[0]), held[2] + 1
         type_, data = self.serde.dumps_typed(value)
-        return cp.Blob(channel, str(version), type_, data)
+        return cp.Blob(channel, str(version), type_, data), 0
 
     def _rebuild(
         self,
         channel: str,
         version: str,
         rows: dict[tuple[str, str], cp.Blob],
-        held: dict[str, tuple[str, Any]],
-    ) -> Any:
+        held: dict[str, Held],
+    ) -> tuple[Any, int]:
         """The channel's value at ``version`` from the blob rows and the values ``held`` (those
-        the read was told of), or _MISSING."""
+        the read was told of), or _MISSING; and how many appends its stored form is."""
         appended: list[Any] = []
         current = version
+        depth = 0
         while True:
             found = held.get(channel)
             if found is not None and found[0] == current:
-                base = found[1]
+                base, depth = found[1], found[2]
                 break
             row = rows.get((channel, current))
             if row is None or row.type == "empty":
-                return _MISSING
+                return _MISSING, 0
             value = self.serde.loads_typed((row.type, cast(bytes, row.blob)))
             if row.base_version is None:
                 base = value
@@ -184,33 +195,35 @@ class _Core(BaseCheckpointSaver[str]):
             appended.append(value)
             current = row.base_version
         if not appended:
-            return _shallow(base)
+            return _shallow(base), depth
         rebuilt = list(base)
         for items in reversed(appended):
             rebuilt.extend(items)
-        return rebuilt
+        return rebuilt, depth + len(appended)
 
     def _values_of(
         self,
         stored: cp.StoredCheckpoint,
         rows: dict[tuple[str, str], cp.Blob],
-        held: dict[str, tuple[str, Any]],
+        held: dict[str, Held],
     ) -> dict[str, Any]:
         values = dict(stored.checkpoint.get("channel_values") or {})
         for channel, version in (stored.checkpoint.get("channel_versions") or {}).items():
             if channel in values:
                 continue
-            value = self._rebuild(channel, str(version), rows, held)
+            value, appends = self._rebuild(channel, str(version), rows, held)
             if value is not _MISSING:
                 values[channel] = value
-                self._hold(stored.session_id, stored.checkpoint_ns, channel, str(version), value)
+                self._hold(
+                    stored.session_id, stored.checkpoint_ns, channel, str(version), value, appends
+                )
         return values
 
     def _tuple(
         self,
         stored: cp.StoredCheckpoint,
         rows: dict[tuple[str, str], cp.Blob],
-        held: dict[str, tuple[str, Any]] | None = None,
+        held: dict[str, Held] | None = None,
     ) -> CheckpointTuple:
         checkpoint = cast(Checkpoint, dict(stored.checkpoint))
         checkpoint["channel_values"] = self._values_of(stored, rows, held or {})
@@ -256,8 +269,8 @@ class _Core(BaseCheckpointSaver[str]):
                 if key[0] == assumed and key[1] == ns
             }
         known = [(channel, value[0]) for channel, value in held.items()]
-        stored: cp.StoredCheckpoint | None = yield Run(
-            cp.get_checkpoint(thread_id, ns, checkpoint_id, known=known)
+        stored: cp.StoredCheckpoint | None = yield from cp.get_checkpoint(
+            thread_id, ns, checkpoint_id, known=known
         )
         if stored is None:
             return None
@@ -265,7 +278,7 @@ class _Core(BaseCheckpointSaver[str]):
             self._sessions[thread_id] = stored.session_id
             if known:  # another session than the one the cache was for: read it whole
                 held = {}
-                stored = yield Run(cp.get_checkpoint(thread_id, ns, stored.checkpoint_id))
+                stored = yield from cp.get_checkpoint(thread_id, ns, stored.checkpoint_id)
                 if stored is None:
                     return None
         rows = {(b.channel, b.version): b for b in stored.blobs}
@@ -295,8 +308,8 @@ class _Core(BaseCheckpointSaver[str]):
                     return []
                 return [found]
         before_id = get_checkpoint_id(before) if before else None
-        listed: list[cp.StoredCheckpoint] = yield Run(
-            cp.list_checkpoints(thread_id, ns, filter=filter, before=before_id, limit=limit)
+        listed: list[cp.StoredCheckpoint] = yield from cp.list_checkpoints(
+            thread_id, ns, filter=filter, before=before_id, limit=limit
         )
         rows: dict[tuple[int, str], dict[tuple[str, str], cp.Blob]] = {}
         groups: dict[tuple[int, str], set[tuple[str, str]]] = {}
@@ -307,7 +320,7 @@ class _Core(BaseCheckpointSaver[str]):
                 if channel not in values:
                     wanted.add((channel, str(version)))
         for (sid, group_ns), wanted in groups.items():
-            blobs: list[cp.Blob] = yield Run(cp.blobs_for(sid, group_ns, sorted(wanted)))
+            blobs: list[cp.Blob] = yield from cp.blobs_for(sid, group_ns, sorted(wanted))
             rows[(sid, group_ns)] = {(b.channel, b.version): b for b in blobs}
         return [self._tuple(s, rows.get((s.session_id, s.checkpoint_ns), {})) for s in listed]
 
@@ -326,28 +339,33 @@ class _Core(BaseCheckpointSaver[str]):
         body["channel_values"] = inline
         blob_values = {k: v for k, v in values.items() if k not in inline}
         sid = self._sessions.get(thread_id)
-        blobs = [
+        made = [
             self._blob(sid, ns, channel, version, blob_values[channel])
             for channel, version in new_versions.items()
             if channel in blob_values
         ]
+        blobs = [blob for blob, _ in made]
+        appends = {blob.channel: depth for blob, depth in made}
         meta = get_serializable_checkpoint_metadata(config, metadata)
-        session_id, missing = yield Run(
-            cp.put_checkpoint(thread_id, ns, checkpoint["id"], parent_id, body, meta, blobs)
+        session_id, missing = yield from cp.put_checkpoint(
+            thread_id, ns, checkpoint["id"], parent_id, body, meta, blobs
         )
         if missing:  # an append whose base is not in this thread: store those whole
             whole = [
-                self._blob(None, ns, b.channel, b.version, blob_values[b.channel])
+                self._blob(None, ns, b.channel, b.version, blob_values[b.channel])[0]
                 for b in blobs
                 if b.channel in missing
             ]
-            yield Run(
-                cp.put_checkpoint(thread_id, ns, checkpoint["id"], parent_id, body, meta, whole)
+            appends.update(dict.fromkeys(missing, 0))
+            yield from cp.put_checkpoint(
+                thread_id, ns, checkpoint["id"], parent_id, body, meta, whole
             )
         self._sessions[thread_id] = session_id
         for channel, version in new_versions.items():
             if channel in blob_values:
-                self._hold(session_id, ns, channel, str(version), blob_values[channel])
+                self._hold(
+                    session_id, ns, channel, str(version), blob_values[channel], appends[channel]
+                )
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -373,19 +391,19 @@ class _Core(BaseCheckpointSaver[str]):
             rows.append((WRITES_IDX_MAP.get(channel, idx), channel, type_, data))
         upsert = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         if rows:
-            yield Run(
-                cp.put_writes(thread_id, ns, checkpoint_id, task_id, task_path, rows, upsert=upsert)
+            yield from cp.put_writes(
+                thread_id, ns, checkpoint_id, task_id, task_path, rows, upsert=upsert
             )
 
     def _delete_thread_op(self, thread_id: str) -> Op[None]:
-        yield Run(cp.delete_thread(thread_id))
+        yield from cp.delete_thread(thread_id)
         self._forget(thread_id)
 
     def _copy_thread_op(self, source_thread_id: str, target_thread_id: str) -> Op[None]:
-        yield Run(cp.copy_thread(source_thread_id, target_thread_id))
+        yield from cp.copy_thread(source_thread_id, target_thread_id)
 
     def _delete_for_runs_op(self, run_ids: Sequence[str]) -> Op[None]:
-        yield Run(cp.delete_for_runs(list(run_ids)))
+        yield from cp.delete_for_runs(list(run_ids))
 
     def _prune_op(self, thread_ids: Sequence[str], strategy: str) -> Op[None]:
         if strategy not in ("keep_latest", "delete"):
@@ -394,9 +412,9 @@ class _Core(BaseCheckpointSaver[str]):
             raise InvalidArgument("thread_ids must be a sequence of thread ids, not a string")
         for thread_id in thread_ids:
             if strategy == "delete":
-                yield Run(cp.delete_thread(thread_id))
+                yield from cp.delete_thread(thread_id)
             else:
-                yield Run(cp.prune_keep_latest(thread_id))
+                yield Run(cp.prune_keep_latest(thread_id))  # atomic: in its own transaction
             self._forget(thread_id)
 
     def _forget(self, thread_id: str) -> None:
@@ -427,9 +445,14 @@ class IkigaiSaver(_Core):
     """
 
     def __init__(
-        self, store: Store, *, serde: SerializerProtocol | None = None, cache_size: int = 1024
+        self,
+        store: Store,
+        *,
+        serde: SerializerProtocol | None = None,
+        cache_size: int = 1024,
+        max_appends: int = 64,
     ) -> None:
-        super().__init__(serde=serde, cache_size=cache_size)
+        super().__init__(serde=serde, cache_size=cache_size, max_appends=max_appends)
         self.store = store
 
     @classmethod
@@ -555,8 +578,8 @@ class IkigaiSaver(_Core):
 
 
 class AsyncIkigaiSaver(_Core):
-    """A LangGraph checkpoint saver on an ``AsyncStore``. Make it inside the event loop; the
-    sync methods may be called from other threads only (they run on that loop).
+    """A LangGraph checkpoint saver on an ``AsyncStore``. Its sync methods may be called from
+    other threads only: they run on the saver's event loop (``loop``).
 
     ``AsyncIkigaiSaver(store)`` uses a store the caller opened (and closes);
     ``async with AsyncIkigaiSaver.from_conn_string(url) as saver:`` opens and closes its own.
@@ -568,10 +591,20 @@ class AsyncIkigaiSaver(_Core):
         *,
         serde: SerializerProtocol | None = None,
         cache_size: int = 1024,
+        max_appends: int = 64,
     ) -> None:
-        super().__init__(serde=serde, cache_size=cache_size)
+        super().__init__(serde=serde, cache_size=cache_size, max_appends=max_appends)
         self.store = store
-        self.loop = asyncio.get_running_loop()
+        #: The event loop the sync methods run on: the running one when the saver is made (or
+        #: when it is first used, if made outside one).
+        self.loop: asyncio.AbstractEventLoop | None = None
+        with suppress(RuntimeError):
+            self.loop = asyncio.get_running_loop()
+
+    async def _arun(self, op: Op[T]) -> T:
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
+        return await self.store._run(op)
 
     @classmethod
     @asynccontextmanager
@@ -591,7 +624,7 @@ class AsyncIkigaiSaver(_Core):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names (its thread's newest without a checkpoint_id)."""
-        return await self.store._run(self._get_op(config))
+        return await self._arun(self._get_op(config))
 
     async def alist(
         self,
@@ -602,7 +635,7 @@ class AsyncIkigaiSaver(_Core):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """Checkpoints newest first (see ``BaseCheckpointSaver.list``)."""
-        for item in await self.store._run(self._list_op(config, filter, before, limit)):
+        for item in await self._arun(self._list_op(config, filter, before, limit)):
             yield item
 
     async def aput(
@@ -613,7 +646,7 @@ class AsyncIkigaiSaver(_Core):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint and the channels it changed; returns its config."""
-        return await self.store._run(self._put_op(config, checkpoint, metadata, new_versions))
+        return await self._arun(self._put_op(config, checkpoint, metadata, new_versions))
 
     async def aput_writes(
         self,
@@ -623,30 +656,36 @@ class AsyncIkigaiSaver(_Core):
         task_path: str = "",
     ) -> None:
         """Store a task's intermediate writes for the checkpoint ``config`` names."""
-        await self.store._run(self._put_writes_op(config, writes, task_id, task_path))
+        await self._arun(self._put_writes_op(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete a thread's checkpoints and writes (its copies keep theirs)."""
-        await self.store._run(self._delete_thread_op(thread_id))
+        await self._arun(self._delete_thread_op(thread_id))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and writes) whose ``metadata.run_id`` is in ``run_ids``."""
-        await self.store._run(self._delete_for_runs_op(run_ids))
+        await self._arun(self._delete_for_runs_op(run_ids))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Make ``target_thread_id`` a copy of ``source_thread_id``: one row, nothing copied.
         ``Conflict`` when the target exists; nothing happens when the source does not."""
-        await self.store._run(self._copy_thread_op(source_thread_id, target_thread_id))
+        await self._arun(self._copy_thread_op(source_thread_id, target_thread_id))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: keep each namespace's newest checkpoint; ``delete``: delete them."""
-        await self.store._run(self._prune_op(thread_ids, strategy))
+        await self._arun(self._prune_op(thread_ids, strategy))
 
     def _sync(self, coro: Any) -> Any:
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
+        if self.loop is None:
+            coro.close()
+            raise asyncio.InvalidStateError(
+                "AsyncIkigaiSaver was made outside an event loop and never used on one: "
+                "its sync methods have no loop to run on"
+            )
         if running is self.loop:
             coro.close()
             raise asyncio.InvalidStateError(
@@ -669,7 +708,7 @@ class AsyncIkigaiSaver(_Core):
     ) -> Iterator[CheckpointTuple]:
         """``alist`` from another thread."""
         op = self._list_op(config, filter, before, limit)
-        yield from cast("list[CheckpointTuple]", self._sync(self.store._run(op)))
+        yield from cast("list[CheckpointTuple]", self._sync(self._arun(op)))
 
     def put(
         self,

@@ -152,7 +152,7 @@ def _uuid6() -> str:
 def test_a_step_stores_only_the_appended_message(store: ik.Store) -> None:
     """Appending one message to a 300-message state stores one small blob (an append on the
     previous version), and a fresh saver (no cache) rebuilds the whole list from the chain."""
-    saver = IkigaiSaver(store)
+    saver = IkigaiSaver(store, max_appends=1_000)
     config, messages = _steps(saver, "long", 300)
     with store._connection() as conn:
         rows = conn.execute(
@@ -161,6 +161,23 @@ def test_a_step_stores_only_the_appended_message(store: ik.Store) -> None:
     assert rows[0]["base_version"] is None  # the first value is whole
     assert all(r["base_version"] is not None for r in rows[1:])  # every later one an append
     assert max(r["size"] for r in rows[1:]) < 400  # one message each, not the whole list
+    cold = IkigaiSaver(store).get_tuple(config)
+    assert cold is not None
+    assert cold.checkpoint["channel_values"]["messages"] == messages
+
+
+def test_appends_restart_whole_after_max_appends(store: ik.Store) -> None:
+    """With max_appends=8, every 9th value of the channel is stored whole: a cold read folds
+    at most 8 appends, and still rebuilds the list exactly."""
+    saver = IkigaiSaver(store, max_appends=8)
+    config, messages = _steps(saver, "bounded", 40)
+    with store._connection() as conn:
+        bases = [
+            r["base_version"]
+            for r in conn.execute("SELECT base_version FROM langgraph_blobs ORDER BY id")
+        ]
+    whole = [i for i, base in enumerate(bases) if base is None]
+    assert whole == [0, 9, 18, 27, 36]
     cold = IkigaiSaver(store).get_tuple(config)
     assert cold is not None
     assert cold.checkpoint["channel_values"]["messages"] == messages
