@@ -8,11 +8,13 @@
 -- concurrent copy_thread (FOR UPDATE) waits for this put or is waited for: a copy's bound never
 -- splits a put. A checkpoint put again replaces its body and metadata; a blob already stored
 -- under (channel, version) is kept. A blob with a base (bases[i]: an append onto that version)
--- is stored only when its base is in the thread's lineage; the channels refused so are
+-- is stored only when its base is in the thread's lineage (looked for among the thread's own
+-- blobs first, one index probe; then among its sources'); the channels refused so are
 -- returned (missing), and the caller stores them whole. When two first uses of a thread race,
 -- the second fails on thread_id's uniqueness (Conflict) and is run again.
 WITH found AS (
-    SELECT session_id FROM langgraph_threads WHERE thread_id = :thread_id FOR KEY SHARE
+    SELECT session_id, source_session_id FROM langgraph_threads WHERE thread_id = :thread_id
+    FOR KEY SHARE
 ),
 created AS (
     INSERT INTO sessions (title)
@@ -40,10 +42,17 @@ missing AS MATERIALIZED (
       AND NOT EXISTS (
           SELECT 1
           FROM found AS f
+          JOIN langgraph_blobs AS o
+            ON o.session_id = f.session_id AND o.checkpoint_ns = :checkpoint_ns
+           AND o.channel = w.channel AND o.version = w.base)
+      AND NOT EXISTS (
+          SELECT 1
+          FROM found AS f
           CROSS JOIN LATERAL langgraph_lineage(f.session_id) AS l
           JOIN langgraph_blobs AS o
             ON o.session_id = l.session_id AND o.checkpoint_ns = :checkpoint_ns
-           AND o.channel = w.channel AND o.version = w.base AND o.id <= l.bound)
+           AND o.channel = w.channel AND o.version = w.base AND o.id <= l.bound
+          WHERE f.source_session_id IS NOT NULL AND l.depth > 0)
 ),
 checkpoint AS (
     INSERT INTO langgraph_checkpoints (session_id, checkpoint_ns, checkpoint_id,

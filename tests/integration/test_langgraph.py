@@ -385,3 +385,35 @@ async def _async_scenario(astore: ik.AsyncStore, thread: str) -> None:
     await graph.ainvoke(None, fork)
     await graph.ainvoke(Command(resume="sure"), fork)
     assert _texts(await graph.aget_state(config)) == ["hi", "echo: hi", "v2", "reviewed: sure"]
+
+
+def test_an_append_whose_base_is_gone_is_stored_whole(store: ik.Store) -> None:
+    """A saver whose cache predates another saver's delete_thread still stores the thread
+    right: its append's base is not in the re-made thread, so the value is stored whole."""
+    first, other = IkigaiSaver(store), IkigaiSaver(store)
+    _, messages = _steps(first, "gone", 3)
+    other.delete_thread("gone")
+    messages = [*messages, HumanMessage("after the delete", id="after")]
+    checkpoint: Any = {
+        "v": 4,
+        "id": _uuid6(),
+        "ts": "2026-01-01T00:00:00+00:00",
+        "channel_values": {"messages": messages},
+        "channel_versions": {"messages": "9" * 32 + ".0"},
+        "versions_seen": {},
+    }
+    first.put(
+        {"configurable": {"thread_id": "gone", "checkpoint_ns": ""}},
+        checkpoint,
+        {},
+        {"messages": "9" * 32 + ".0"},
+    )
+    with store._connection() as conn:
+        rows = conn.execute(
+            "SELECT b.base_version FROM langgraph_blobs AS b JOIN langgraph_threads AS t "
+            "USING (session_id) WHERE t.thread_id = 'gone'"
+        ).fetchall()
+    assert [r["base_version"] for r in rows] == [None]
+    fresh = IkigaiSaver(store).get_tuple({"configurable": {"thread_id": "gone"}})
+    assert fresh is not None
+    assert fresh.checkpoint["channel_values"]["messages"] == messages
