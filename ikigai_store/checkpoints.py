@@ -228,13 +228,13 @@ def list_checkpoints(
     thread_id: str | None,
     checkpoint_ns: str | None,
     *,
-    filter: Mapping[str, Any] | None = None,
+    metadata_filter: Mapping[str, Any] | None = None,
     before: str | None = None,
     limit: int | None = None,
 ) -> Op[list[StoredCheckpoint]]:
     """Checkpoints newest first, with their writes (no blobs: ``blobs_for``): of one thread
-    (None: every thread), one namespace (None: all), whose metadata contains ``filter``, older
-    than the checkpoint id ``before``, at most ``limit``."""
+    (None: every thread), one namespace (None: all), whose metadata contains
+    ``metadata_filter``, older than the checkpoint id ``before``, at most ``limit``."""
     if thread_id is not None:
         _check_key(thread_id, "thread_id")
     if checkpoint_ns is not None:
@@ -243,7 +243,7 @@ def list_checkpoints(
         _check_key(before, "before")
     if limit is not None:
         check_limit(limit)
-    wanted = None if not filter else dump_json(dict(filter), "filter")
+    wanted = None if not metadata_filter else dump_json(dict(metadata_filter), "filter")
     rows = yield many(
         "langgraph_list",
         thread_id=thread_id,

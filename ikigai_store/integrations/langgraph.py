@@ -309,7 +309,7 @@ class _Core(BaseCheckpointSaver[str]):
                 return [found]
         before_id = get_checkpoint_id(before) if before else None
         listed: list[cp.StoredCheckpoint] = yield from cp.list_checkpoints(
-            thread_id, ns, filter=filter, before=before_id, limit=limit
+            thread_id, ns, metadata_filter=filter, before=before_id, limit=limit
         )
         rows: dict[tuple[int, str], dict[tuple[str, str], cp.Blob]] = {}
         groups: dict[tuple[int, str], set[tuple[str, str]]] = {}
