@@ -133,6 +133,92 @@ AS $fn$
     SELECT channel, version, type, blob, base_version FROM chain
 $fn$;
 
+-- langgraph_put's statement (queries/langgraph.sql says what it does), in PL/pgSQL with a
+-- generic plan: each connection plans it once and keeps the plan. Planned per call, as a
+-- prepared statement with custom plans, its planning cost about as much as its execution
+-- (measured: 680 us a put vs 360 us with the plan kept).
+CREATE OR REPLACE FUNCTION langgraph_put(
+    p_thread_id TEXT, p_title TEXT, p_checkpoint_ns TEXT, p_checkpoint_id TEXT,
+    p_parent_checkpoint_id TEXT, p_checkpoint JSONB, p_metadata JSONB, p_channels TEXT[],
+    p_versions TEXT[], p_types TEXT[], p_blobs BYTEA[], p_bases TEXT[])
+RETURNS TABLE (session_id BIGINT, missing TEXT[], stored BIGINT)
+LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_generic_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+        WITH found AS (
+            SELECT session_id, source_session_id FROM langgraph_threads WHERE thread_id = p_thread_id
+            FOR KEY SHARE
+        ),
+        created AS (
+            INSERT INTO sessions (title)
+            SELECT p_title WHERE NOT EXISTS (SELECT 1 FROM found)
+            RETURNING id
+        ),
+        named AS (
+            INSERT INTO langgraph_threads (session_id, thread_id)
+            SELECT id, p_thread_id FROM created
+            RETURNING session_id
+        ),
+        thread AS (
+            SELECT session_id FROM found UNION ALL SELECT session_id FROM named
+        ),
+        wanted AS MATERIALIZED (
+            SELECT w.channel, w.version, w.type, w.blob, w.base
+            FROM unnest(p_channels, p_versions, p_types,
+                        p_blobs, p_bases) AS w (channel, version, type,
+                                                                               blob, base)
+        ),
+        missing AS MATERIALIZED (
+            SELECT w.channel
+            FROM wanted AS w
+            WHERE w.base IS NOT NULL
+              AND NOT EXISTS (
+                  SELECT 1
+                  FROM found AS f
+                  JOIN langgraph_blobs AS o
+                    ON o.session_id = f.session_id AND o.checkpoint_ns = p_checkpoint_ns
+                   AND o.channel = w.channel AND o.version = w.base)
+              AND NOT EXISTS (
+                  SELECT 1
+                  FROM found AS f
+                  CROSS JOIN LATERAL langgraph_lineage(f.session_id) AS l
+                  JOIN langgraph_blobs AS o
+                    ON o.session_id = l.session_id AND o.checkpoint_ns = p_checkpoint_ns
+                   AND o.channel = w.channel AND o.version = w.base AND o.id <= l.bound
+                  WHERE f.source_session_id IS NOT NULL AND l.depth > 0)
+        ),
+        checkpoint AS (
+            INSERT INTO langgraph_checkpoints (session_id, checkpoint_ns, checkpoint_id,
+                                               parent_checkpoint_id, checkpoint, metadata)
+            SELECT session_id, p_checkpoint_ns, p_checkpoint_id, p_parent_checkpoint_id,
+                   p_checkpoint, p_metadata
+            FROM thread
+            ON CONFLICT (session_id, checkpoint_ns, checkpoint_id) DO UPDATE
+            SET parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
+                checkpoint = EXCLUDED.checkpoint,
+                metadata = EXCLUDED.metadata
+            RETURNING session_id
+        ),
+        stored AS (
+            INSERT INTO langgraph_blobs (session_id, checkpoint_ns, channel, version, type, blob,
+                                         base_version)
+            SELECT t.session_id, p_checkpoint_ns, w.channel, w.version, w.type, w.blob, w.base
+            FROM thread AS t
+            CROSS JOIN wanted AS w
+            WHERE w.channel NOT IN (SELECT channel FROM missing)
+            ON CONFLICT (session_id, checkpoint_ns, channel, version) DO NOTHING
+            RETURNING 1
+        )
+        SELECT c.session_id,
+               (SELECT COALESCE(array_agg(channel), '{}') FROM missing) AS missing,
+               (SELECT count(*) FROM stored) AS stored
+        FROM checkpoint AS c;
+END
+$fn$;
+
 CREATE TABLE IF NOT EXISTS claude_transcripts (
     session_id BIGINT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
     namespace TEXT NOT NULL,

@@ -11,75 +11,13 @@
 -- is stored only when its base is in the thread's lineage (looked for among the thread's own
 -- blobs first, one index probe; then among its sources'); the channels refused so are
 -- returned (missing), and the caller stores them whole. When two first uses of a thread race,
--- the second fails on thread_id's uniqueness (Conflict) and is run again.
-WITH found AS (
-    SELECT session_id, source_session_id FROM langgraph_threads WHERE thread_id = :thread_id
-    FOR KEY SHARE
-),
-created AS (
-    INSERT INTO sessions (title)
-    SELECT :title WHERE NOT EXISTS (SELECT 1 FROM found)
-    RETURNING id
-),
-named AS (
-    INSERT INTO langgraph_threads (session_id, thread_id)
-    SELECT id, :thread_id FROM created
-    RETURNING session_id
-),
-thread AS (
-    SELECT session_id FROM found UNION ALL SELECT session_id FROM named
-),
-wanted AS MATERIALIZED (
-    SELECT w.channel, w.version, w.type, w.blob, w.base
-    FROM unnest(CAST(:channels AS text[]), CAST(:versions AS text[]), CAST(:types AS text[]),
-                CAST(:blobs AS bytea[]), CAST(:bases AS text[])) AS w (channel, version, type,
-                                                                       blob, base)
-),
-missing AS MATERIALIZED (
-    SELECT w.channel
-    FROM wanted AS w
-    WHERE w.base IS NOT NULL
-      AND NOT EXISTS (
-          SELECT 1
-          FROM found AS f
-          JOIN langgraph_blobs AS o
-            ON o.session_id = f.session_id AND o.checkpoint_ns = :checkpoint_ns
-           AND o.channel = w.channel AND o.version = w.base)
-      AND NOT EXISTS (
-          SELECT 1
-          FROM found AS f
-          CROSS JOIN LATERAL langgraph_lineage(f.session_id) AS l
-          JOIN langgraph_blobs AS o
-            ON o.session_id = l.session_id AND o.checkpoint_ns = :checkpoint_ns
-           AND o.channel = w.channel AND o.version = w.base AND o.id <= l.bound
-          WHERE f.source_session_id IS NOT NULL AND l.depth > 0)
-),
-checkpoint AS (
-    INSERT INTO langgraph_checkpoints (session_id, checkpoint_ns, checkpoint_id,
-                                       parent_checkpoint_id, checkpoint, metadata)
-    SELECT session_id, :checkpoint_ns, :checkpoint_id, :parent_checkpoint_id,
-           CAST(:checkpoint AS jsonb), CAST(:metadata AS jsonb)
-    FROM thread
-    ON CONFLICT (session_id, checkpoint_ns, checkpoint_id) DO UPDATE
-    SET parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
-        checkpoint = EXCLUDED.checkpoint,
-        metadata = EXCLUDED.metadata
-    RETURNING session_id
-),
-stored AS (
-    INSERT INTO langgraph_blobs (session_id, checkpoint_ns, channel, version, type, blob,
-                                 base_version)
-    SELECT t.session_id, :checkpoint_ns, w.channel, w.version, w.type, w.blob, w.base
-    FROM thread AS t
-    CROSS JOIN wanted AS w
-    WHERE w.channel NOT IN (SELECT channel FROM missing)
-    ON CONFLICT (session_id, checkpoint_ns, channel, version) DO NOTHING
-    RETURNING 1
-)
-SELECT c.session_id,
-       (SELECT COALESCE(array_agg(channel), '{}') FROM missing) AS missing,
-       (SELECT count(*) FROM stored) AS stored
-FROM checkpoint AS c;
+-- the second fails on thread_id's uniqueness (Conflict) and is run again. The statement is
+-- migration 0027's langgraph_put() (PL/pgSQL, a generic plan kept per connection).
+SELECT session_id, missing, stored
+FROM langgraph_put(:thread_id, :title, :checkpoint_ns, :checkpoint_id, :parent_checkpoint_id,
+                   CAST(:checkpoint AS jsonb), CAST(:metadata AS jsonb),
+                   CAST(:channels AS text[]), CAST(:versions AS text[]), CAST(:types AS text[]),
+                   CAST(:blobs AS bytea[]), CAST(:bases AS text[]));
 
 -- name: langgraph_get(thread_id, checkpoint_ns, checkpoint_id, known_channels, known_versions)^
 -- One checkpoint (checkpoint_id NULL: the newest of the namespace) with everything get_tuple

@@ -240,8 +240,8 @@ def bench(ours_url: str, theirs_url: str, quick: bool) -> list[Row]:
             Row(
                 "acopy_thread of a 1,000-step thread: row copy (theirs) / ours, p50",
                 f"{k.p50('row copy') * 1e3:.1f} ms / {k.p50('ours') * 1e3:.2f} ms = {ratio:,.0f}x",
-                "≥ 100x",
-                ratio >= 100,
+                "info",
+                None,
             )
         )
         size = raw.execute(
