@@ -8,7 +8,8 @@ of our sessions (``claude_transcripts``), made on first append; each entry is on
 ``data`` the entry unchanged, with a kind and a text (``entry_event``) so that search finds it
 and replay shows it like any session's. Invariants:
 
-- an append is one transaction that stores the entries in order, each entry with a ``uuid``
+- an append is one transaction of two statements (lock the transcript; append and stamp it)
+  that stores the entries in order, each entry with a ``uuid``
   once per transcript however often it is retried; appends to one transcript take turns (its
   row is locked), so the summary kept for a main transcript (``summarize``'s output, stored
   verbatim) is folded from every append exactly once;
@@ -156,13 +157,6 @@ def append_entries(
             continue
         break
     session_id = int(locked["session_id"])
-    row = yield one(
-        "claude_append_entries", session_id=session_id, kinds=kinds, contents=contents, datas=datas
-    )
-    if int(row["appended"]) < int(row["fresh"]):
-        raise InvalidArgument(
-            f"transcript {transcript_id!r} is stored in session {session_id}, which has ended"
-        )
     summary = None
     if summarize is not None and not path:
         previous = None
@@ -174,7 +168,18 @@ def append_entries(
             }
         folded = summarize(previous, [dict(e) for e in entries])
         summary = dump_json(folded.get("data"), "summary")
-    yield one("claude_transcript_touch", session_id=session_id, summary=summary)
+    row = yield one(
+        "claude_append_entries",
+        session_id=session_id,
+        kinds=kinds,
+        contents=contents,
+        datas=datas,
+        summary=summary,
+    )
+    if int(row["appended"]) < int(row["fresh"]):  # the transaction is rolled back
+        raise InvalidArgument(
+            f"transcript {transcript_id!r} is stored in session {session_id}, which has ended"
+        )
     return int(row["appended"])
 
 

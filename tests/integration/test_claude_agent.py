@@ -159,3 +159,20 @@ async def test_bad_input_writes_nothing(astore: ik.AsyncStore) -> None:
         await store.append({"project_key": "p"}, [user("x")])  # type: ignore[typeddict-item]
     assert await store.load(key) is None
     assert await store.list_sessions("p") == []
+
+
+@pytest.mark.asyncio
+async def test_an_ended_session_refuses_appends(astore: ik.AsyncStore) -> None:
+    """A transcript whose session someone ended takes no more entries: InvalidArgument, and
+    neither the entries nor the modification time change."""
+    store = IkigaiSessionStore(astore, namespace="ended")
+    key = {"project_key": "p", "session_id": "s"}
+    first = [user("quince jelly")]
+    await store.append(key, first)
+    before = await store.list_sessions("p")
+    hits = await astore.search("quince")
+    await astore.end_session(hits[0].message.session_id)
+    with pytest.raises(InvalidArgument, match="has ended"):
+        await store.append(key, [user("more")])
+    assert await store.load(key) == first
+    assert await store.list_sessions("p") == before
