@@ -1,7 +1,5 @@
 -- Undo 0027: the runtime stores' tables go (the sessions they used stay, with their events).
 DROP INDEX IF EXISTS idx_messages_entry_uuid;
-DROP FUNCTION IF EXISTS claude_append(BIGINT, TEXT[], TEXT[], TEXT[], JSONB);
-DROP FUNCTION IF EXISTS claude_transcript_lock(TEXT, TEXT, TEXT, TEXT, TEXT);
 DROP TABLE IF EXISTS claude_transcripts;
 DROP FUNCTION IF EXISTS langgraph_put(TEXT, TEXT, TEXT, TEXT, TEXT, JSONB, JSONB, TEXT[], TEXT[], TEXT[],
                                      BYTEA[], TEXT[]);

@@ -72,24 +72,38 @@ CREATE TABLE IF NOT EXISTS langgraph_writes (
 );
 
 -- The threads whose rows a thread reads, leaf first: (depth, session_id, bound), each session's
--- rows with id <= bound. Terminates: each step follows source_session_id, which points at an
--- older thread (the CHECK above), so the walk is finite. No row: no such thread.
+-- rows with id <= bound. A loop of primary-key lookups (PL/pgSQL: never inlined, so no caller's
+-- plan, generic or not, can turn the walk into a scan of every thread). Terminates: each step
+-- follows source_session_id, which is smaller than the session id it leaves (the CHECK above),
+-- so the ids strictly decrease. No row: no such thread.
 CREATE OR REPLACE FUNCTION langgraph_lineage(leaf BIGINT)
 RETURNS TABLE (depth INTEGER, session_id BIGINT, bound BIGINT)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE ROWS 2
 AS $fn$
-    WITH RECURSIVE sources (depth, session_id, source_session_id, source_bound, bound) AS (
-        SELECT 0, t.session_id, t.source_session_id, t.source_bound,
-               CAST(9223372036854775807 AS bigint)
+DECLARE
+    current_id BIGINT := leaf;
+    current_bound BIGINT := 9223372036854775807;
+    step INTEGER := 0;
+    source_id BIGINT;
+    source_limit BIGINT;
+BEGIN
+    LOOP
+        SELECT t.source_session_id, t.source_bound INTO source_id, source_limit
         FROM langgraph_threads AS t
-        WHERE t.session_id = leaf
-        UNION ALL
-        SELECT w.depth + 1, s.session_id, s.source_session_id, s.source_bound,
-               LEAST(w.bound, w.source_bound)
-        FROM sources AS w
-        JOIN langgraph_threads AS s ON s.session_id = w.source_session_id
-    )
-    SELECT depth, session_id, bound FROM sources
+        WHERE t.session_id = current_id;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        depth := step;
+        session_id := current_id;
+        bound := current_bound;
+        RETURN NEXT;
+        EXIT WHEN source_id IS NULL;
+        current_bound := LEAST(current_bound, source_limit);
+        current_id := source_id;
+        step := step + 1;
+    END LOOP;
+END
 $fn$;
 
 -- The blob rows a thread needs to rebuild channels[i] at versions[i] in namespace ns: each
@@ -232,88 +246,5 @@ CREATE TABLE IF NOT EXISTS claude_transcripts (
 
 CREATE INDEX IF NOT EXISTS idx_messages_entry_uuid ON messages (session_id, (data ->> 'uuid'))
     WHERE data ? 'uuid';
-
--- The Claude transcript store's two statements of an append (queries/claude.sql says what they
--- do), in PL/pgSQL with a generic plan kept per connection, as langgraph_put: planned per
--- call, they cost about as much to plan as to run. claude_append also stamps the transcript's
--- mtime and stores its summary (p_summary, when not NULL) in the same statement.
-CREATE OR REPLACE FUNCTION claude_transcript_lock(
-    p_namespace TEXT, p_project_key TEXT, p_transcript_id TEXT, p_subpath TEXT, p_title TEXT)
-RETURNS TABLE (session_id BIGINT, summary JSONB, mtime TIMESTAMPTZ)
-LANGUAGE plpgsql VOLATILE
-SET plan_cache_mode = force_generic_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-    RETURN QUERY
-        WITH found AS (
-            SELECT session_id, summary, mtime
-            FROM claude_transcripts
-            WHERE namespace = p_namespace AND project_key = p_project_key
-              AND transcript_id = p_transcript_id AND subpath = p_subpath
-            FOR UPDATE
-        ),
-        created AS (
-            INSERT INTO sessions (title)
-            SELECT p_title WHERE NOT EXISTS (SELECT 1 FROM found)
-            RETURNING id
-        ),
-        named AS (
-            INSERT INTO claude_transcripts (session_id, namespace, project_key, transcript_id, subpath)
-            SELECT id, p_namespace, p_project_key, p_transcript_id, p_subpath FROM created
-            RETURNING session_id, summary, mtime
-        )
-        SELECT session_id, summary, mtime FROM found
-        UNION ALL
-        SELECT session_id, summary, mtime FROM named;
-END
-$fn$;
-
-CREATE OR REPLACE FUNCTION claude_append(
-    p_session_id BIGINT, p_kinds TEXT[], p_contents TEXT[], p_datas TEXT[], p_summary JSONB)
-RETURNS TABLE (fresh BIGINT, appended BIGINT)
-LANGUAGE plpgsql VOLATILE
-SET plan_cache_mode = force_generic_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-    RETURN QUERY
-        WITH input AS (
-            SELECT e.kind, e.content, CAST(e.data AS jsonb) AS data, e.n
-            FROM unnest(p_kinds, p_contents,
-                        p_datas) WITH ORDINALITY AS e (kind, content, data, n)
-        ),
-        fresh AS (
-            SELECT i.kind, i.content, i.data, i.n
-            FROM input AS i
-            WHERE NOT (i.data ? 'uuid')
-               OR (NOT EXISTS (SELECT 1 FROM messages AS m
-                               WHERE m.session_id = p_session_id AND m.data ? 'uuid'
-                                 AND (m.data ->> 'uuid') = (i.data ->> 'uuid'))
-                   AND NOT EXISTS (SELECT 1 FROM input AS j
-                                   WHERE j.n < i.n AND j.data ? 'uuid'
-                                     AND (j.data ->> 'uuid') = (i.data ->> 'uuid')))
-        ),
-        appended AS (
-            INSERT INTO messages (session_id, kind, content, data)
-            SELECT s.id, f.kind, f.content, f.data
-            FROM sessions AS s
-            CROSS JOIN fresh AS f
-            WHERE s.id = p_session_id AND s.ended_at IS NULL
-              AND ((s.listened_until > ikigai_now()) IS NOT TRUE
-                   OR pg_notify('ikigai_session', CAST(p_session_id AS text)) IS NOT NULL)
-            ORDER BY f.n
-            FOR UPDATE OF s
-            RETURNING id
-        ),
-        touched AS (
-            UPDATE claude_transcripts
-            SET mtime = NOW(), summary = COALESCE(p_summary, summary)
-            WHERE session_id = p_session_id
-            RETURNING 1
-        )
-        SELECT (SELECT count(*) FROM fresh) AS fresh, (SELECT count(*) FROM appended) AS appended;
-END
-$fn$;
 
 UPDATE schema_metadata SET schema_version = 27 WHERE schema_version < 27;

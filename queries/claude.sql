@@ -6,10 +6,27 @@
 -- The transcript's session, made (with :title) on first use, its transcript row locked FOR
 -- UPDATE until the end of the transaction: appends to one transcript take turns, so the
 -- deduplication by uuid and the summary's read-fold-write never race. When two first uses
--- race, the second fails on the key's uniqueness (Conflict) and is run again. The statement is
--- migration 0027's claude_transcript_lock() (PL/pgSQL, a generic plan kept per connection).
-SELECT session_id, summary, mtime
-FROM claude_transcript_lock(:namespace, :project_key, :transcript_id, :subpath, :title);
+-- race, the second fails on the key's uniqueness (Conflict) and is run again.
+WITH found AS (
+    SELECT session_id, summary, mtime
+    FROM claude_transcripts
+    WHERE namespace = :namespace AND project_key = :project_key
+      AND transcript_id = :transcript_id AND subpath = :subpath
+    FOR UPDATE
+),
+created AS (
+    INSERT INTO sessions (title)
+    SELECT :title WHERE NOT EXISTS (SELECT 1 FROM found)
+    RETURNING id
+),
+named AS (
+    INSERT INTO claude_transcripts (session_id, namespace, project_key, transcript_id, subpath)
+    SELECT id, :namespace, :project_key, :transcript_id, :subpath FROM created
+    RETURNING session_id, summary, mtime
+)
+SELECT session_id, summary, mtime FROM found
+UNION ALL
+SELECT session_id, summary, mtime FROM named;
 
 -- name: claude_append_entries(session_id, kinds, contents, datas, summary)^
 -- Append the entries (datas[i], JSON) as events of the session, in order, skipping every entry
@@ -17,11 +34,44 @@ FROM claude_transcript_lock(:namespace, :project_key, :transcript_id, :subpath, 
 -- batch: an entry is stored once). Entries without a uuid are always appended. Nothing is
 -- stored in a missing or ended session (appended < fresh tells). Wakes the servers showing the
 -- session as append_events does. Stamps the transcript's modification time (the
--- transaction's NOW(), as its new events' created_at) and stores :summary when not NULL. The
--- statement is migration 0027's claude_append() (PL/pgSQL, a generic plan kept per connection).
-SELECT fresh, appended
-FROM claude_append(:session_id, CAST(:kinds AS text[]), CAST(:contents AS text[]),
-                   CAST(:datas AS text[]), CAST(:summary AS jsonb));
+-- transaction's NOW(), as its new events' created_at) and stores :summary when not NULL.
+-- (Planned per call, not with a generic plan kept: a plan made while messages is small would
+-- keep scanning it whole for the uuids.)
+WITH input AS (
+    SELECT e.kind, e.content, CAST(e.data AS jsonb) AS data, e.n
+    FROM unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]),
+                CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
+),
+fresh AS (
+    SELECT i.kind, i.content, i.data, i.n
+    FROM input AS i
+    WHERE NOT (i.data ? 'uuid')
+       OR (NOT EXISTS (SELECT 1 FROM messages AS m
+                       WHERE m.session_id = :session_id AND m.data ? 'uuid'
+                         AND (m.data ->> 'uuid') = (i.data ->> 'uuid'))
+           AND NOT EXISTS (SELECT 1 FROM input AS j
+                           WHERE j.n < i.n AND j.data ? 'uuid'
+                             AND (j.data ->> 'uuid') = (i.data ->> 'uuid')))
+),
+appended AS (
+    INSERT INTO messages (session_id, kind, content, data)
+    SELECT s.id, f.kind, f.content, f.data
+    FROM sessions AS s
+    CROSS JOIN fresh AS f
+    WHERE s.id = :session_id AND s.ended_at IS NULL
+      AND ((s.listened_until > ikigai_now()) IS NOT TRUE
+           OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
+    ORDER BY f.n
+    FOR UPDATE OF s
+    RETURNING id
+),
+touched AS (
+    UPDATE claude_transcripts
+    SET mtime = NOW(), summary = COALESCE(CAST(:summary AS jsonb), summary)
+    WHERE session_id = :session_id
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM fresh) AS fresh, (SELECT count(*) FROM appended) AS appended;
 
 -- name: claude_load(namespace, project_key, transcript_id, subpath)
 -- The transcript's events' data in id order (one row of NULL data when it has none); no row

@@ -83,17 +83,21 @@ WITH threads AS MATERIALIZED (
     WHERE thread_id IS NOT NULL
       AND (CAST(:thread_id AS text) IS NULL OR thread_id = :thread_id)
 ),
-visible AS (
-    SELECT DISTINCT ON (t.session_id, c.checkpoint_ns, c.checkpoint_id)
-           t.session_id, t.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
-           c.checkpoint, c.metadata
+lineages AS MATERIALIZED (
+    SELECT t.session_id AS leaf, t.thread_id, l.depth, l.session_id, l.bound
     FROM threads AS t
     CROSS JOIN LATERAL langgraph_lineage(t.session_id) AS l
+),
+visible AS (
+    SELECT DISTINCT ON (l.leaf, c.checkpoint_ns, c.checkpoint_id)
+           l.leaf AS session_id, l.thread_id, c.checkpoint_ns, c.checkpoint_id,
+           c.parent_checkpoint_id, c.checkpoint, c.metadata
+    FROM lineages AS l
     JOIN langgraph_checkpoints AS c ON c.session_id = l.session_id AND c.id <= l.bound
     WHERE (CAST(:checkpoint_ns AS text) IS NULL OR c.checkpoint_ns = :checkpoint_ns)
       AND (CAST(:filter AS jsonb) IS NULL OR c.metadata @> CAST(:filter AS jsonb))
       AND (CAST(:before AS text) IS NULL OR c.checkpoint_id < :before)
-    ORDER BY t.session_id, c.checkpoint_ns, c.checkpoint_id, l.depth
+    ORDER BY l.leaf, c.checkpoint_ns, c.checkpoint_id, l.depth
 ),
 page AS (
     SELECT * FROM visible
@@ -112,10 +116,11 @@ CROSS JOIN LATERAL (
     FROM (
         SELECT DISTINCT ON (o.task_id, o.idx) o.task_id, o.idx, o.channel, o.type, o.blob,
                o.task_path
-        FROM langgraph_lineage(p.session_id) AS l
+        FROM lineages AS l
         JOIN langgraph_writes AS o
           ON o.session_id = l.session_id AND o.checkpoint_ns = p.checkpoint_ns
          AND o.checkpoint_id = p.checkpoint_id AND o.id <= l.bound
+        WHERE l.leaf = p.session_id
         ORDER BY o.task_id, o.idx, l.depth, o.id DESC
     ) AS x
 ) AS w
