@@ -417,3 +417,45 @@ def test_an_append_whose_base_is_gone_is_stored_whole(store: ik.Store) -> None:
     fresh = IkigaiSaver(store).get_tuple({"configurable": {"thread_id": "gone"}})
     assert fresh is not None
     assert fresh.checkpoint["channel_values"]["messages"] == messages
+
+
+def test_copies_racing_puts_hold_a_prefix(ikigai_db_url: str) -> None:
+    """copy_thread while another connection keeps putting steps: every copy holds exactly the
+    source's first k checkpoints, each readable whole by a fresh saver (the copy's bound never
+    splits a put; committed writes, two stores)."""
+    import threading
+
+    thread = f"race-{uuid.uuid4()}"
+    with ik.Store(ikigai_db_url, pool_size=2) as writer, ik.Store(ikigai_db_url) as copier:
+        saver = IkigaiSaver(writer)
+        _steps(saver, thread, 1)
+        done = threading.Event()
+        copies: list[str] = []
+
+        def copy_while_writing() -> None:
+            other = IkigaiSaver(copier)
+            while not done.is_set():
+                target = f"{thread}-copy-{len(copies)}"
+                other.copy_thread(thread, target)
+                copies.append(target)
+
+        worker = threading.Thread(target=copy_while_writing)
+        worker.start()
+        try:
+            _steps(saver, thread, 40)
+        finally:
+            done.set()
+            worker.join()
+        fresh = IkigaiSaver(writer)
+        source = [
+            t.config["configurable"]["checkpoint_id"]
+            for t in fresh.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+        ][::-1]
+        assert copies
+        for target in copies:
+            config: Any = {"configurable": {"thread_id": target, "checkpoint_ns": ""}}
+            ids = [t.config["configurable"]["checkpoint_id"] for t in fresh.list(config)][::-1]
+            assert ids == source[: len(ids)]
+            newest = fresh.get_tuple(config)
+            assert newest is not None
+            assert len(newest.checkpoint["channel_values"]["messages"]) == len(ids)
