@@ -459,3 +459,17 @@ def test_copies_racing_puts_hold_a_prefix(ikigai_db_url: str) -> None:
             newest = fresh.get_tuple(config)
             assert newest is not None
             assert len(newest.checkpoint["channel_values"]["messages"]) == len(ids)
+
+
+def test_list_without_a_config_spans_threads(store: ik.Store) -> None:
+    """list(None, filter=...) lists every thread's checkpoints whose metadata matches, newest
+    first, a copy's inherited ones under the copy's name too."""
+    saver = IkigaiSaver(store)
+    _steps(saver, "x", 2)
+    _steps(saver, "y", 1)
+    saver.copy_thread("x", "x2")
+    listed = list(saver.list(None, filter={"source": "loop", "step": 0}))
+    assert sorted(t.config["configurable"]["thread_id"] for t in listed) == ["x", "x2", "y"]
+    ids = [t.config["configurable"]["checkpoint_id"] for t in listed]
+    assert ids == sorted(ids, reverse=True)
+    assert len(list(saver.list(None, limit=2))) == 2
