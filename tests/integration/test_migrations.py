@@ -51,8 +51,9 @@ ALL = [
     "0024-session-listened-until",
     "0025-queue-hot-path",
     "0026-mail-hand-off",
+    "0027-runtime-stores",
 ]
-LATEST = 26
+LATEST = 27
 
 
 def _since(migration: str) -> int:
