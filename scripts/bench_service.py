@@ -13,8 +13,11 @@ Measured in one run (nothing asserted; runs interleaved round-robin so load hits
    -> ``tools/list`` answered, through the proxy and in-process (``IKIGAI_SERVICE=off``). Goals:
    <= 150 ms and <= 250 ms p50;
 3. ``send_mail`` through ``ikigai-store mcp`` (service warm) vs the SDK's own floor: a tool that
-   returns at once on an SDK server of ten lines, both through the SDK's ``ClientSession`` over
-   stdio. Goal: the p50 difference <= 1 ms;
+   returns at once on an SDK server of a few lines (a canned answer with ``send_mail``'s output
+   schema and result, which the client validates on both sides alike), both through the SDK's
+   ``ClientSession`` over stdio; and ``send_mail`` through the in-process server
+   (``IKIGAI_SERVICE=off``), what the service path is compared with. Goal: the p50 difference
+   <= 1 ms;
 4. the idle service: resident memory, and the database connections it holds;
 5. cold first use: the service stopped (and, on the embedded default, the embedded server
    stopped too), then one ``hook session-start``: its wall time, against Claude Code's 60 s
@@ -62,19 +65,25 @@ INIT = {
         "clientInfo": {"name": "bench", "version": "1"},
     },
 }
-#: The SDK's floor: a server with one tool that returns at once.
+#: The SDK's floor: a server whose one tool returns at once a canned answer, with the output
+#: schema and structured result of a real ``send_mail`` (``FLOOR_TOOL``, JSON), so that the
+#: client checks the same result against the same schema on both sides.
 EMPTY_SERVER = textwrap.dedent(
     """
+    import json, os
     import anyio, mcp_types as types
     from mcp.server import Server
     from mcp.server.stdio import stdio_server
 
+    tool, result = json.loads(os.environ["FLOOR_TOOL"])
+    listed = types.Tool.model_validate({**tool, "name": "noop"})
+    answer = types.CallToolResult.model_validate(result)
+
     async def list_tools(ctx, params):
-        noop = types.Tool(name="noop", input_schema={"type": "object"})
-        return types.ListToolsResult(tools=[noop])
+        return types.ListToolsResult(tools=[listed])
 
     async def call_tool(ctx, params):
-        return types.CallToolResult(content=[types.TextContent(type="text", text="{}")])
+        return answer
 
     async def main():
         server = Server("empty", on_list_tools=list_tools, on_call_tool=call_tool)
@@ -118,9 +127,11 @@ def mcp_startup(env: dict[str, str], cwd: str) -> tuple[float, float]:
     return initialized, listed
 
 
-async def tool_calls(env: dict[str, str], cwd: str, calls: int) -> tuple[list[float], list[float]]:
+async def tool_calls(
+    env: dict[str, str], cwd: str, calls: int
+) -> tuple[list[float], list[float], list[float]]:
     """Per-call seconds of ``send_mail`` through ``ikigai-store mcp`` and of the SDK server's
-    empty tool, alternating blocks of ten."""
+    canned tool (``EMPTY_SERVER``), alternating blocks of ten."""
     async with AsyncExitStack() as stack:
 
         async def session(command: str, args: list[str]) -> ClientSession:
@@ -131,10 +142,22 @@ async def tool_calls(env: dict[str, str], cwd: str, calls: int) -> tuple[list[fl
             return session
 
         ours = await session(SCRIPT, ["mcp", "--as", "bench-sender"])
+        direct_env = {**env, "IKIGAI_SERVICE": "off"}
+        sent = await ours.call_tool(
+            "send_mail", {"to": ["bench-sender"], "subject": "warm", "body": "x"}
+        )
+        (tool,) = [t for t in (await ours.list_tools()).tools if t.name == "send_mail"]
+        canned = [
+            tool.model_dump(by_alias=True, mode="json", exclude_none=True),
+            sent.model_dump(by_alias=True, mode="json", exclude_none=True),
+        ]
+        env = {**env, "FLOOR_TOOL": json.dumps(canned)}
         floor = await session(sys.executable, ["-c", EMPTY_SERVER])
-        await ours.call_tool("send_mail", {"to": ["bench-sender"], "subject": "warm", "body": "x"})
         await floor.call_tool("noop", {})
-        mail, empty = [], []
+        env = direct_env
+        direct = await session(SCRIPT, ["mcp", "--as", "bench-sender"])
+        await direct.call_tool("send_mail", {"to": ["bench-sender"], "subject": "w", "body": "x"})
+        mail, empty, in_process = [], [], []
         for block in range(calls // 10):
             for _ in range(10):
                 started = time.perf_counter()
@@ -148,7 +171,13 @@ async def tool_calls(env: dict[str, str], cwd: str, calls: int) -> tuple[list[fl
                 started = time.perf_counter()
                 await floor.call_tool("noop", {})
                 empty.append(time.perf_counter() - started)
-        return mail, empty
+            for _ in range(10):
+                started = time.perf_counter()
+                await direct.call_tool(
+                    "send_mail", {"to": ["bench-sender"], "subject": f"d{block}", "body": "x"}
+                )
+                in_process.append(time.perf_counter() - started)
+        return mail, empty, in_process
 
 
 @contextmanager
@@ -281,13 +310,19 @@ def measure(args: argparse.Namespace, env: dict[str, str], project: str, url: st
     lines.append(f"goal: initialize <= 150 ms, tools/list <= 250 ms p50: {met}")
 
     calls = max(10, args.n * 10 // 10 * 10)
-    mail, empty = anyio.run(tool_calls, env, project, calls)
+    mail, empty, direct = anyio.run(tool_calls, env, project, calls)
     mail50, empty50 = statistics.median(mail), statistics.median(empty)
     gap = mail50 - empty50
     lines.append(f"\n3. tool calls through the SDK's ClientSession over stdio, {calls} each\n")
     lines.append("| call | p50 | p95 |\n|---|---|---|")
     lines.append(f"| send_mail via ikigai-store mcp | {ms(mail50)} | {ms(pct(mail, 0.95))} |")
-    lines.append(f"| SDK server, empty tool | {ms(empty50)} | {ms(pct(empty, 0.95))} |")
+    lines.append(
+        f"| SDK server, canned send_mail answer | {ms(empty50)} | {ms(pct(empty, 0.95))} |"
+    )
+    lines.append(
+        f"| send_mail via ikigai-store mcp in-process (IKIGAI_SERVICE=off) "
+        f"| {ms(statistics.median(direct))} | {ms(pct(direct, 0.95))} |"
+    )
     met = "met" if gap <= 0.001 else "NOT MET"
     lines.append(f"goal: send_mail p50 <= empty p50 + 1 ms: +{ms(gap)}, {met}")
 
