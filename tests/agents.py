@@ -118,6 +118,12 @@ class Project:
             "IKIGAI_OUTBOX": str(root / "outbox.sqlite3"),
             "PGCONNECT_TIMEOUT": "10",
             "LANG": "C.UTF-8",
+            # the run's local services: ended soon after their last use, and with the run
+            **{
+                k: os.environ[k]
+                for k in ("IKIGAI_RUNTIME_DIR", "IKIGAI_SERVICE_IDLE")
+                if k in os.environ
+            },
         }
         self.runs = 0
 

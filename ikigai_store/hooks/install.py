@@ -562,6 +562,14 @@ def apply_changes(changes: Sequence[Change]) -> list[Path]:
 #: server gets about a second, and a server that answers later leaves the model without its
 #: tools), and says so when it cannot start instead of running without them.
 CODEX_APPROVAL = {"default_tools_approval_mode": "approve", "required": True}
+#: Passed through to Codex's server (which gets an allow-listed environment) when set, so it
+#: finds the same local service as the hooks and the user's commands (``service.client``).
+SERVICE_VARIABLES = [
+    "XDG_RUNTIME_DIR",
+    "IKIGAI_RUNTIME_DIR",
+    "IKIGAI_SERVICE",
+    "IKIGAI_SERVICE_IDLE",
+]
 #: The keys of our ``[mcp_servers.ikigai-store]`` table that install writes (others are kept).
 _CODEX_KEYS = frozenset({"command", "args", "env", "env_vars", *CODEX_APPROVAL})
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -644,7 +652,8 @@ def merge_codex(
         **CODEX_APPROVAL,
     }
     env = {k: v for k, v in (ours.get("env") or {}).items() if k != DATABASE_VARIABLE}
-    forwarded = [v for v in (ours.get("env_vars") or []) if v != DATABASE_VARIABLE]
+    ours_forwarded = (DATABASE_VARIABLE, *SERVICE_VARIABLES)
+    forwarded = [v for v in (ours.get("env_vars") or []) if v not in ours_forwarded]
     if database is not None:
         from ..config import password_of
 
@@ -652,6 +661,7 @@ def merge_codex(
             forwarded.append(DATABASE_VARIABLE)
         else:
             env[DATABASE_VARIABLE] = database
+    forwarded += SERVICE_VARIABLES
     if env:
         table["env"] = env
     if forwarded:

@@ -465,11 +465,20 @@ def test_list_without_a_config_spans_threads(store: ik.Store) -> None:
     """list(None, filter=...) lists every thread's checkpoints whose metadata matches, newest
     first, a copy's inherited ones under the copy's name too."""
     saver = IkigaiSaver(store)
-    _steps(saver, "x", 2)
-    _steps(saver, "y", 1)
-    saver.copy_thread("x", "x2")
-    listed = list(saver.list(None, filter={"source": "loop", "step": 0}))
-    assert sorted(t.config["configurable"]["thread_id"] for t in listed) == ["x", "x2", "y"]
+    p = f"spans-{uuid.uuid4().hex[:8]}-"  # other tests of this file leave committed threads
+    _steps(saver, p + "x", 2)
+    _steps(saver, p + "y", 1)
+    saver.copy_thread(p + "x", p + "x2")
+    listed = [
+        t
+        for t in saver.list(None, filter={"source": "loop", "step": 0})
+        if t.config["configurable"]["thread_id"].startswith(p)
+    ]
+    assert sorted(t.config["configurable"]["thread_id"] for t in listed) == [
+        p + "x",
+        p + "x2",
+        p + "y",
+    ]
     ids = [t.config["configurable"]["checkpoint_id"] for t in listed]
     assert ids == sorted(ids, reverse=True)
     assert len(list(saver.list(None, limit=2))) == 2

@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -578,7 +579,9 @@ def test_codex_install_forwards_a_password_url_by_name(
     monkeypatch.setenv("IKIGAI_DATABASE_URL", "postgresql://ann:pw-secret@db/coord")
     assert installed(tmp_path, "--codex").exit_code == 0
     text = (tmp_path / "config.toml").read_text()
-    assert "pw-secret" not in text and 'env_vars = ["IKIGAI_DATABASE_URL"]' in text
+    assert "pw-secret" not in text
+    forwarded = tomllib.loads(text)["mcp_servers"]["ikigai-store"]["env_vars"]
+    assert forwarded == ["IKIGAI_DATABASE_URL", *install.SERVICE_VARIABLES]
     (tmp_path / "config.toml").write_text("[broken\n")
     result = installed(tmp_path, "--codex")
     assert result.exit_code == 1 and "is not valid TOML" in result.stderr
