@@ -132,6 +132,7 @@ async def tool_calls(
 ) -> tuple[list[float], list[float], list[float]]:
     """Per-call seconds of ``send_mail`` through ``ikigai-store mcp`` and of the SDK server's
     canned tool (``EMPTY_SERVER``), alternating blocks of ten."""
+    sender = f"bench-sender-{os.getpid()}"  # a fresh inbox each run (the data dir is kept)
     async with AsyncExitStack() as stack:
 
         async def session(command: str, args: list[str]) -> ClientSession:
@@ -141,11 +142,9 @@ async def tool_calls(
             await session.initialize()
             return session
 
-        ours = await session(SCRIPT, ["mcp", "--as", "bench-sender"])
+        ours = await session(SCRIPT, ["mcp", "--as", sender])
         direct_env = {**env, "IKIGAI_SERVICE": "off"}
-        sent = await ours.call_tool(
-            "send_mail", {"to": ["bench-sender"], "subject": "warm", "body": "x"}
-        )
+        sent = await ours.call_tool("send_mail", {"to": [sender], "subject": "warm", "body": "x"})
         (tool,) = [t for t in (await ours.list_tools()).tools if t.name == "send_mail"]
         canned = [
             tool.model_dump(by_alias=True, mode="json", exclude_none=True),
@@ -155,14 +154,14 @@ async def tool_calls(
         floor = await session(sys.executable, ["-c", EMPTY_SERVER])
         await floor.call_tool("noop", {})
         env = direct_env
-        direct = await session(SCRIPT, ["mcp", "--as", "bench-sender"])
-        await direct.call_tool("send_mail", {"to": ["bench-sender"], "subject": "w", "body": "x"})
+        direct = await session(SCRIPT, ["mcp", "--as", sender])
+        await direct.call_tool("send_mail", {"to": [sender], "subject": "w", "body": "x"})
         mail, empty, in_process = [], [], []
         for block in range(calls // 10):
             for _ in range(10):
                 started = time.perf_counter()
                 result = await ours.call_tool(
-                    "send_mail", {"to": ["bench-sender"], "subject": f"b{block}", "body": "x"}
+                    "send_mail", {"to": [sender], "subject": f"b{block}", "body": "x"}
                 )
                 mail.append(time.perf_counter() - started)
                 if result.is_error:
@@ -174,7 +173,7 @@ async def tool_calls(
             for _ in range(10):
                 started = time.perf_counter()
                 await direct.call_tool(
-                    "send_mail", {"to": ["bench-sender"], "subject": f"d{block}", "body": "x"}
+                    "send_mail", {"to": [sender], "subject": f"d{block}", "body": "x"}
                 )
                 in_process.append(time.perf_counter() - started)
         return mail, empty, in_process
