@@ -44,6 +44,7 @@ from .._version import __version__
 from ..aio import AsyncStore, open_async
 from ..config import redact
 from ..embedded import install_exit_hooks
+from ..errors import IkigaiStoreError
 from ..hooks import failopen
 from ..hooks.claude import DEADLINE_SECONDS, HOOKS, HookFailed, HookOptions
 from ..hooks.claude import run as run_hook
@@ -340,7 +341,7 @@ class Service:
             why = str(exc)
         except Exception as exc:
             why = failopen.one_line(exc)
-            if not _expected(exc):
+            if not isinstance(exc, IkigaiStoreError):  # a bug of ours: the whole trace
                 log.exception("hook %s failed", name)
         return {"ok": True, "answer": failopen.answer(name, event, why), "failed": why}
 
@@ -353,7 +354,6 @@ class Service:
         """Serve one MCP session (the proxy's) on this connection."""
         from mcp.server.stdio import stdio_server
 
-        from ..errors import IkigaiStoreError
         from ..mcp.server import Face
         from ..mcp.tools import select
 
@@ -407,12 +407,6 @@ def _hook_options(raw: object) -> HookOptions:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _expected(exc: BaseException) -> bool:
-    from ..errors import IkigaiStoreError
-
-    return isinstance(exc, IkigaiStoreError)
 
 
 def _rss_bytes() -> int | None:
