@@ -52,6 +52,7 @@ ALL = [
     "0025-queue-hot-path",
     "0026-mail-hand-off",
     "0027-runtime-stores",
+    "0028-topic-sequencer",
 ]
 LATEST = 27
 
