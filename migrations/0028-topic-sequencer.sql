@@ -60,8 +60,8 @@ LEFT JOIN topics AS t ON t.id = m.topic_id
 LEFT JOIN topic_log AS l ON l.mail_id = m.id;
 
 -- Sequence a topic: give every committed pending row of topic :topic_id the next offsets, in
--- mail id order, and return (mail_id, log_offset) of the rows in :mails (NULL offset: not a
--- row of that topic). Rows of :mails already sequenced are returned without taking the lock.
+-- mail id order, and return (mail_id, log_offset) of the rows in :mails. When every row of
+-- a non-empty :mails is sequenced already, they are returned without taking the lock.
 -- Each statement of a plpgsql function takes a fresh snapshot (READ COMMITTED), so the
 -- statements after the lock see every run committed before it: no row is sequenced twice.
 CREATE OR REPLACE FUNCTION sequence_topic(topic BIGINT, mails BIGINT[])
@@ -73,8 +73,9 @@ DECLARE
     kind_ TEXT;
     n BIGINT;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM topic_log AS l
-                   WHERE l.mail_id = ANY (mails) AND l.log_offset IS NULL) THEN
+    IF cardinality(mails) > 0
+       AND NOT EXISTS (SELECT 1 FROM topic_log AS l
+                       WHERE l.mail_id = ANY (mails) AND l.log_offset IS NULL) THEN
         RETURN QUERY SELECT l.mail_id, l.log_offset FROM topic_log AS l
                      WHERE l.mail_id = ANY (mails) ORDER BY l.mail_id;
         RETURN;
