@@ -58,6 +58,7 @@ from benchkit import Row, Scratch, arguments, environment, run, server_url, summ
 
 import ikigai_store as ik
 from ikigai_store.config import admin_url
+from ikigai_store.ops import _sql, one
 from ikigai_store.pool import create_database
 
 PGMQ_SQL = Path(__file__).parent / "vendor" / "pgmq" / "pgmq.sql"
@@ -406,6 +407,69 @@ def check_pgmq_drain(url: str, n: int, results: list[Result], archive: bool) -> 
     return None
 
 
+def anatomy(ours: str, peer: str, rounds: int) -> None:
+    """Where a single publish's time goes, one connection, no contention: p50 of each piece,
+    interleaved call by call: pgmq.send; our publish through the store; its two statements
+    run raw (the publish_mail insert, then the sequencer); a bare INSERT of a mail row (its
+    indexes, the generated search vector); the search vector of the 1 KB body alone
+    (to_tsvector, which mail's generated column runs); and a round trip (SELECT 1)."""
+    ours_topic(ours, ["solo"], "anatomy")
+    pub_sql, seq_sql = _sql(one("publish_mail")), _sql(one("sequence_mail"))
+    times: dict[str, list[float]] = {}
+    msg = pgmq_message()
+    with (
+        ik.Store(ours, pool_size=1) as store,
+        psycopg.connect(ours, autocommit=True) as raw,
+        psycopg.connect(peer, autocommit=True) as pq,
+    ):
+        topic_id = store.topics.get("anatomy").id
+        solo_id = store.identities.get("solo").id
+        held: list[Any] = [None]
+        params = {
+            "sender": "solo",
+            "topic": "anatomy",
+            "subject": SUBJECT,
+            "body": BODY_1K,
+            "priority": "normal",
+            "attachments": None,
+            "metadata": None,
+            "idempotency_key": None,
+            "request_hash": "h",
+        }
+        pieces: dict[str, Any] = {
+            "pgmq.send": lambda: pq.execute(
+                "SELECT pgmq.send(%s, %s::jsonb)", (TOPIC, msg), prepare=True
+            ).fetchone(),
+            "store.mail.publish": lambda: store.mail.publish("solo", "anatomy", SUBJECT, BODY_1K),
+            "publish_mail raw (insert, commit)": lambda: held.__setitem__(
+                0,
+                raw.execute(pub_sql, {**params, "new_thread_id": "t"}, prepare=True).fetchone(),
+            ),
+            "sequence_mail raw (sequencer)": lambda: raw.execute(
+                seq_sql, {"topic_id": topic_id, "mail_ids": [held[0][0]]}, prepare=True
+            ).fetchall(),
+            "INSERT INTO mail, bare (1 KB body)": lambda: raw.execute(
+                "INSERT INTO mail (thread_id, sender_id, subject, body, priority, metadata)"
+                " VALUES ('t', %s, %s, %s, 'normal', 'null')",
+                (solo_id, SUBJECT, BODY_1K),
+                prepare=True,
+            ),
+            "to_tsvector(1 KB body)": lambda: raw.execute(
+                "SELECT setweight(to_tsvector('english', %s), 'B')", (BODY_1K,), prepare=True
+            ).fetchone(),
+            "SELECT 1": lambda: raw.execute("SELECT 1", prepare=True).fetchone(),
+        }
+        for _ in range(rounds):
+            for name, call in pieces.items():
+                t0 = time.perf_counter()
+                call()
+                times.setdefault(name, []).append(time.perf_counter() - t0)
+    p50 = {k: statistics.median(v[len(v) // 5 :]) for k, v in times.items()}
+    print(f"  anatomy of one publish, 1 connection, p50 of {rounds} interleaved calls:")
+    for name, t in p50.items():
+        print(f"    {name:<34} {t * 1e6:8,.0f} µs  ({t / p50['pgmq.send']:.2f}x pgmq.send)")
+
+
 def ratio_row(label: str, ours: Side, peer: Side, bad: str | None) -> Row:
     r = ours.rate / peer.rate
     print(
@@ -429,7 +493,7 @@ def ratio_row(label: str, ours: Side, peer: Side, bad: str | None) -> Row:
 
 def main() -> int:
     parser = arguments(__doc__)
-    parser.add_argument("--messages", type=int, default=2000, help="messages per measure")
+    parser.add_argument("--messages", type=int, default=1200, help="messages per measure")
     parser.add_argument("--quick", action="store_true", help="a smoke run (400 messages)")
     args = parser.parse_args()
     n = 400 if args.quick else args.messages
@@ -446,6 +510,8 @@ def main() -> int:
             db = conn.execute("SELECT current_database()").fetchone()
             assert db is not None
             conn.execute(f"ALTER DATABASE \"{db[0]}\" SET track_functions = 'pl'")
+        pgmq_queue(peer)
+        anatomy(ours, peer, 60 if args.quick else 300)
         first_ours = True
         for label, job, workers in (
             ("send x4", "send", 4),
