@@ -5,7 +5,8 @@ Owns topics, subscriptions, consumer offsets, publishing and queue claims, for b
 - a topic's offsets start at 1 and are gapless and committed in order: ``publish`` commits its
   mail *pending* (a ``topic_log`` row without an offset), without locking the topic, so
   publishes to one topic commit side by side; then the publisher runs the sequencer
-  (migration 0028's ``sequence_topic``), which takes the topic row's lock and gives every
+  (migration 0028's ``sequence_topic``), which takes the topic's sequencer lock (a
+  transaction-scoped advisory lock) and gives every
   committed pending mail of the topic the next offsets from ``next_offset``, in mail id order,
   and commits (one run sequences what every publisher committed meanwhile; a publisher whose
   mail a run already sequenced only reads its offset). A rollback or a reused idempotency key

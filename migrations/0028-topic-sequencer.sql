@@ -4,7 +4,8 @@
 --   (fsync included): gapless and in commit order, but one publish per topic per commit.
 -- - Now a publish inserts its mail with a pending row in topic_log (log_offset NULL) and
 --   commits without touching the topic row; then sequence_topic() (the publisher runs it right
---   after its commit, queries/topics.sql: sequence_mail) takes the topic row's lock, gives
+--   after its commit, queries/topics.sql: sequence_mail) takes the topic's sequencer lock
+--   (a transaction-scoped advisory lock), gives
 --   every committed pending row of the topic the next offsets in mail id order, moves
 --   next_offset past them and commits. One run sequences everything committed so far (the
 --   publishers that wait behind it find their rows done and write nothing).
@@ -13,7 +14,7 @@
 --   as much as the insert). mail.log_offset is no longer written nor read (NULL, kept for
 --   post_mail()'s signature); mail_view reads the offset from topic_log.
 -- Why gapless and in order for every reader: offsets are assigned only by a sequencer holding
--- the topic row's lock, from next_offset, to rows that are committed (a pending row commits
+-- the topic's sequencer lock, from next_offset, to rows that are committed (a pending row commits
 -- with its mail or not at all, so a rollback or a reused idempotency key takes no offset);
 -- a sequencer commits before the next one gets the lock, and a transaction leaves the
 -- snapshot's in-progress set before it releases its locks, so any snapshot that sees a later
@@ -63,7 +64,9 @@ LEFT JOIN topic_log AS l ON l.mail_id = m.id;
 -- mail id order, and return (mail_id, log_offset) of the rows in :mails. When every row of
 -- a non-empty :mails is sequenced already, they are returned without taking the lock.
 -- Each statement of a plpgsql function takes a fresh snapshot (READ COMMITTED), so the
--- statements after the lock see every run committed before it: no row is sequenced twice.
+-- statements after the lock see every run committed before it (a lock is released after its
+-- holder's commit is visible): no row is sequenced twice, no offset given twice (and
+-- topic_log_offset_idx would refuse it).
 CREATE OR REPLACE FUNCTION sequence_topic(topic BIGINT, mails BIGINT[])
 RETURNS TABLE (mail_id BIGINT, log_offset BIGINT)
 LANGUAGE plpgsql VOLATILE
@@ -80,8 +83,20 @@ BEGIN
                      WHERE l.mail_id = ANY (mails) ORDER BY l.mail_id;
         RETURN;
     END IF;
-    SELECT t.next_offset, t.kind INTO next, kind_ FROM topics AS t WHERE t.id = topic
-    FOR NO KEY UPDATE;  -- not FOR UPDATE: publishers' foreign keys hold FOR KEY SHARE
+    -- The topic's sequencer lock: an advisory lock, not the topic row's, so a publisher that
+    -- waited for the run that sequenced its mail finds it done and leaves without having
+    -- written anything (a row lock would give it a transaction id, and its commit a WAL flush).
+    PERFORM pg_advisory_xact_lock(hashtextextended('topic-sequencer:' || topic, 7));
+    IF cardinality(mails) > 0
+       AND NOT EXISTS (SELECT 1 FROM topic_log AS l
+                       WHERE l.mail_id = ANY (mails) AND l.log_offset IS NULL) THEN
+        RETURN QUERY SELECT l.mail_id, l.log_offset FROM topic_log AS l
+                     WHERE l.mail_id = ANY (mails) ORDER BY l.mail_id;
+        RETURN;
+    END IF;
+    -- Only a sequencer, holding the lock, writes next_offset: this snapshot, taken after the
+    -- lock, sees the last run's.
+    SELECT t.next_offset, t.kind INTO next, kind_ FROM topics AS t WHERE t.id = topic;
     IF FOUND THEN
         WITH p AS (
             SELECT l.mail_id FROM topic_log AS l

@@ -1,8 +1,8 @@
 -- Topics (migration 0008): broadcast logs read by offset, and queues whose messages are
 -- claimed by one holder at a time under a lease. A publish commits its mail with a pending
--- topic_log row, without the topic row's lock; sequence_mail (migration 0028's
--- sequence_topic) then gives the topic's committed pending rows the next offsets under that
--- lock: gapless and in commit order for every reader, which reads offsets from topic_log.
+-- topic_log row, without locking the topic; sequence_mail (migration 0028's
+-- sequence_topic) then gives the topic's committed pending rows the next offsets under the
+-- topic's sequencer lock: gapless and in commit order for every reader, which reads offsets from topic_log.
 
 -- name: create_topic(name, kind, retention, max_attempts)^
 -- Create a topic; no row when the name is taken.
@@ -83,7 +83,7 @@ ORDER BY t.name;
 
 -- name: publish_mail(sender, topic, subject, body, priority, attachments, metadata, idempotency_key, request_hash, new_thread_id)^
 -- Append a mail to a topic, pending (no offset yet: sequence_mail gives it one after this
--- commits), in one statement, without locking the topic row (publishes to one topic commit
+-- commits), in one statement, without the topic's sequencer lock (publishes to one topic commit
 -- side by side): insert the mail and its pending topic_log row, and give every current
 -- subscriber of a broadcast topic except the sender an unread copy, or create the queue row
 -- of a queue topic. No row: missing topic, missing or retired sender, used key (which
@@ -177,7 +177,7 @@ ORDER BY m.id;
 
 -- name: sequence_mail(topic_id, mail_ids)
 -- Sequence the topic (migration 0028's sequence_topic: every committed pending row gets the
--- next offset, under the topic row's lock, held to this statement's commit) and return the
+-- next offset, under the topic's sequencer lock, held to this statement's commit) and return the
 -- offsets of :mail_ids, by mail id. Run by the publisher after its publish committed; rows
 -- already sequenced (by a publisher that got the lock first) are read without the lock.
 SELECT mail_id, log_offset FROM sequence_topic(:topic_id, CAST(:mail_ids AS bigint[]));
