@@ -459,15 +459,43 @@ def anatomy(ours: str, peer: str, rounds: int) -> None:
             ).fetchone(),
             "SELECT 1": lambda: raw.execute("SELECT 1", prepare=True).fetchone(),
         }
+        batch: dict[str, Any] = {
+            "pgmq.send_batch": lambda: pq.execute(
+                "SELECT * FROM pgmq.send_batch(%s, %s::jsonb[])", (TOPIC, [msg] * BATCH)
+            ).fetchall(),
+            "store.mail.publish_many": lambda: store.mail.publish_many(
+                "solo", "anatomy", [BODY_1K] * BATCH, subject=SUBJECT
+            ),
+            "INSERT INTO mail … SELECT, bare": lambda: raw.execute(
+                "INSERT INTO mail (thread_id, sender_id, subject, body, priority, metadata)"
+                " SELECT 't', %s, %s, %s, 'normal', 'null' FROM generate_series(1, %s)",
+                (solo_id, SUBJECT, BODY_1K, BATCH),
+            ),
+            "to_tsvector(1 KB body) x batch": lambda: raw.execute(
+                "SELECT count(setweight(to_tsvector('english', %s || g), 'B'))"
+                " FROM generate_series(1, %s) AS g",
+                (BODY_1K, BATCH),
+            ).fetchone(),
+        }
         for _ in range(rounds):
             for name, call in pieces.items():
                 t0 = time.perf_counter()
                 call()
                 times.setdefault(name, []).append(time.perf_counter() - t0)
+        for _ in range(max(5, rounds // 20)):
+            for name, call in batch.items():
+                t0 = time.perf_counter()
+                call()
+                times.setdefault(name, []).append((time.perf_counter() - t0) / BATCH)
     p50 = {k: statistics.median(v[len(v) // 5 :]) for k, v in times.items()}
     print(f"  anatomy of one publish, 1 connection, p50 of {rounds} interleaved calls:")
-    for name, t in p50.items():
+    for name in pieces:
+        t = p50[name]
         print(f"    {name:<34} {t * 1e6:8,.0f} µs  ({t / p50['pgmq.send']:.2f}x pgmq.send)")
+    print(f"  and of a batch of {BATCH}, per message:")
+    for name in batch:
+        t = p50[name]
+        print(f"    {name:<34} {t * 1e6:8,.0f} µs  ({t / p50['pgmq.send_batch']:.2f}x pgmq)")
 
 
 def ratio_row(label: str, ours: Side, peer: Side, bad: str | None) -> Row:
