@@ -14,7 +14,9 @@ worker warms up, then all start together at a barrier; throughput is messages / 
 two sides run one after the other, the side going first alternating between measures.
 
 1. Send, single messages, from 4 and from 16 producers to one queue: ours ``store.mail.publish``
-   to a queue topic vs ``pgmq.send``. While ours runs, a reader in this process follows the
+   to a queue topic vs ``pgmq.send``; and, for information, the serialised writers the sequencer
+   replaced (0027's publish: the topic row locked to commit; ``SERIAL_PUBLISH``, raw on today's
+   schema, checked as ours). While ours runs, a reader in this process follows the
    topic's log with ``store.topics.read(after=last)`` and checks what a consumer must see: the
    offsets it gets continue its last one with no hole and never go back. After the run: the
    topic's offsets are exactly 1..N, one per mail, none pending; each producer's offsets
@@ -107,6 +109,8 @@ def _work(job: str, url: str, me: str, count: int, topic: str, barrier: Any) -> 
     calls: list[float] = []
     ids: list[int] = []
     offsets: list[int] = []
+    if job == "serial_send":
+        return _serial(url, me, count, topic, warm, barrier)
     if job.startswith("ours"):
         with ik.Store(url, pool_size=1) as store:
             if job == "ours_send":
@@ -191,6 +195,53 @@ def _work(job: str, url: str, me: str, count: int, topic: str, barrier: Any) -> 
                 if not done or done[0] is not True:
                     raise RuntimeError(f"pgmq.{finish} of {got[0]} did not finish it")
                 ids.append(int(got[0]))
+        return Result(start, time.perf_counter(), calls, ids, offsets, time.process_time() - cpu)
+
+
+#: The baseline of serialised writers (how publish_mail worked until migration 0027), written
+#: on today's schema and run raw: the topic row locked FOR UPDATE, held to commit, the mail
+#: and its topic_log row written with offset next_offset, next_offset bumped, the queue row.
+SERIAL_PUBLISH = """
+WITH t AS (
+    SELECT id, kind, next_offset FROM topics WHERE name = %(topic)s FOR UPDATE
+), s AS (
+    SELECT id FROM identities WHERE name = %(sender)s
+), posted AS (
+    SELECT post_mail(thread_id => 't', sender_id => s.id, recipient_ids => '{}',
+                     recipients => '{}', subject => %(subject)s, body => %(body)s,
+                     priority => 'normal', metadata => 'null', topic_id => t.id) AS mail
+    FROM t, s
+), m AS (
+    SELECT (posted.mail).* FROM posted
+), bump AS (
+    UPDATE topics SET next_offset = t.next_offset + 1 FROM t, m WHERE topics.id = t.id
+), logged AS (
+    INSERT INTO topic_log (mail_id, topic_id, log_offset)
+    SELECT m.id, t.id, t.next_offset FROM m, t
+), queued AS (
+    INSERT INTO queue_items (mail_id, topic_id) SELECT m.id, t.id FROM m, t WHERE t.kind = 'queue'
+)
+SELECT m.id, t.next_offset FROM m, t
+"""
+
+
+def _serial(url: str, me: str, count: int, topic: str, warm: str, barrier: Any) -> Result:
+    calls: list[float] = []
+    ids: list[int] = []
+    offsets: list[int] = []
+    params = {"sender": me, "subject": SUBJECT, "body": BODY_1K}
+    with psycopg.connect(url, autocommit=True) as conn:
+        for _ in range(5):
+            conn.execute(SERIAL_PUBLISH, {**params, "topic": warm}, prepare=True)
+        barrier.wait()
+        start, cpu = time.perf_counter(), time.process_time()
+        for _ in range(count):
+            t0 = time.perf_counter()
+            row = conn.execute(SERIAL_PUBLISH, {**params, "topic": topic}, prepare=True).fetchone()
+            calls.append(time.perf_counter() - t0)
+            assert row is not None
+            ids.append(int(row[0]))
+            offsets.append(int(row[1]))
         return Result(start, time.perf_counter(), calls, ids, offsets, time.process_time() - cpu)
 
 
@@ -577,6 +628,27 @@ def main() -> int:
                     sides[side], results = measure(f"pgmq_{job}", peer, names, counts, TOPIC)
                     bad = bad or check_pgmq_send(peer, total, results)
             first_ours = not first_ours
+            if job == "send":  # the baseline of serialised writers, after both
+                topic = f"serial{len(rows)}"
+                ours_topic(ours, names, topic)
+                with ik.Store(ours, pool_size=1) as store:
+                    follower = LogFollower(store, topic)
+                    serial, results = measure("serial_send", ours, names, counts, topic, follower)
+                    bad = bad or check_ours_send(ours, topic, results, follower)
+                print(
+                    f"    serialised writers (0027's publish, raw): {serial.rate:,.0f} msg/s "
+                    f"(p50 {serial.p50 * 1e3:.2f} ms), {serial.rate / sides['pgmq'].rate:.2f}x "
+                    f"pgmq; ours {sides['ours'].rate / serial.rate:.2f}x serialised"
+                )
+                rows.append(
+                    Row(
+                        f"{label}: ours / serialised writers (0027's way)",
+                        f"{sides['ours'].rate / serial.rate:.2f}x ({serial.rate:,.0f} msg/s, "
+                        f"{serial.rate / sides['pgmq'].rate:.2f}x pgmq)",
+                        "info",
+                        None,
+                    )
+                )
             rows.append(ratio_row(label, sides["ours"], sides["pgmq"], bad))
             rows.append(
                 Row(
