@@ -303,8 +303,11 @@ def _refusal(sender: str, topic: str) -> Op[IkigaiStoreError]:
 
 
 def _sequenced(topic_id: int, mails: list[Mail]) -> Op[list[Mail]]:
-    """``mails`` (committed, of topic ``topic_id``) with their offsets: sequence the topic,
-    which gives every committed pending mail of it the next offsets (the sequencer)."""
+    """``mails`` (committed, of topic ``topic_id``) with their offsets: those that have one
+    already (their publish took the sequencer lock), else sequence the topic, which gives
+    every committed pending mail of it the next offsets (the sequencer)."""
+    if all(m.log_offset is not None for m in mails):
+        return mails
     rows = yield many("sequence_mail", topic_id=topic_id, mail_ids=[m.id for m in mails])
     offsets = {int(r["mail_id"]): int(r["log_offset"]) for r in rows}
     return [dataclasses.replace(m, log_offset=offsets[m.id]) for m in mails]

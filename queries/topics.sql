@@ -82,12 +82,15 @@ WHERE i.name = :identity
 ORDER BY t.name;
 
 -- name: publish_mail(sender, topic, subject, body, priority, attachments, metadata, idempotency_key, request_hash, new_thread_id)^
--- Append a mail to a topic, pending (no offset yet: sequence_mail gives it one after this
--- commits), in one statement, without the topic's sequencer lock (publishes to one topic commit
--- side by side): insert the mail and its pending topic_log row, and give every current
--- subscriber of a broadcast topic except the sender an unread copy, or create the queue row
--- of a queue topic. No row: missing topic, missing or retired sender, used key (which
--- writes nothing, so it takes no offset).
+-- Append a mail to a topic in one statement: insert the mail and its topic_log row, and give
+-- every current subscriber of a broadcast topic except the sender an unread copy, or create
+-- the queue row of a queue topic. Its offset: when the topic's sequencer lock is free and no
+-- pending mail of the topic is visible, this statement takes the lock (held to commit) and
+-- gives the mail the next offset itself (one statement, as when no one else publishes);
+-- otherwise the mail is pending (log_offset NULL: sequence_mail gives it, and the pending
+-- mail before it, offsets after this commits), so publishes to one topic commit side by side
+-- and a mail whose publisher died before sequencing gets its offset at the next publish. No row: missing topic, missing or retired
+-- sender, used key (which writes nothing, so it takes no offset).
 WITH t AS (
     SELECT id, kind FROM topics WHERE name = :topic
 ), s AS (
@@ -113,9 +116,22 @@ WITH t AS (
 ), m AS (
     -- The mail written (none when the sender already used the key).
     SELECT (posted.mail).* FROM posted WHERE (posted.mail).id IS NOT NULL
-), pending AS (
-    INSERT INTO topic_log (mail_id, topic_id)
-    SELECT m.id, t.id FROM m, t
+), bump AS (
+    -- The sequencer lock, if free (migration 0028's key): then this mail's offset is the
+    -- topic's next. next_offset + 1 is computed on the newest row version (an UPDATE rereads
+    -- a row changed since its snapshot), so it continues the last sequencer run's offsets.
+    UPDATE topics AS u SET next_offset = u.next_offset + 1
+    FROM t, m
+    WHERE u.id = t.id
+      AND CASE WHEN EXISTS (SELECT 1 FROM topic_log AS p  -- pending mail goes first: then this
+                            WHERE p.topic_id = t.id AND p.log_offset IS NULL)  -- one waits too
+               THEN false
+               ELSE pg_try_advisory_xact_lock(hashtextextended('topic-sequencer:' || t.id, 7))
+          END
+    RETURNING u.next_offset - 1 AS log_offset
+), logged AS (
+    INSERT INTO topic_log (mail_id, topic_id, log_offset)
+    SELECT m.id, t.id, (SELECT bump.log_offset FROM bump) FROM m, t
 ), queued AS (
     INSERT INTO queue_items (mail_id, topic_id)
     SELECT m.id, t.id FROM m, t WHERE t.kind = 'queue'
@@ -123,13 +139,14 @@ WITH t AS (
 SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender, m.recipients,
        m.subject, m.body, m.priority, m.deadline_at, m.attachments, m.metadata,
        m.idempotency_key, m.deleted_by_sender, m.created_at,
-       m.topic_id, CAST(:topic AS text) AS topic, CAST(NULL AS bigint) AS log_offset
+       m.topic_id, CAST(:topic AS text) AS topic, (SELECT bump.log_offset FROM bump) AS log_offset
 FROM m;
 
 -- name: publish_mails(sender, topic, subjects, bodies, priorities, attachments, metadata, request_hashes, new_thread_ids)
--- Append a batch of mails to a topic, pending, in one statement (as publish_mail, one mail
--- per element of the arrays, which have one length; mail ids follow the arrays' order). No
--- row: missing topic, missing or retired sender.
+-- Append a batch of mails to a topic in one statement (as publish_mail, one mail per element
+-- of the arrays, which have one length; mail ids follow the arrays' order): with the
+-- sequencer lock when it is free, at the next offsets in id order; else pending. No row:
+-- missing topic, missing or retired sender.
 WITH t AS (
     SELECT id, kind FROM topics WHERE name = :topic
 ), s AS (
@@ -161,9 +178,23 @@ WITH t AS (
     ORDER BY a.n
 ), m AS (
     SELECT (posted.mail).* FROM posted
-), pending AS (
-    INSERT INTO topic_log (mail_id, topic_id)
-    SELECT m.id, t.id FROM m, t
+), bump AS (
+    -- As publish_mail's: with the sequencer lock, the batch takes the next offsets itself.
+    UPDATE topics AS u SET next_offset = u.next_offset + (SELECT count(*) FROM m)
+    FROM t
+    WHERE u.id = t.id AND EXISTS (SELECT 1 FROM m)
+      AND CASE WHEN EXISTS (SELECT 1 FROM topic_log AS p
+                            WHERE p.topic_id = t.id AND p.log_offset IS NULL)
+               THEN false
+               ELSE pg_try_advisory_xact_lock(hashtextextended('topic-sequencer:' || t.id, 7))
+          END
+    RETURNING u.next_offset - (SELECT count(*) FROM m) AS first
+), o AS (
+    SELECT m.id, (SELECT bump.first FROM bump) - 1 + row_number() OVER (ORDER BY m.id) AS off
+    FROM m
+), logged AS (
+    INSERT INTO topic_log (mail_id, topic_id, log_offset)
+    SELECT o.id, t.id, o.off FROM o, t
 ), queued AS (
     INSERT INTO queue_items (mail_id, topic_id)
     SELECT m.id, t.id FROM m, t WHERE t.kind = 'queue'
@@ -171,8 +202,8 @@ WITH t AS (
 SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender, m.recipients,
        m.subject, m.body, m.priority, m.deadline_at, m.attachments, m.metadata,
        m.idempotency_key, m.deleted_by_sender, m.created_at,
-       m.topic_id, CAST(:topic AS text) AS topic, CAST(NULL AS bigint) AS log_offset
-FROM m
+       m.topic_id, CAST(:topic AS text) AS topic, o.off AS log_offset
+FROM m JOIN o ON o.id = m.id
 ORDER BY m.id;
 
 -- name: sequence_mail(topic_id, mail_ids)

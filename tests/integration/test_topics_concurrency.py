@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+from psycopg.rows import dict_row
 
 import ikigai_store as ik
 from ikigai_store.ops import _sql, one
@@ -225,16 +226,24 @@ def test_rows_available_again_notify_their_topic_on_commit(url: str) -> None:
 
 
 def test_a_mail_left_pending_gets_its_offset_from_the_next_publish(url: str) -> None:
-    """A publish that committed but died before sequencing: its mail is in the inbox and not
-    in the log (no offset, none taken); the next publish to the topic sequences it first (the
-    lower mail id), and then itself, with no gap."""
+    """A publish that found the sequencer lock taken commits its mail pending; if it dies
+    before sequencing, the mail is in the inbox and not in the log (no offset, none taken);
+    the next publish to the topic sequences it first (the lower mail id), and then itself,
+    with no gap."""
     with ik.open(url, migrate=False) as store:
         store.topics.create("feed")
         for name in ("a", "b", "c"):
             store.identities.register(name)
         store.topics.subscribe("c", "feed")
         assert store.mail.publish("a", "feed", "one", "x").log_offset == 1
-        with psycopg.connect(url, autocommit=True) as conn:  # publish_mail, no sequencer after
+        with (
+            psycopg.connect(url) as holder,  # the sequencer lock, held (as a sequencer would)
+            psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn,  # no sequencer
+        ):
+            holder.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended('topic-sequencer:' || id, 7))"
+                " FROM topics WHERE name = 'feed'"
+            )
             row = conn.execute(
                 _sql(one("publish_mail")),
                 {
@@ -250,8 +259,9 @@ def test_a_mail_left_pending_gets_its_offset_from_the_next_publish(url: str) -> 
                     "new_thread_id": "t-orphan",
                 },
             ).fetchone()
-            assert row is not None
-        orphan = row[0]
+            assert row is not None and row["log_offset"] is None
+            holder.rollback()
+        orphan = row["id"]
         assert [m.subject for m in store.topics.read("feed")] == ["one"]
         assert store.topics.list()[0].last_offset == 1
         assert "orphan" in [i.mail.subject for i in store.mail.inbox("c")]
