@@ -2,20 +2,21 @@
 
 Owns topics, subscriptions, consumer offsets, publishing and queue claims, for both faces (see
 ``ops``). Invariants:
-- a topic's offsets start at 1 and are gapless and committed in order: ``publish`` commits its
-  mail *pending* (a ``topic_log`` row without an offset), without locking the topic, so
-  publishes to one topic commit side by side; then the publisher runs the sequencer
-  (migration 0028's ``sequence_topic``), which takes the topic's sequencer lock (a
-  transaction-scoped advisory lock) and gives every
-  committed pending mail of the topic the next offsets from ``next_offset``, in mail id order,
-  and commits (one run sequences what every publisher committed meanwhile; a publisher whose
-  mail a run already sequenced only reads its offset). A rollback or a reused idempotency key
-  writes no pending row, so it takes no offset; a consumer reading ``offset > N`` never skips
-  a mail that gets an offset later (it gets one above every offset already committed), and
-  reads never show a pending mail. Inside ``store.transaction()`` the sequencer runs in the
-  caller's transaction (publishes to that topic then wait for its commit, as before 0028). A
-  publisher that dies between its commit and the sequencer leaves its mail pending until the
-  next publish to the topic sequences it (its inbox copies and queue row exist already);
+- a topic's offsets start at 1 and are gapless and committed in order (migration 0028): each
+  topic has a sequencer lock (a transaction-scoped advisory lock). ``publish`` takes it when it
+  is free and no pending mail of the topic is visible, and gives its mail the next offset in
+  the same statement (held to commit); otherwise it commits its mail *pending* (a
+  ``topic_log`` row without an offset), side by side with the other publishes, and then runs
+  the sequencer (``sequence_topic``), which waits for the lock and gives every committed
+  pending mail of the topic the next offsets from ``next_offset``, in mail id order (one run
+  sequences what every publisher committed meanwhile; a publisher whose mail a run sequenced
+  only reads its offset). A rollback or a reused idempotency key writes no row, so it takes
+  no offset; a consumer reading ``offset > N`` never skips a mail (one that gets an offset
+  later gets one above every offset already committed), and reads never show a pending
+  mail. Offsets follow commit order, not always mail id order. Inside ``store.transaction()``
+  the lock is held to the caller's commit (publishes to that topic then wait for it, as
+  before 0028). A publisher that dies between its commit and the sequencer leaves its mail
+  pending until the next publish to the topic (which sees it, so sequences) gives it one;
 - a broadcast publish gives every current subscriber but the sender an unread copy (it shows in
   inboxes and wakes ``mail.wait``); a queue publish creates one queue row;
 - a stored consumer offset only moves forward (``GREATEST``) and never past the topic's end;

@@ -1,27 +1,32 @@
--- Topic offsets assigned by a sequencer after commit (issue 38): publishes to one topic no
--- longer commit one at a time.
+-- Topic offsets from a sequencer (issue 38): publishes to one topic no longer commit one at
+-- a time.
 -- - Until 0027, publish took topics.next_offset under the topic row's lock, held to its commit
 --   (fsync included): gapless and in commit order, but one publish per topic per commit.
--- - Now a publish inserts its mail with a pending row in topic_log (log_offset NULL) and
---   commits without touching the topic row; then sequence_topic() (the publisher runs it right
---   after its commit, queries/topics.sql: sequence_mail) takes the topic's sequencer lock
---   (a transaction-scoped advisory lock), gives
---   every committed pending row of the topic the next offsets in mail id order, moves
---   next_offset past them and commits. One run sequences everything committed so far (the
---   publishers that wait behind it find their rows done and write nothing).
+-- - Now each topic has a sequencer lock (a transaction-scoped advisory lock, key
+--   hashtextextended('topic-sequencer:' || topic id, 7)). A publish that finds it free, with
+--   no pending row of the topic visible, takes it and gives its mail the next offset in the
+--   same statement (queries/topics.sql: publish_mail, publish_mails). A publish that finds it
+--   taken does not wait: it inserts its mail with a pending row in topic_log (log_offset
+--   NULL) and commits; then sequence_topic() (the publisher runs it right after its commit:
+--   sequence_mail) waits for the lock, gives every committed pending row of the topic the
+--   next offsets in mail id order, moves next_offset past them and commits. One run
+--   sequences everything committed so far (the publishers that wait behind it find their rows
+--   done and write nothing).
 -- - Offsets live in topic_log (mail_id, topic_id, log_offset), a narrow table: sequencing
 --   updates it, never mail (whose generated search vector and GIN index make an update cost
 --   as much as the insert). mail.log_offset is no longer written nor read (NULL, kept for
 --   post_mail()'s signature); mail_view reads the offset from topic_log.
--- Why gapless and in order for every reader: offsets are assigned only by a sequencer holding
--- the topic's sequencer lock, from next_offset, to rows that are committed (a pending row commits
--- with its mail or not at all, so a rollback or a reused idempotency key takes no offset);
--- a sequencer commits before the next one gets the lock, and a transaction leaves the
--- snapshot's in-progress set before it releases its locks, so any snapshot that sees a later
--- run's offsets sees every earlier run's. A reader that read up to offset N never later sees
--- a new row at N or below, and offsets have no holes. A publish inside a caller's transaction
--- sequences in that transaction (the lock is then held to the caller's commit: serialised,
--- as before). Pending rows are never visible in a topic's log; queue claims and inbox copies
+-- Why gapless and in order for every reader: offsets are assigned only by a transaction
+-- holding the topic's sequencer lock (a publish that took it, or a sequencer run), from
+-- next_offset as the last holder left it (a publish's UPDATE rereads the newest row version;
+-- a run reads it in a snapshot taken after the lock), to rows that commit with the
+-- assignment or were committed before it (a rollback or a reused idempotency key writes no
+-- row, so it takes no offset). A holder commits before the next one gets the lock, and a
+-- transaction leaves the snapshots' in-progress set before it releases its locks, so any
+-- snapshot that sees a later holder's offsets sees every earlier holder's. A reader that read up to offset N never later sees
+-- a new row at N or below, and offsets have no holes (topic_log_offset_idx refuses a
+-- duplicate). A publish inside a caller's transaction takes the lock or sequences in that
+-- transaction (the lock is then held to the caller's commit: serialised, as before). Pending rows are never visible in a topic's log; queue claims and inbox copies
 -- do not need an offset and are visible at the publish's commit.
 -- Wake-ups: the inbox copies of a broadcast publish notify ikigai_mail on the publish's
 -- commit (as before); the sequencer notifies ikigai_mail again for the topic's subscribers on
