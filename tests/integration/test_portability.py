@@ -259,6 +259,30 @@ def test_event_times_are_iso_utc_whatever_the_connection_says(
     assert other.messages(done.session_id)[0].created_at == first.created_at
 
 
+def test_copy_text_escapes_and_an_empty_session_round_trip(
+    ikigai_module_store: ik.Store, other: ik.Store
+) -> None:
+    """Contents that look like COPY's own markers (``\\N``, ``\\.``), tabs, carriage returns,
+    empty text and JSON with escapes come back as they were; a session without events too."""
+    store = ikigai_module_store
+    sid = store.create_session("escapes\t\\N")
+    contents = ["\\N", "\\.", "a\tb\\tc", "", "line\r\n", "\x7f\x01 é \u2028", None]
+    for text in contents:
+        store.append(sid, "user", text, {"k": 'tab\there \\N "q"', "n": [1, None]})
+    empty = store.create_session("nothing")
+    for session, count in ((sid, len(contents)), (empty, 0)):
+        buffer = io.BytesIO()
+        store.export_session(session, buffer)
+        done = other.import_session(io.BytesIO(buffer.getvalue()))
+        assert done.events == count
+        got = other.messages(done.session_id)
+        want = store.messages(session)
+        assert [(e.kind, e.content, e.data, e.created_at) for e in got] == [
+            (e.kind, e.content, e.data, e.created_at) for e in want
+        ]
+        assert other.get_session(done.session_id).title == store.get_session(session).title
+
+
 @pytest.fixture
 def exported(ikigai_module_store: ik.Store) -> bytes:
     store = ikigai_module_store
