@@ -239,7 +239,7 @@ class _Feed:
         reading stops after the events line, which is hashed and counted, not fed."""
         block: list[bytes] = []
         for line in self.stream:
-            if line.startswith(b'{"type": "events"'):
+            if line.startswith(b"{") and b'"events"' in line:  # JSON: any spacing
                 try:
                     events = json.loads(line)
                 except ValueError:

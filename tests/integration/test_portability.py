@@ -407,6 +407,17 @@ def test_a_damaged_file_is_refused_and_nothing_written(
 V1 = Path(__file__).parent.parent / "fixtures" / "portability" / "session-v1.jsonl"
 
 
+def test_an_events_line_of_other_spacing_is_read(other: ik.Store, exported: bytes) -> None:
+    """The events line is read as JSON, not as bytes: compact separators import alike."""
+    from ikigai_store.portability import EVENT_COLUMNS
+
+    events = {"type": "events", "columns": list(EVENT_COLUMNS), "encoding": "postgresql-copy-text"}
+    compact = json.dumps(events, separators=(",", ":")).encode()
+    lines = [compact + b"\n" if x.startswith(b'{"type": "events"') else x for x in _lines(exported)]
+    done = other.import_session(io.BytesIO(_retrailered(lines[:-1])))
+    assert done.events == 7
+
+
 def test_a_version_1_file_still_imports(other: ik.Store) -> None:
     """A file of the old format version 1 imports: its events, agents and replays."""
     data = V1.read_bytes()
