@@ -14,13 +14,15 @@ worker warms up, then all start together at a barrier; throughput is messages / 
 two sides run one after the other, the side going first alternating between measures.
 
 1. Send, single messages, from 4 and from 16 producers to one queue: ours ``store.mail.publish``
-   to a queue topic vs ``pgmq.send``; and, for information, the serialised writers the sequencer
-   replaced (0027's publish: the topic row locked to commit; ``SERIAL_PUBLISH``, raw on today's
-   schema, checked as ours). While ours runs, a reader in this process follows the
-   topic's log with ``store.topics.read(after=last)`` and checks what a consumer must see: the
-   offsets it gets continue its last one with no hole and never go back. After the run: the
-   topic's offsets are exactly 1..N, one per mail, none pending; each producer's offsets
-   increase in its call order; pgmq's queue holds N messages.
+   to a queue topic vs ``pgmq.send``; and, for information, the mechanism alone: our two
+   statements run raw (publish_mail, then sequence_mail when the mail is pending) vs the
+   serialised writers the sequencer replaced (0027's publish: the topic row locked to commit;
+   ``SERIAL_PUBLISH``, raw on today's schema), both checked as ours. While ours runs, a
+   reader in this process follows the topic's log with ``store.topics.read(after=last)`` and
+   checks what a consumer must see: the offsets it gets continue its last one with no hole
+   and never go back. After the run: the topic's offsets are exactly 1..N, one per mail, none
+   pending; each producer's offsets increase in its call order; pgmq's queue holds N
+   messages.
 2. Send, batches of 100 from 4 producers: ours ``store.mail.publish_many`` vs
    ``pgmq.send_batch``; checked as in 1.
 3. Drain N messages at 4 and at 16 workers, exactly once: ours ``held = store.topics.claim(...,
@@ -109,8 +111,8 @@ def _work(job: str, url: str, me: str, count: int, topic: str, barrier: Any) -> 
     calls: list[float] = []
     ids: list[int] = []
     offsets: list[int] = []
-    if job == "serial_send":
-        return _serial(url, me, count, topic, warm, barrier)
+    if job in ("serial_send", "raw_send"):
+        return _serial(url, me, count, topic, warm, barrier, job == "raw_send")
     if job.startswith("ours"):
         with ik.Store(url, pool_size=1) as store:
             if job == "ours_send":
@@ -225,23 +227,53 @@ SELECT m.id, t.next_offset FROM m, t
 """
 
 
-def _serial(url: str, me: str, count: int, topic: str, warm: str, barrier: Any) -> Result:
+def _serial(
+    url: str, me: str, count: int, topic: str, warm: str, barrier: Any, ours: bool
+) -> Result:
+    """A raw publisher: the serialised writers' statement, or (``ours``) our two statements,
+    publish_mail then, when the mail is pending, sequence_mail, as ``publish`` runs them."""
     calls: list[float] = []
     ids: list[int] = []
     offsets: list[int] = []
+    pub, seq = _sql(one("publish_mail")), _sql(one("sequence_mail"))
     params = {"sender": me, "subject": SUBJECT, "body": BODY_1K}
+    ours_params = {
+        **params,
+        "priority": "normal",
+        "attachments": None,
+        "metadata": None,
+        "idempotency_key": None,
+        "request_hash": "h",
+        "new_thread_id": "t",
+    }
+
+    def publish(where: str) -> tuple[int, int]:
+        if not ours:
+            row = conn.execute(SERIAL_PUBLISH, {**params, "topic": where}, prepare=True).fetchone()
+            assert row is not None
+            return int(row[0]), int(row[1])
+        row = conn.execute(pub, {**ours_params, "topic": where}, prepare=True).fetchone()
+        assert row is not None
+        mail_id, topic_id, offset = row[0], row[14], row[16]
+        if offset is None:
+            got = conn.execute(
+                seq, {"topic_id": topic_id, "mail_ids": [mail_id]}, prepare=True
+            ).fetchone()
+            assert got is not None
+            offset = got[1]
+        return int(mail_id), int(offset)
+
     with psycopg.connect(url, autocommit=True) as conn:
         for _ in range(5):
-            conn.execute(SERIAL_PUBLISH, {**params, "topic": warm}, prepare=True)
+            publish(warm)
         barrier.wait()
         start, cpu = time.perf_counter(), time.process_time()
         for _ in range(count):
             t0 = time.perf_counter()
-            row = conn.execute(SERIAL_PUBLISH, {**params, "topic": topic}, prepare=True).fetchone()
+            mail_id, offset = publish(topic)
             calls.append(time.perf_counter() - t0)
-            assert row is not None
-            ids.append(int(row[0]))
-            offsets.append(int(row[1]))
+            ids.append(mail_id)
+            offsets.append(offset)
         return Result(start, time.perf_counter(), calls, ids, offsets, time.process_time() - cpu)
 
 
@@ -630,23 +662,29 @@ def main() -> int:
                     sides[side], results = measure(f"pgmq_{job}", peer, names, counts, TOPIC)
                     bad = bad or check_pgmq_send(peer, total, results)
             first_ours = not first_ours
-            if job == "send":  # the baseline of serialised writers, after both
-                topic = f"serial{len(rows)}"
-                ours_topic(ours, names, topic)
-                with ik.Store(ours, pool_size=1) as store:
-                    follower = LogFollower(store, topic)
-                    serial, results = measure("serial_send", ours, names, counts, topic, follower)
-                    bad = bad or check_ours_send(ours, topic, results, follower)
+            if job == "send":  # the mechanism alone: ours raw vs serialised writers raw
+                raw: dict[str, Side] = {}
+                for kind in ("raw", "serial"):
+                    topic = f"{kind}{len(rows)}"
+                    ours_topic(ours, names, topic)
+                    with ik.Store(ours, pool_size=1) as store:
+                        follower = LogFollower(store, topic)
+                        raw[kind], results = measure(
+                            f"{kind}_send", ours, names, counts, topic, follower
+                        )
+                        bad = bad or check_ours_send(ours, topic, results, follower)
+                mech = raw["raw"].rate / raw["serial"].rate
                 print(
-                    f"    serialised writers (0027's publish, raw): {serial.rate:,.0f} msg/s "
-                    f"(p50 {serial.p50 * 1e3:.2f} ms), {serial.rate / sides['pgmq'].rate:.2f}x "
-                    f"pgmq; ours {sides['ours'].rate / serial.rate:.2f}x serialised"
+                    f"    raw, no library around: our statements {raw['raw'].rate:,.0f} msg/s "
+                    f"(p50 {raw['raw'].p50 * 1e3:.2f} ms), serialised writers (0027's) "
+                    f"{raw['serial'].rate:,.0f} msg/s (p50 {raw['serial'].p50 * 1e3:.2f} ms): "
+                    f"{mech:.2f}x; vs pgmq {raw['raw'].rate / sides['pgmq'].rate:.2f}x and "
+                    f"{raw['serial'].rate / sides['pgmq'].rate:.2f}x"
                 )
                 rows.append(
                     Row(
-                        f"{label}: ours / serialised writers (0027's way)",
-                        f"{sides['ours'].rate / serial.rate:.2f}x ({serial.rate:,.0f} msg/s, "
-                        f"{serial.rate / sides['pgmq'].rate:.2f}x pgmq)",
+                        f"{label}: our statements raw / serialised writers raw (0027's way)",
+                        f"{mech:.2f}x ({raw['raw'].rate:,.0f} vs {raw['serial'].rate:,.0f} msg/s)",
                         "info",
                         None,
                     )
