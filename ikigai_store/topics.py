@@ -16,7 +16,8 @@ Owns topics, subscriptions, consumer offsets, publishing and queue claims, for b
   mail. Offsets follow commit order, not always mail id order. Inside ``store.transaction()``
   the lock is held to the caller's commit (publishes to that topic then wait for it, as
   before 0028). A publisher that dies between its commit and the sequencer leaves its mail
-  pending until the next publish to the topic (which sees it, so sequences) gives it one;
+  pending until the next publish to the topic or the next ``read`` that reaches the end of
+  its log (both see it, so sequence it) gives it one;
 - a broadcast publish gives every current subscriber but the sender an unread copy (it shows in
   inboxes and wakes ``mail.wait``); a queue publish creates one queue row;
 - a stored consumer offset only moves forward (``GREATEST``) and never past the topic's end;
@@ -61,6 +62,7 @@ from .ops import (
     one,
     operation,
     statement,
+    value,
 )
 from .validate import (
     MAX_SUBJECT_CHARS,
@@ -371,6 +373,10 @@ def read(topic: str | Topic, *, after: int = 0, limit: int = 100) -> Op[list[Mai
     check_int(after, "after", minimum=0)
     check_limit(limit)
     rows = yield many("read_topic", topic=t, after=after, limit=limit)
+    if len(rows) < limit and (yield value("sequence_pending", topic=t)):
+        # At the end of the log, mail committed without an offset (its publisher died
+        # between its commit and the sequencer) gets one now: nothing stays out of the log.
+        rows = yield many("read_topic", topic=t, after=after, limit=limit)
     if not rows:
         yield from _require_topic(t)
     return [Mail.from_row(r) for r in rows]

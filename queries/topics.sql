@@ -213,6 +213,17 @@ ORDER BY m.id;
 -- already sequenced (by a publisher that got the lock first) are read without the lock.
 SELECT mail_id, log_offset FROM sequence_topic(:topic_id, CAST(:mail_ids AS bigint[]));
 
+-- name: sequence_pending(topic)^
+-- For a reader at the end of a topic's log: when the topic has committed mail still without an
+-- offset (its publisher died, or has not run the sequencer yet, between its commit and
+-- sequence_mail), sequence the topic (migration 0028's sequence_topic) and say so: true means
+-- the log grew and the reader reads again. An index probe when nothing is pending.
+SELECT count(*) > 0 AS sequenced
+FROM topics AS t
+CROSS JOIN LATERAL (SELECT count(*) FROM sequence_topic(t.id, ARRAY[]::bigint[])) AS s
+WHERE t.name = :topic
+  AND EXISTS (SELECT 1 FROM topic_log AS l WHERE l.topic_id = t.id AND l.log_offset IS NULL);
+
 -- name: publish_refusal(sender, topic)^
 -- Why publish_mail wrote nothing, besides a used key (rare path).
 SELECT (SELECT CASE WHEN retired_at IS NULL THEN 'active' ELSE 'retired' END

@@ -262,9 +262,11 @@ def test_a_mail_left_pending_gets_its_offset_from_the_next_publish(url: str) -> 
             assert row is not None and row["log_offset"] is None
             holder.rollback()
         orphan = row["id"]
-        assert [m.subject for m in store.topics.read("feed")] == ["one"]
         assert store.topics.list()[0].last_offset == 1
         assert "orphan" in [i.mail.subject for i in store.mail.inbox("c")]
+        # A read that stops before the end of the log leaves it pending.
+        assert [m.subject for m in store.topics.read("feed", limit=1)] == ["one"]
+        assert store.topics.list()[0].last_offset == 1
         third = store.mail.publish("b", "feed", "three", "x")
         assert third.log_offset == 3
         log = store.topics.read("feed")
@@ -291,3 +293,44 @@ def test_publishes_in_a_transaction_take_offsets_only_when_it_commits(url: str) 
         assert got == [1, 2, 3, 4]
         assert [m.log_offset for m in store.topics.read("feed")] == [1, 2, 3, 4]
         assert store.topics.list()[0].last_offset == 4
+
+
+def test_a_mail_left_pending_gets_its_offset_from_a_reader_at_the_end_of_the_log(
+    url: str,
+) -> None:
+    """A mail whose publisher died between its commit and the sequencer, on a topic nobody
+    publishes to again, is not lost from the log: the next read that reaches the end of the
+    log sequences it and returns it at the next offset."""
+    with ik.open(url, migrate=False) as store:
+        store.topics.create("quiet")
+        store.identities.register("a")
+        assert store.mail.publish("a", "quiet", "one", "x").log_offset == 1
+        with (
+            psycopg.connect(url) as holder,
+            psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn,
+        ):
+            holder.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended('topic-sequencer:' || id, 7))"
+                " FROM topics WHERE name = 'quiet'"
+            )
+            row = conn.execute(
+                _sql(one("publish_mail")),
+                {
+                    "sender": "a",
+                    "topic": "quiet",
+                    "subject": "orphan",
+                    "body": "x",
+                    "priority": "normal",
+                    "attachments": None,
+                    "metadata": None,
+                    "idempotency_key": None,
+                    "request_hash": "h",
+                    "new_thread_id": "t-orphan-2",
+                },
+            ).fetchone()
+            assert row is not None and row["log_offset"] is None
+            holder.rollback()
+        log = store.topics.read("quiet", after=1)
+        assert [(m.subject, m.log_offset, m.id) for m in log] == [("orphan", 2, row["id"])]
+        assert store.topics.list()[0].last_offset == 2
+        assert [m.log_offset for m in store.topics.read("quiet")] == [1, 2]
