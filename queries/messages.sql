@@ -16,22 +16,26 @@
 -- Store.append runs it for rewinds and pops; others go through append_event or
 -- append_agent_event, the same statement without the checks that cannot apply (see
 -- append_event for why).
+WITH s AS (
+    SELECT s.id
+    FROM sessions AS s
+    WHERE s.id = :session_id AND s.ended_at IS NULL
+      AND (CAST(:agent_uuid AS text) IS NULL OR EXISTS (
+            SELECT 1 FROM agents AS a
+            WHERE a.uuid = :agent_uuid AND a.session_id = :session_id AND a.status = 'running'
+            FOR SHARE))
+      AND (CAST(:target_message_id AS bigint) IS NULL OR EXISTS (
+            SELECT 1 FROM messages AS m
+            WHERE m.id = :target_message_id AND m.session_id = :session_id
+              AND CASE WHEN CAST(:kind AS text) = 'rewind' THEN m.kind = 'mark'
+                       ELSE m.kind NOT IN ('clear', 'pop') END))
+      AND ((s.listened_until > ikigai_now()) IS NOT TRUE
+           OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
+    FOR KEY SHARE OF s
+)
 INSERT INTO messages (session_id, agent_uuid, kind, content, data)
 SELECT s.id, :agent_uuid, :kind, :content, CAST(:data AS jsonb)
-FROM sessions AS s
-WHERE s.id = :session_id AND s.ended_at IS NULL
-  AND (CAST(:agent_uuid AS text) IS NULL OR EXISTS (
-        SELECT 1 FROM agents AS a
-        WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
-        FOR SHARE))
-  AND (CAST(:target_message_id AS bigint) IS NULL OR EXISTS (
-        SELECT 1 FROM messages AS m
-        WHERE m.id = :target_message_id AND m.session_id = s.id
-          AND CASE WHEN CAST(:kind AS text) = 'rewind' THEN m.kind = 'mark'
-                   ELSE m.kind NOT IN ('clear', 'pop') END))
-  AND ((s.listened_until > ikigai_now()) IS NOT TRUE
-       OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
-FOR KEY SHARE OF s
+FROM s
 RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
 
 -- name: append_event(session_id, kind, content, data)^
@@ -44,30 +48,38 @@ RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
 -- again on every call (pg_prepared_statements: custom_plans 6595, generic_plans 0), about a
 -- tenth of a millisecond per append. These two statements have no optional part: their plan is
 -- made once per connection. Returns the stored row, or nothing when the write is refused.
+WITH s AS (
+    SELECT s.id
+    FROM sessions AS s
+    WHERE s.id = :session_id AND s.ended_at IS NULL
+      AND ((s.listened_until > ikigai_now()) IS NOT TRUE
+           OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
+    FOR KEY SHARE OF s
+)
 INSERT INTO messages (session_id, kind, content, data)
 SELECT s.id, :kind, :content, CAST(:data AS jsonb)
-FROM sessions AS s
-WHERE s.id = :session_id AND s.ended_at IS NULL
-  AND ((s.listened_until > ikigai_now()) IS NOT TRUE
-       OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
-FOR KEY SHARE OF s
+FROM s
 RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
 
 -- name: append_agent_event(session_id, agent_uuid, kind, content, data)^
 -- append_message for an event of an agent that is not a rewind (see append_event): the
 -- session's row is locked FOR KEY SHARE and the agent's FOR SHARE; nothing is inserted unless
 -- the session exists and has not ended and agent_uuid is a running agent of it.
+WITH s AS (
+    SELECT s.id
+    FROM sessions AS s
+    WHERE s.id = :session_id AND s.ended_at IS NULL
+      AND EXISTS (
+            SELECT 1 FROM agents AS a
+            WHERE a.uuid = :agent_uuid AND a.session_id = :session_id AND a.status = 'running'
+            FOR SHARE)
+      AND ((s.listened_until > ikigai_now()) IS NOT TRUE
+           OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
+    FOR KEY SHARE OF s
+)
 INSERT INTO messages (session_id, agent_uuid, kind, content, data)
 SELECT s.id, :agent_uuid, :kind, :content, CAST(:data AS jsonb)
-FROM sessions AS s
-WHERE s.id = :session_id AND s.ended_at IS NULL
-  AND EXISTS (
-        SELECT 1 FROM agents AS a
-        WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
-        FOR SHARE)
-  AND ((s.listened_until > ikigai_now()) IS NOT TRUE
-       OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
-FOR KEY SHARE OF s
+FROM s
 RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
 
 -- name: append_events(session_id, kinds, contents, datas)
@@ -81,17 +93,21 @@ RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
 -- consecutive. (A transaction that appended to the session before and then batches while
 -- another does the same can deadlock: PostgreSQL then fails one of them.) Wakes the servers
 -- showing the session as append_message does (the session row's test is evaluated once).
-WITH appended AS (
-    INSERT INTO messages (session_id, kind, content, data)
-    SELECT s.id, e.kind, e.content, CAST(e.data AS jsonb)
+WITH s AS (
+    SELECT s.id
     FROM sessions AS s
-    CROSS JOIN unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]),
-                      CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
     WHERE s.id = :session_id AND s.ended_at IS NULL
       AND ((s.listened_until > ikigai_now()) IS NOT TRUE
            OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
-    ORDER BY e.n
     FOR UPDATE OF s
+),
+appended AS (
+    INSERT INTO messages (session_id, kind, content, data)
+    SELECT s.id, e.kind, e.content, CAST(e.data AS jsonb)
+    FROM s
+    CROSS JOIN unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]),
+                      CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
+    ORDER BY e.n
     RETURNING id, session_id, agent_uuid, kind, content, data, created_at
 )
 SELECT * FROM appended ORDER BY id;
@@ -101,21 +117,25 @@ SELECT * FROM appended ORDER BY id;
 -- the session exists and has not ended and agent_uuid is a running agent of it (checked once
 -- for every event; the agent's row locked FOR SHARE, the session's FOR UPDATE as in
 -- append_events: consecutive ids).
-WITH appended AS (
-    INSERT INTO messages (session_id, agent_uuid, kind, content, data)
-    SELECT s.id, :agent_uuid, e.kind, e.content, CAST(e.data AS jsonb)
+WITH s AS (
+    SELECT s.id
     FROM sessions AS s
-    CROSS JOIN unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]),
-                      CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
     WHERE s.id = :session_id AND s.ended_at IS NULL
       AND EXISTS (
             SELECT 1 FROM agents AS a
-            WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
+            WHERE a.uuid = :agent_uuid AND a.session_id = :session_id AND a.status = 'running'
             FOR SHARE)
       AND ((s.listened_until > ikigai_now()) IS NOT TRUE
            OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
-    ORDER BY e.n
     FOR UPDATE OF s
+),
+appended AS (
+    INSERT INTO messages (session_id, agent_uuid, kind, content, data)
+    SELECT s.id, :agent_uuid, e.kind, e.content, CAST(e.data AS jsonb)
+    FROM s
+    CROSS JOIN unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]),
+                      CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
+    ORDER BY e.n
     RETURNING id, session_id, agent_uuid, kind, content, data, created_at
 )
 SELECT * FROM appended ORDER BY id;

@@ -1,0 +1,36 @@
+-- Undo 0030: on Citus, the tables go back to the coordinator (their rows with them), messages
+-- gets back its primary key (id) and its search-vector trigger (the generated column becomes a
+-- plain column the trigger keeps); then ikigai_distribute() goes. On plain PostgreSQL only the
+-- function goes.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        IF EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'messages'::regclass) THEN
+            PERFORM undistribute_table('messages');
+        END IF;
+        IF EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'agents'::regclass) THEN
+            PERFORM undistribute_table('agents', cascade_via_foreign_keys => true);
+        END IF;
+        IF EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'sessions'::regclass) THEN
+            PERFORM undistribute_table('sessions', cascade_via_foreign_keys => true);
+        END IF;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_attribute
+               WHERE attrelid = 'messages'::regclass AND attname = 'search_vector'
+                 AND attgenerated = 's') THEN
+        ALTER TABLE messages ALTER COLUMN search_vector DROP EXPRESSION;
+        CREATE TRIGGER messages_search_vector
+            BEFORE INSERT OR UPDATE OF content, search_vector ON messages
+            FOR EACH ROW EXECUTE FUNCTION messages_search_vector();
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_constraint
+               WHERE conrelid = 'messages'::regclass AND conname = 'messages_pkey'
+                 AND cardinality(conkey) = 2) THEN
+        ALTER TABLE messages DROP CONSTRAINT messages_pkey;
+        ALTER TABLE messages ADD CONSTRAINT messages_pkey PRIMARY KEY (id);
+    END IF;
+END
+$$;
+
+DROP FUNCTION IF EXISTS ikigai_distribute();
+UPDATE schema_metadata SET schema_version = 27 WHERE schema_version = 30;
