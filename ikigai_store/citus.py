@@ -73,9 +73,12 @@ def prepare_database(server_url: str, name: str) -> bool:
         with connect(worker, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
             if not queries.database_exists(conn, name=name)["exists"]:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        with connect(
-            make_conninfo(worker, dbname=name), autocommit=True, row_factory=dict_row
-        ) as conn, translate_errors(conn):
+        with (
+            connect(
+                make_conninfo(worker, dbname=name), autocommit=True, row_factory=dict_row
+            ) as conn,
+            translate_errors(conn),
+        ):
             queries.citus_create_extension(conn)
     url = make_conninfo(server_url, dbname=name)
     with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
@@ -125,7 +128,8 @@ def placements(url: str) -> list[Placement]:
         if not queries.citus_installed(conn)["installed"]:
             raise InvalidArgument("this database has no citus extension")
         return [
-            Placement(r["relation"], r["kind"], r["column_name"], r["colocation_id"],
-                      r["shard_count"])
+            Placement(
+                r["relation"], r["kind"], r["column_name"], r["colocation_id"], r["shard_count"]
+            )
             for r in queries.citus_tables(conn)
         ]

@@ -32,5 +32,27 @@ BEGIN
 END
 $$;
 
+DROP FUNCTION IF EXISTS agent_replay_events(TEXT);
+-- 0005's walk, as it was.
+CREATE OR REPLACE FUNCTION agent_replay_ranges(leaf_uuid TEXT)
+RETURNS TABLE (depth INTEGER, agent_uuid TEXT, start_id BIGINT, end_id BIGINT)
+LANGUAGE sql STABLE
+AS $fn$
+    WITH RECURSIVE walk (depth, uuid, parent_uuid, fork_message_id, end_id, clear_id) AS (
+        SELECT 0, a.uuid, a.parent_uuid, a.fork_message_id, CAST(NULL AS bigint),
+               (SELECT max(m.id) FROM messages AS m
+                WHERE m.agent_uuid = a.uuid AND m.kind = 'clear')
+        FROM agents AS a
+        WHERE a.uuid = leaf_uuid
+        UNION ALL
+        SELECT w.depth + 1, p.uuid, p.parent_uuid, p.fork_message_id, w.fork_message_id,
+               (SELECT max(m.id) FROM messages AS m
+                WHERE m.agent_uuid = p.uuid AND m.kind = 'clear' AND m.id <= w.fork_message_id)
+        FROM walk AS w
+        JOIN agents AS p ON p.uuid = w.parent_uuid
+        WHERE w.clear_id IS NULL
+    )
+    SELECT depth, uuid, COALESCE(clear_id, 0), end_id FROM walk
+$fn$;
 DROP FUNCTION IF EXISTS ikigai_distribute();
 UPDATE schema_metadata SET schema_version = 27 WHERE schema_version = 30;

@@ -52,8 +52,9 @@ ALL = [
     "0025-queue-hot-path",
     "0026-mail-hand-off",
     "0027-runtime-stores",
+    "0030-citus-distribution",
 ]
-LATEST = 27
+LATEST = 30
 
 
 def _since(migration: str) -> int:
