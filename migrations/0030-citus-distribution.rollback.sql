@@ -1,24 +1,19 @@
--- Undo 0030: on Citus, the tables go back to the coordinator (their rows with them), messages
--- gets back its primary key (id) and its search-vector trigger (the generated column becomes a
--- plain column the trigger keeps); then ikigai_distribute() goes. On plain PostgreSQL only the
--- function goes.
+-- Undo 0030: on Citus, messages goes back to the coordinator (its rows with it); on both,
+-- messages gets back its primary key (id), its foreign keys and its search-vector trigger (the
+-- generated column becomes a plain column the trigger keeps), and 0005's lineage walk returns.
 DO $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
-        IF EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'messages'::regclass) THEN
-            PERFORM undistribute_table('messages');
-        END IF;
-        IF EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'agents'::regclass) THEN
-            PERFORM undistribute_table('agents', cascade_via_foreign_keys => true);
-        END IF;
-        IF EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'sessions'::regclass) THEN
-            PERFORM undistribute_table('sessions', cascade_via_foreign_keys => true);
-        END IF;
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')
+       AND EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'messages'::regclass) THEN
+        PERFORM undistribute_table('messages');
     END IF;
     IF EXISTS (SELECT 1 FROM pg_attribute
                WHERE attrelid = 'messages'::regclass AND attname = 'search_vector'
                  AND attgenerated = 's') THEN
         ALTER TABLE messages ALTER COLUMN search_vector DROP EXPRESSION;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger
+                   WHERE tgrelid = 'messages'::regclass AND tgname = 'messages_search_vector') THEN
         CREATE TRIGGER messages_search_vector
             BEFORE INSERT OR UPDATE OF content, search_vector ON messages
             FOR EACH ROW EXECUTE FUNCTION messages_search_vector();
@@ -29,10 +24,27 @@ BEGIN
         ALTER TABLE messages DROP CONSTRAINT messages_pkey;
         ALTER TABLE messages ADD CONSTRAINT messages_pkey PRIMARY KEY (id);
     END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint
+                   WHERE conrelid = 'messages'::regclass AND conname = 'messages_session_id_fkey') THEN
+        ALTER TABLE messages ADD CONSTRAINT messages_session_id_fkey
+            FOREIGN KEY (session_id) REFERENCES sessions (id) ON DELETE CASCADE;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint
+                   WHERE conrelid = 'messages'::regclass AND conname = 'messages_agent_uuid_fkey') THEN
+        ALTER TABLE messages ADD CONSTRAINT messages_agent_uuid_fkey
+            FOREIGN KEY (agent_uuid) REFERENCES agents (uuid);
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint
+                   WHERE conrelid = 'messages'::regclass
+                     AND conname = 'messages_agent_session_fkey') THEN
+        ALTER TABLE messages ADD CONSTRAINT messages_agent_session_fkey
+            FOREIGN KEY (agent_uuid, session_id) REFERENCES agents (uuid, session_id);
+    END IF;
 END
 $$;
 
 DROP FUNCTION IF EXISTS agent_replay_events(TEXT);
+DROP FUNCTION IF EXISTS agent_replay_ranges(TEXT);
 -- 0005's walk, as it was.
 CREATE OR REPLACE FUNCTION agent_replay_ranges(leaf_uuid TEXT)
 RETURNS TABLE (depth INTEGER, agent_uuid TEXT, start_id BIGINT, end_id BIGINT)
