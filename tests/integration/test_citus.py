@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -217,11 +217,11 @@ def test_rebalance_under_load_loses_and_duplicates_nothing(
                 store.topics.complete(held)
                 keep("claimed", held.mail.id)
 
-        def guarded(fn: object, *args: object) -> threading.Thread:
+        def guarded(fn: Callable[..., None], *args: object) -> threading.Thread:
             def run() -> None:
                 try:
-                    fn(*args)  # type: ignore[operator]
-                except BaseException as exc:  # noqa: BLE001 - reported by the test below
+                    fn(*args)
+                except BaseException as exc:  # reported by the asserts below
                     errors.append(exc)
                     stop.set()
 
