@@ -27,6 +27,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import ikigai_store as ik
@@ -113,9 +114,9 @@ def core(server: str, n: int, history: int) -> None:
                 store.topics.complete(held)
 
             results[label] = {
-                "append": p50(lambda: store.append(other, "user", "one more"), n),
-                "replay (1k live events)": p50(lambda: store.replay_session(sid), max(5, n // 10)),
-                "mail send": p50(lambda: store.mail.send("alice", ["bob"], "s", "b"), n),
+                "append": p50(partial(store.append, other, "user", "one more"), n),
+                "replay (1k live events)": p50(partial(store.replay_session, sid), max(5, n // 10)),
+                "mail send": p50(partial(store.mail.send, "alice", ["bob"], "s", "b"), n),
                 "queue claim + complete": p50(claim, n),
             }
     print(f"{'measure':<28}{'cluster ms':>12}{'plain ms':>12}{'ratio':>8}")
@@ -135,7 +136,7 @@ def router_vs_fan_out(server: str, n: int) -> None:
         ):
             ids = load_history(url, sessions, 20)
             sid = ids[len(ids) // 2]
-            ms = p50(lambda: store.replay_session(sid), n)
+            ms = p50(partial(store.replay_session, sid), n)
             print(f"{f'{sessions:,} sessions of 20 events':<40}{ms:>10.3f}")
     print()
     print(f"{'search across 20,000 events':<40}{'p50 ms':>10}")
@@ -145,7 +146,7 @@ def router_vs_fan_out(server: str, n: int) -> None:
             ik.Store(url, pool_size=2) as store,
         ):
             load_history(url, 200, 100)
-            ms = p50(lambda: store.search("word7", limit=10), max(5, n // 5))
+            ms = p50(partial(store.search, "word7", limit=10), max(5, n // 5))
             label = "plain PostgreSQL" if shards is None else f"cluster, {shards} shards"
             print(f"{label:<40}{ms:>10.3f}")
 
