@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
 from .errors import InvalidArgument, translate_errors
-from .pool import connect
+from .pool import connect, create_database
+from .pool import drop_database as drop_one
 from .sql import queries
 
 __all__ = ["Placement", "distribute", "is_citus", "placements", "prepare_database"]
@@ -70,9 +70,7 @@ def prepare_database(server_url: str, name: str) -> bool:
         worker = make_conninfo(
             "", **{**params, "host": node["nodename"], "port": str(node["nodeport"])}
         )
-        with connect(worker, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
-            if not queries.database_exists(conn, name=name)["exists"]:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        create_database(worker, name)
         with (
             connect(
                 make_conninfo(worker, dbname=name), autocommit=True, row_factory=dict_row
@@ -102,10 +100,7 @@ def drop_database(server_url: str, name: str) -> None:
         worker = make_conninfo(
             "", **{**params, "host": node["nodename"], "port": str(node["nodeport"])}
         )
-        with connect(worker, autocommit=True) as conn, translate_errors(conn):
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+        drop_one(worker, name)
 
 
 def distribute(url: str) -> list[tuple[str, str]]:

@@ -43,6 +43,7 @@ BEGIN
 END
 $$;
 
+DROP FUNCTION IF EXISTS ikigai_append(BIGINT, TEXT, TEXT, TEXT, JSONB, BIGINT);
 DROP FUNCTION IF EXISTS agent_replay_events(TEXT);
 DROP FUNCTION IF EXISTS agent_replay_ranges(TEXT);
 -- 0005's walk, as it was.
