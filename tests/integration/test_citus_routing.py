@@ -10,8 +10,8 @@ needed), so a new query cannot silently fan out.
 On the cluster, ``test_routed_queries_ask_one_shard`` runs each routed query (in a transaction
 rolled back afterwards) with ``citus.log_remote_commands`` on, and counts the distinct shards of
 messages named in the commands the coordinator sends: at most one. Running the query, not only
-``EXPLAIN``-ing it, also covers the functions (replay_agent_events) whose statements an
-``EXPLAIN`` of the call does not show. Off Citus it is skipped, saying so (``.ci/run`` runs it
+``EXPLAIN``-ing it, also covers the functions (ikigai_append, agent_replay_events) whose
+statements an ``EXPLAIN`` of the call does not show. Off Citus it is skipped, saying so (``.ci/run`` runs it
 on the cluster, with ``IKIGAI_TEST_CITUS=1`` which turns that skip into a failure).
 """
 
@@ -35,7 +35,8 @@ pytestmark = pytest.mark.db
 
 #: A statement that touches messages, or calls a function that reads it (migration 0030).
 TOUCHES = re.compile(
-    r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+messages\b|\bagent_replay_(?:ranges|events)\s*\(",
+    r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+messages\b"
+    r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append)\s*\(",
     re.IGNORECASE,
 )
 
