@@ -25,7 +25,7 @@ from typing import Any
 
 from .errors import Conflict, InvalidArgument, NotFound
 from .models import Identity, Lease
-from .ops import Area, FaceT, Op, many, one, operation
+from .ops import Area, FaceT, Op, many, model_row, one, operation, value
 from .validate import check_duration, check_text, identity_name
 
 __all__ = [
@@ -127,14 +127,17 @@ def acquire(
         # One statement, atomic by itself: a refusal that replaced the holder's own lease is an
         # exclusion violation that undoes it whole, so no transaction is opened around it.
         undone = False
+        lease: Lease | None
         try:
-            row = yield one(query, holder=name, resource=res, exclusive=exclusive, ttl=length)
+            lease = yield model_row(
+                query, Lease, holder=name, resource=res, exclusive=exclusive, ttl=length
+            )
         except Conflict as exc:
             if exc.constraint != EXCLUSION:
                 raise
-            row, undone = None, True
-        if row is not None:
-            return Lease.from_row(row)
+            lease, undone = None, True
+        if lease is not None:
+            return lease
         rows = yield many("leases_refusal", holder=name, resource=res, exclusive=exclusive)
         state = rows[0]["holder_state"]
         if state is None:
@@ -185,7 +188,9 @@ def renew(lease: Lease | tuple[str, str], ttl: timedelta | float) -> Op[Lease]:
     resource, token = check_lease(lease)
     length = check_ttl(ttl)
     try:
-        row = yield one("leases_renew", resource=resource, token=token, ttl=length)
+        renewed: Lease | None = yield model_row(
+            "leases_renew", Lease, resource=resource, token=token, ttl=length
+        )
     except Conflict as exc:  # only when the clock went back: someone holds the new period
         if exc.constraint != EXCLUSION:
             raise
@@ -195,8 +200,8 @@ def renew(lease: Lease | tuple[str, str], ttl: timedelta | float) -> Op[Lease]:
             constraint=EXCLUSION,
             sqlstate="23P01",
         ) from exc
-    if row is not None:
-        return Lease.from_row(row)
+    if renewed is not None:
+        return renewed
     found = yield one("leases_by_token", resource=resource, token=token)
     raise _lost(resource, token, found)
 
@@ -205,8 +210,8 @@ def release(lease: Lease | tuple[str, str]) -> Op[bool]:
     """End a lease: True when it was live, False when it had already ended (idempotent:
     its token no longer holds anything either way)."""
     resource, token = check_lease(lease)
-    row = yield one("leases_release", resource=resource, token=token)
-    return row is not None and bool(row["live"])
+    live = yield value("leases_release", resource=resource, token=token)
+    return bool(live)
 
 
 def force_release(resource: str) -> Op[int]:

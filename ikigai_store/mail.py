@@ -754,6 +754,7 @@ class MailCalls(Area[FaceT]):
     counts = operation(counts)
     search = operation(search)
     publish = operation(topics.publish)
+    publish_many = operation(topics.publish_many)
     wait = operation(wait)
     send_or_queue = operation(send_or_queue)
     wake_snoozed = operation(wake_snoozed)

@@ -7,7 +7,7 @@ and receives their results, and finally returns the public result. It performs n
 The steps:
 
 - ``Call``: run a named query from ``queries/`` (built with ``one``, ``many``, ``message_rows``,
-  ``statement``) and receive its shaped result;
+  ``model_row``, ``value``, ``statement``) and receive its shaped result;
 - ``Listen`` / ``Sleep``: be woken by a notification (``notify``) / sleep until woken or until
   a time passes, for the waiting operations (``mail.wait``, a blocking ``topics.claim``);
   ``Liveness``: the listener's liveness key (``mail.wait``'s hand-off registrations);
@@ -97,25 +97,29 @@ __all__ = [
     "is_atomic",
     "many",
     "message_rows",
+    "model_row",
     "one",
     "operation",
     "queued",
     "run",
     "statement",
     "validate",
+    "value",
 ]
 
 T = TypeVar("T")
 P = ParamSpec("P")
 
-Shape = Literal["one", "many", "messages", "statement", "copy_out", "copy_in"]
+Shape = Literal["one", "many", "messages", "model", "value", "statement", "copy_out", "copy_in"]
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
     """Run the query called ``name`` with ``params``. ``shape`` is what the operation gets
     back: ``one`` a dict row or None, ``many`` a list of dict rows, ``messages`` a list of
-    ``Message`` (None when the query returned no row at all), ``statement`` the row count;
+    ``Message`` (None when the query returned no row at all), ``model`` one row read into the
+    dataclass ``stream`` (its fields, in order, are the query's first columns) or None,
+    ``value`` the first column of the one row or None, ``statement`` the row count;
     ``copy_out`` (a ``COPY ... TO STDOUT``) hands each block of its output to ``stream`` (a
     callable) and ``copy_in`` (``COPY ... FROM STDIN``) writes every block ``stream`` (an
     iterable of bytes) yields, both the row count."""
@@ -205,6 +209,18 @@ def message_rows(name: str, /, **params: Any) -> Call:
     """A call selecting exactly ``Message``'s columns; its result is a list of ``Message``
     (all-NULL rows skipped), or None when the query returned no row at all."""
     return Call(name, params, "messages")
+
+
+def model_row(name: str, model: type[Any], /, **params: Any) -> Call:
+    """A call whose result is its one row read into ``model`` (a dataclass whose fields, in
+    order, are the query's first columns: checked on the query's first run), or None. The row
+    is a binary tuple, never a dict: the lease path's hot calls (issue 38)."""
+    return Call(name, params, "model", model)
+
+
+def value(name: str, /, **params: Any) -> Call:
+    """A call whose result is the first column of its one row, or None when no row."""
+    return Call(name, params, "value")
 
 
 def statement(name: str, /, **params: Any) -> Call:
@@ -511,6 +527,24 @@ def _messages(query: str, cursor: Any, rows: list[Any]) -> list[Message] | None:
     return [Message(*row) for row in rows if row[0] is not None]
 
 
+#: Fields of each model read by ``model_row`` calls, once its query's columns were checked.
+_FIELDS: dict[tuple[str, type[Any]], int] = {}
+
+
+def _model(call: Call, cursor: Any, row: Any) -> Any:
+    model: type[Any] = call.stream
+    n = _FIELDS.get((call.name, model))
+    if n is None:
+        names = tuple(model.__dataclass_fields__)
+        description = cursor.description
+        if description is None or tuple(c.name for c in description[: len(names)]) != names:
+            raise TypeError(f"{call.name} does not select {model.__name__}'s columns in order")
+        n = _FIELDS[(call.name, model)] = len(names)
+    if row is None:
+        return None
+    return model(*row[:n])
+
+
 #: A result of more rows than this is not kept by a reused cursor (its memory is freed).
 _KEEP_ROWS = 64
 
@@ -555,6 +589,14 @@ def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
         messages = _messages(call.name, tcur, rows := tcur.fetchall())
         _let_go(conn, rows)
         return messages
+    if shape == "model" or shape == "value":
+        # One row as a binary tuple: no dict, no text parsing (the lease path, issue 38).
+        tcur = _cursors(conn)[0]
+        tcur.execute(sql, params)
+        row = tcur.fetchone()
+        if shape == "model":
+            return _model(call, tcur, row)
+        return None if row is None else row[0]
     if shape == "copy_out" or shape == "copy_in":
         with conn.cursor() as ccur, ccur.copy(sql, params) as copy:
             if shape == "copy_out":
@@ -585,6 +627,13 @@ async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
         messages = _messages(call.name, tcur, rows := await tcur.fetchall())
         await _alet_go(conn, rows)
         return messages
+    if shape == "model" or shape == "value":
+        tcur = _cursors(conn)[0]
+        await tcur.execute(sql, params)
+        row = await tcur.fetchone()
+        if shape == "model":
+            return _model(call, tcur, row)
+        return None if row is None else row[0]
     if shape == "copy_out" or shape == "copy_in":
         async with conn.cursor() as ccur, ccur.copy(sql, params) as copy:
             if shape == "copy_out":

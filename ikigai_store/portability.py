@@ -1,16 +1,26 @@
 """Sessions out of a database and into another, and sessions deleted when they are old.
 
 Owns ``export_session``, ``import_session`` and ``prune_sessions`` (``store.export_session``
-…, CLI ``export``, ``import``, ``session prune``) and the file format. An export is JSON Lines:
+…, CLI ``export``, ``import``, ``session prune``) and the file format (docs: "Retention and
+export"). An export of format version 2 is lines of UTF-8:
 
-1. a header, ``{"format": "ikigai-session", "version": 1, "schema_version": …,
-   "export_id": "<uuid>", "session_id": …, "exported_at": …}``;
-2. the session (``"type": "session"``), its agents oldest first (``"agent"``: uuid, parent,
-   fork point…) and its events in id order (``"event"``: id, agent_uuid, kind, content, data,
-   created_at), made by PostgreSQL (``COPY``) and streamed to the file, up to the newest
-   event once the session's appends in flight are in;
-3. a trailer, ``{"type": "end", "lines": …, "sha256": …}``: how many lines came before it
-   and the SHA-256 of their bytes.
+1. a header (JSON), ``{"format": "ikigai-session", "version": 2, "schema_version": …,
+   "export_id": "<uuid>", "session_id": …, "exported_at": …, "events": {"columns": [...],
+   "encoding": "postgresql-copy-text"}}``;
+2. the session (JSON, ``"type": "session"``) and its agents oldest first (JSON, ``"agent"``:
+   uuid, parent, fork point…);
+3. the events line (JSON, ``{"type": "events", "columns": ["id", "agent_uuid", "kind",
+   "content", "data", "created_at"], "encoding": "postgresql-copy-text"}``), then every event
+   in id order, one line each in PostgreSQL's ``COPY`` text format (those columns, tab
+   separated, ``\\N`` for NULL, backslash escapes; times in ISO 8601 with their UTC offset):
+   what ``COPY`` itself writes, streamed to the file, up to the newest event once the
+   session's appends in flight are in;
+4. a trailer (JSON), ``{"type": "end", "lines": …, "sha256": …}``: how many lines came before
+   it and the SHA-256 of their bytes.
+
+Version 1 (still read) was JSON Lines throughout: each event a JSON object (``"type":
+"event"`` and the same six keys) and no events line. Version 2 names the event columns once,
+and its events cost what ``COPY`` costs to write and to read (issue 38).
 
 Invariants:
 - export and import stream: memory stays constant whatever the session's size;
@@ -19,7 +29,8 @@ Invariants:
   and ``data.target_message_id`` (a rewind's mark, a pop's target); the imported session
   replays to the same contents as the exported one, for the session and for every agent;
 - a file that is truncated (no trailer), altered (hash or line count), of a newer format
-  version, or malformed is refused with ``InvalidArgument`` and nothing is written;
+  version, or malformed is refused with ``InvalidArgument`` and nothing is written; files of
+  every older format version import;
 - ``once=True`` records the file's ``export_id`` and refuses it the next time (``Conflict``);
 - ``prune_sessions`` deletes only ended sessions, each in short transactions (events in
   batches, then the session row with what cascades from it), so it never holds a long lock.
@@ -57,6 +68,7 @@ from .sessions import require_session
 from .validate import check_id, check_int
 
 __all__ = [
+    "EVENT_COLUMNS",
     "FORMAT",
     "VERSION",
     "ExportSummary",
@@ -68,9 +80,14 @@ __all__ = [
     "prune_sessions",
 ]
 
-#: The header's ``format`` and the newest ``version`` this library reads and writes.
+#: The header's ``format`` and the newest ``version`` this library reads and writes (it
+#: reads every version from 1 up).
 FORMAT = "ikigai-session"
-VERSION = 1
+VERSION = 2
+#: The columns of a version 2 event line, in order, and how the lines are written.
+EVENT_COLUMNS = ("id", "agent_uuid", "kind", "content", "data", "created_at")
+_ENCODING = "postgresql-copy-text"
+_EVENTS = {"columns": list(EVENT_COLUMNS), "encoding": _ENCODING}
 #: Lines sent to PostgreSQL per ``COPY`` block on import.
 _BLOCK = 1 << 16
 #: Events deleted per transaction by ``prune_sessions``; sessions looked at per round.
@@ -150,6 +167,19 @@ class _Sink:
 
 
 @atomic
+def _body(session_id: int, horizon: int, sink: _Sink) -> Op[None]:
+    """The agent lines, the events line and the event lines, in one transaction (one
+    snapshot) whose ``DateStyle`` and ``TimeZone`` are fixed (ISO, UTC: the times read alike
+    wherever the file goes); the caller's settings are put back."""
+    saved = yield one("export_settings")
+    at = {"session_id": session_id, "horizon": horizon}
+    yield copy_out("export_agents", sink, **at)
+    sink(json.dumps({"type": "events", **_EVENTS}).encode() + b"\n")
+    yield copy_out("export_events", sink, **at)
+    yield one("export_restore", datestyle=saved["datestyle"], timezone=saved["timezone"])
+
+
+@atomic
 def _head(session_id: int) -> Op[dict[str, Any]]:
     """The session's line and the export's horizon, once the appends in flight are in."""
     locked = yield one("session_wait_appends", session_id=session_id)
@@ -161,10 +191,10 @@ def _head(session_id: int) -> Op[dict[str, Any]]:
 
 def export_session(session_id: int, file: File) -> Op[ExportSummary]:
     """Write the session, its agents and its events to ``file`` (a path, or a binary stream
-    left open) as JSON Lines (see the module docstring), streamed by ``COPY``: memory stays
-    constant whatever the size. A session being written to is exported up to its newest
-    event once the appends in flight are in (nothing later, no gap). ``NotFound`` for an
-    unknown session."""
+    left open) in the export format, version 2 (see the module docstring), streamed by
+    ``COPY``: memory stays constant whatever the size. A session being written to is exported
+    up to its newest event once the appends in flight are in (nothing later, no gap).
+    ``NotFound`` for an unknown session."""
     check_id(session_id, "session_id")
     version = yield from schema_version()
     export_id = str(uuid.uuid4())
@@ -175,14 +205,13 @@ def export_session(session_id: int, file: File) -> Op[ExportSummary]:
         "export_id": export_id,
         "session_id": session_id,
         "exported_at": datetime.now(UTC).isoformat(),
+        "events": _EVENTS,
     }
     head = yield Run(_head(session_id))
     with _opened(file, "wb") as out:
         sink = _Sink(out)
         sink(json.dumps(header).encode() + b"\n" + head["line"].encode() + b"\n")
-        at = {"session_id": session_id, "horizon": head["horizon"]}
-        yield copy_out("export_agents", sink, **at)
-        yield copy_out("export_events", sink, **at)
+        yield Run(_body(session_id, head["horizon"], sink))
         sink.flush()
         digest = sink.hash.hexdigest()
         trailer = {"type": "end", "lines": sink.lines, "sha256": digest}
@@ -195,13 +224,42 @@ class _Feed:
     """The lines of an export after its header, in blocks for ``COPY``, checked as they go:
     the newest line is held back (at the end, it is the trailer), the others hashed and
     counted. Iterating again goes on where the last iteration stopped (after a failed
-    ``COPY``, the rest of the file is read to tell a damaged file from a malformed one)."""
+    ``COPY``, the rest of the file is read to tell a damaged file from a malformed one).
+    ``records`` stops after a version 2 file's events line (kept in ``events``, not fed)."""
 
     def __init__(self, stream: IO[bytes], header: bytes) -> None:
         self.stream = stream
         self.hash = hashlib.sha256(header)
         self.lines = 1
         self.trailer: bytes | None = None
+        self.events: Any = None
+
+    def records(self) -> Iterator[bytes]:
+        """The JSON lines before the events line, in one block (a session and its agents);
+        reading stops after the events line, which is hashed and counted, not fed."""
+        block: list[bytes] = []
+        for line in self.stream:
+            if line.startswith(b"{") and b'"events"' in line:  # JSON: any spacing
+                try:
+                    events = json.loads(line)
+                except ValueError:
+                    events = None
+                if isinstance(events, dict) and events.get("type") == "events":
+                    if self.trailer is not None:
+                        self.hash.update(self.trailer)
+                        self.lines += 1
+                        block.append(self.trailer)
+                    self.hash.update(line)
+                    self.lines += 1
+                    self.trailer, self.events = None, events
+                    break
+            held, self.trailer = self.trailer, line
+            if held is not None:
+                self.hash.update(held)
+                self.lines += 1
+                block.append(held)
+        if block:
+            yield b"".join(block)
 
     def __iter__(self) -> Iterator[bytes]:
         block: list[bytes] = []
@@ -260,13 +318,50 @@ def _header(stream: IO[bytes]) -> tuple[dict[str, Any], bytes]:
     return header, line
 
 
+def _staged(feed: _Feed, version: int) -> Op[dict[str, Any]]:
+    """Stage the file's lines (``COPY``), check them, and have its events in
+    ``ikigai_import_events``: the check's row. A file whose trailer is missing or disagrees
+    says so before any other problem."""
+    no_events = InvalidArgument(
+        f"the file is malformed: it has no events line naming the columns {list(EVENT_COLUMNS)} "
+        f"in {_ENCODING!r}"
+    )
+    try:
+        if version == 1:
+            yield copy_in("import_copy_lines", feed)
+        else:
+            yield copy_in("import_copy_lines", feed.records())
+            if feed.events != {"type": "events", **_EVENTS}:
+                for _ in feed:
+                    pass
+                feed.check()
+                raise no_events
+            yield copy_in("import_copy_events", feed)
+    except DatabaseError as exc:
+        for _ in feed:  # read the rest: a truncated or altered file says so first
+            pass
+        feed.check()
+        if version > 1 and feed.events is None:  # event lines were read as JSON lines
+            raise no_events from exc
+        raise InvalidArgument(f"the file is malformed: {exc}") from exc
+    feed.check()
+    checked: dict[str, Any] = yield one("import_check" if version == 1 else "import_check_events")
+    if checked["problem"] is None and version == 1:
+        try:
+            yield statement("import_v1_events")
+        except DatabaseError as exc:  # an id or a time that is no bigint or timestamptz
+            raise InvalidArgument(f"the file is malformed: {exc}") from exc
+    return checked
+
+
 @atomic
 def import_session(file: File, *, once: bool = False) -> Op[ImportSummary]:
-    """Load an export (``export_session``'s file: a path, or a binary stream) as a new
-    session, in one transaction, every id remapped (see the module docstring): the new
-    session replays to the same contents as the exported one. Importing a file twice makes two
-    sessions; with ``once``, the second time is refused (``Conflict``) and nothing written.
-    ``InvalidArgument`` (nothing written) for a truncated, altered, malformed or newer file."""
+    """Load an export (``export_session``'s file, of any format version up to ``VERSION``: a
+    path, or a binary stream) as a new session, in one transaction, every id remapped (see
+    the module docstring): the new session replays to the same contents as the exported one.
+    Importing a file twice makes two sessions; with ``once``, the second time is refused
+    (``Conflict``) and nothing written. ``InvalidArgument`` (nothing written) for a
+    truncated, altered, malformed or newer file."""
     with _opened(file, "rb") as stream:
         header, first = _header(stream)
         export_id = header["export_id"]
@@ -280,16 +375,8 @@ def import_session(file: File, *, once: bool = False) -> Op[ImportSummary]:
                     sqlstate=None,
                 )
         yield statement("import_stage")
-        feed = _Feed(stream, first)
-        try:
-            yield copy_in("import_copy_lines", feed)
-        except DatabaseError as exc:
-            for _ in feed:  # read the rest: a truncated or altered file says so first
-                pass
-            feed.check()
-            raise InvalidArgument(f"the file is malformed: {exc}") from exc
-        feed.check()
-    checked = yield one("import_check")
+        yield statement("import_stage_events")
+        checked = yield from _staged(_Feed(stream, first), header["version"])
     if checked["problem"] is not None:
         raise InvalidArgument(f"the file is malformed: {checked['problem']}")
     try:

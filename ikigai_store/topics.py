@@ -2,10 +2,21 @@
 
 Owns topics, subscriptions, consumer offsets, publishing and queue claims, for both faces (see
 ``ops``). Invariants:
-- a topic's offsets start at 1 and are gapless and committed in order: ``publish`` takes
-  ``next_offset`` under the topic row's lock, held to commit, and advances it only when the mail
-  was written (a reused idempotency key or a rollback leaves no gap); so a consumer reading
-  ``offset > N`` never skips a row that commits later with a smaller offset;
+- a topic's offsets start at 1 and are gapless and committed in order (migration 0028): each
+  topic has a sequencer lock (a transaction-scoped advisory lock). ``publish`` takes it when it
+  is free and no pending mail of the topic is visible, and gives its mail the next offset in
+  the same statement (held to commit); otherwise it commits its mail *pending* (a
+  ``topic_log`` row without an offset), side by side with the other publishes, and then runs
+  the sequencer (``sequence_topic``), which waits for the lock and gives every committed
+  pending mail of the topic the next offsets from ``next_offset``, in mail id order (one run
+  sequences what every publisher committed meanwhile; a publisher whose mail a run sequenced
+  only reads its offset). A rollback or a reused idempotency key writes no row, so it takes
+  no offset; a consumer reading ``offset > N`` never skips a mail (one that gets an offset
+  later gets one above every offset already committed), and reads never show a pending
+  mail. Offsets follow commit order, not always mail id order. Inside ``store.transaction()``
+  the lock is held to the caller's commit (publishes to that topic then wait for it, as
+  before 0028). A publisher that dies between its commit and the sequencer leaves its mail
+  pending until the next publish to the topic (which sees it, so sequences) gives it one;
 - a broadcast publish gives every current subscriber but the sender an unread copy (it shows in
   inboxes and wakes ``mail.wait``); a queue publish creates one queue row;
 - a stored consumer offset only moves forward (``GREATEST``) and never past the topic's end;
@@ -17,12 +28,14 @@ Owns topics, subscriptions, consumer offsets, publishing and queue claims, for b
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from .errors import Conflict, InvalidArgument, NotFound
+from .errors import Conflict, IkigaiStoreError, InvalidArgument, NotFound
 from .models import (
     PRIORITIES,
     TOPIC_KINDS,
@@ -83,6 +96,7 @@ __all__ = [
     "poll",
     "prune",
     "publish",
+    "publish_many",
     "read",
     "release",
     "requeue",
@@ -235,8 +249,10 @@ def publish(
 ) -> Op[Mail]:
     """Append a mail to a topic at its next offset (``Mail.topic``, ``Mail.log_offset``).
 
-    Offsets are gapless and commit in order. A broadcast topic gives every current
-    subscriber but the sender an unread copy; a queue topic makes the mail claimable.
+    Offsets are gapless and commit in order: a reader that read up to offset N never later
+    sees a new mail at N or below. Publishes to one topic commit side by side; the offset is
+    given right after the commit (see the module docstring). A broadcast topic gives every
+    current subscriber but the sender an unread copy; a queue topic makes the mail claimable.
     ``NotFound`` for a missing topic or sender. Idempotency keys as for ``send`` (one key
     space per sender): a repeated publish returns the original and takes no offset.
     """
@@ -265,17 +281,88 @@ def publish(
         new_thread_id=str(uuid.uuid4()),
     )
     if row is not None:
-        return Mail.from_row(row)
+        (mail,) = yield from _sequenced(int(row["topic_id"]), [Mail.from_row(row)])
+        return mail
     if key is not None:
         existing = yield from by_key(sender_name, key, hashed)
         if existing is not None:
+            if existing.log_offset is None:  # its publisher has not sequenced it (yet)
+                found = yield from _require_topic(t)
+                (existing,) = yield from _sequenced(found.id, [existing])
             return existing
-    why = yield one("publish_refusal", sender=sender_name, topic=t)
+    raise (yield from _refusal(sender_name, t))
+
+
+def _refusal(sender: str, topic: str) -> Op[IkigaiStoreError]:
+    """Why a publish to ``topic`` wrote nothing (a used key aside)."""
+    why = yield one("publish_refusal", sender=sender, topic=topic)
     if why["sender_state"] is None:
-        raise NotFound(f"identity {sender_name!r} does not exist")
+        return NotFound(f"identity {sender!r} does not exist")
     if why["sender_state"] == "retired":
-        raise InvalidArgument(f"identity {sender_name!r} is retired: it cannot publish")
-    raise NotFound(f"topic {t!r} does not exist")
+        return InvalidArgument(f"identity {sender!r} is retired: it cannot publish")
+    return NotFound(f"topic {topic!r} does not exist")
+
+
+def _sequenced(topic_id: int, mails: list[Mail]) -> Op[list[Mail]]:
+    """``mails`` (committed, of topic ``topic_id``) with their offsets: those that have one
+    already (their publish took the sequencer lock), else sequence the topic, which gives
+    every committed pending mail of it the next offsets (the sequencer)."""
+    if all(m.log_offset is not None for m in mails):
+        return mails
+    rows = yield many("sequence_mail", topic_id=topic_id, mail_ids=[m.id for m in mails])
+    offsets = {int(r["mail_id"]): int(r["log_offset"]) for r in rows}
+    return [dataclasses.replace(m, log_offset=offsets[m.id]) for m in mails]
+
+
+#: Most mails one ``publish_many`` call appends.
+MAX_BATCH = 10_000
+
+
+def publish_many(
+    sender: str | Identity,
+    topic: str | Topic,
+    bodies: Sequence[str],
+    *,
+    subject: str = "",
+    priority: str = "normal",
+    metadata: Any = None,
+) -> Op[list[Mail]]:
+    """Append a batch of mails to a topic in one statement, one per element of ``bodies``
+    (at most ``MAX_BATCH``), all with the same ``subject``, ``priority`` and ``metadata``;
+    return them in that order with their offsets, which are gapless and commit in order as
+    ``publish``'s (a batch's mails get increasing offsets, not always consecutive ones: other
+    publishes committed beside it may fall between them). All or nothing: one bad body and
+    nothing is written. No idempotency key: ``publish`` has one. ``NotFound`` for a missing
+    topic or sender."""
+    sender_name = identity_name(sender, "sender")
+    t = topic_name(topic)
+    if isinstance(bodies, str) or not isinstance(bodies, Sequence):
+        raise InvalidArgument(f"bodies must be a list of strings, got {type(bodies).__name__}")
+    if not 1 <= len(bodies) <= MAX_BATCH:
+        raise InvalidArgument(f"bodies must hold 1 to {MAX_BATCH} mails, got {len(bodies)}")
+    subject = check_str(subject, "subject", max_chars=MAX_SUBJECT_CHARS, empty=True)
+    for body in bodies:
+        check_body(body)
+    check_choice(priority, "priority", PRIORITIES)
+    metadata_json = dump_json(metadata, "metadata")
+    n = len(bodies)
+    rows = yield many(
+        "publish_mails",
+        sender=sender_name,
+        topic=t,
+        subjects=[subject] * n,
+        bodies=list(bodies),
+        priorities=[priority] * n,
+        attachments=[None] * n,
+        metadata=[metadata_json] * n,
+        request_hashes=[
+            request_hash("publish", t, subject, b, priority, None, metadata) for b in bodies
+        ],
+        new_thread_ids=[str(uuid.uuid4()) for _ in range(n)],
+    )
+    if not rows:
+        raise (yield from _refusal(sender_name, t))
+    return (yield from _sequenced(int(rows[0]["topic_id"]), [Mail.from_row(r) for r in rows]))
 
 
 def read(topic: str | Topic, *, after: int = 0, limit: int = 100) -> Op[list[Mail]]:

@@ -68,4 +68,4 @@ AS $fn$
     SELECT depth, uuid, COALESCE(clear_id, 0), end_id FROM walk
 $fn$;
 DROP FUNCTION IF EXISTS ikigai_distribute();
-UPDATE schema_metadata SET schema_version = 27 WHERE schema_version = 30;
+UPDATE schema_metadata SET schema_version = 28 WHERE schema_version = 30;

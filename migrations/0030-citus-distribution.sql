@@ -28,7 +28,7 @@
 --
 -- Also here, for both: the lineage walk of an agent's replay reads messages within the
 -- agent's session only, and an append is a function (below).
--- depends: 0027-runtime-stores
+-- depends: 0028-topic-sequencer
 
 CREATE OR REPLACE FUNCTION ikigai_distribute()
 RETURNS TABLE (relation TEXT, made TEXT)

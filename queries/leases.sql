@@ -119,17 +119,16 @@ JOIN identities AS i ON i.id = l.holder_id
 WHERE l.token = CAST(:token AS uuid) AND (l.resource = :resource) IS TRUE;
 
 -- name: leases_release(resource, token)^
--- End a lease, only with its token; returns whether it was live. Notifies ikigai_lease (the
--- holder) on commit. No row: already gone. The row is found by the token's unique index: the
+-- End a lease, only with its token; returns whether it was live (first column). Notifies
+-- ikigai_lease (the holder) on commit: RETURNING is evaluated for the deleted row (no CTE to
+-- scan, issue 38). No row: already gone. The row is found by the token's unique index: the
 -- resource test is written "IS TRUE" so that the planner cannot pick leases_resource_idx, where
 -- a busy resource's churn leaves dead entries (every statement that looks a lease up by its
 -- token does the same).
-WITH gone AS (
-    DELETE FROM leases
-    WHERE token = CAST(:token AS uuid) AND (resource = :resource) IS TRUE
-    RETURNING holder_id, expires_at > ikigai_now() AS live
-)
-SELECT live FROM gone WHERE pg_notify('ikigai_lease', CAST(holder_id AS text)) IS NOT NULL;
+DELETE FROM leases
+WHERE token = CAST(:token AS uuid) AND (resource = :resource) IS TRUE
+RETURNING expires_at > ikigai_now() AS live,
+          pg_notify('ikigai_lease', CAST(holder_id AS text)) AS notified;
 
 -- name: leases_force_release(resource)^
 -- End every lease on :resource, whoever holds it (an administrator's call); returns how many

@@ -1,12 +1,16 @@
 -- Sessions out of and into a database, and their retention (ikigai_store/portability.py).
--- An export is one JSON Lines stream: a header (written by Python), then the session's line,
--- its agents and its events, made here (the events by COPY, up to a horizon taken once the
--- appends in flight are in: the agents and the events agree even while the session is written
--- to), then a trailer (Python: the line count and a SHA-256 of everything before it). COPY ... (FORMAT csv) with a delimiter and a quote that JSON text never holds
--- raw (\x02, \x01: JSON escapes control characters) passes each line through verbatim,
--- unlike the text format, which would double every backslash. An import streams the file's
--- lines back through the same kind of COPY into a temporary table, checks them, and inserts
--- the session, its agents and its events under new ids, all in one transaction.
+-- An export (format version 2) is a header (written by Python), then the session's line and
+-- its agents' lines (JSON), the events line (Python), its events in COPY's own text format,
+-- made here (up to a horizon taken once the appends in flight are in: the agents and the
+-- events agree even while the session is written to), then a trailer (Python: the line count
+-- and a SHA-256 of everything before it). The JSON lines go through COPY ... (FORMAT csv)
+-- with a delimiter and a quote that JSON text never holds raw (\x02, \x01: JSON escapes
+-- control characters), which passes each line through verbatim, unlike the text format,
+-- which would double every backslash. An import streams the JSON lines back through the same
+-- kind of COPY into a temporary table and the event lines through COPY's text format into a
+-- typed one (a version 1 file's events, JSON lines, are moved there once checked), checks
+-- them, and inserts the session, its agents and its events under new ids, all in one
+-- transaction.
 
 -- name: export_head(session_id)^
 -- The session's line and the export's horizon: its newest event id (0: none).
@@ -29,37 +33,63 @@ COPY (
           ORDER BY a.id) AS line
 ) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01');
 
+-- name: export_settings()^
+-- The export's COPYs write times as ISO 8601 in UTC, whatever the connection's settings
+-- (DateStyle, TimeZone: set for the transaction); returns the settings they replace
+-- (export_restore puts them back, for a caller's transaction that goes on).
+SELECT s.datestyle, s.timezone,
+       set_config('DateStyle', 'ISO, YMD', true) AS iso,
+       set_config('TimeZone', 'UTC', true) AS utc
+FROM (SELECT current_setting('DateStyle') AS datestyle, current_setting('TimeZone') AS timezone
+      OFFSET 0) AS s;
+
+-- name: export_restore(datestyle, timezone)^
+-- Put back the settings export_settings replaced.
+SELECT set_config('DateStyle', :datestyle, true) AS datestyle,
+       set_config('TimeZone', :timezone, true) AS timezone;
+
 -- name: export_events(session_id, horizon)
 -- The session's events up to the horizon in id order (the index on messages (session_id,
--- id): no sort), as JSON lines passed through verbatim: the keys of row_to_json's object,
--- each value made JSON by to_json (text escaped, the time in ISO 8601) or as stored (data),
--- concatenated. For 100,000 events this costs the server what converting the same rows to
--- COPY's text format does (208 vs 190 ms), where row_to_json costs 290 ms and
--- json_build_object more.
+-- id): no sort), in COPY's text format: the columns the events line names, as stored,
+-- converted by their output functions, nothing computed per row (version 1 made a JSON
+-- object per event with to_json and ||, which cost the server about twice this: issue 38).
+-- Run after export_settings (ISO times in UTC).
 COPY (
-    SELECT '{"type":"event","id":' || m.id
-           || ',"agent_uuid":' || coalesce(CAST(to_json(m.agent_uuid) AS text), 'null')
-           || ',"kind":' || CAST(to_json(m.kind) AS text)
-           || ',"content":' || coalesce(CAST(to_json(m.content) AS text), 'null')
-           || ',"data":' || coalesce(CAST(m.data AS text), 'null')
-           || ',"created_at":' || CAST(to_json(m.created_at) AS text) || '}'
+    SELECT m.id, m.agent_uuid, m.kind, m.content, m.data, m.created_at
     FROM messages AS m
     WHERE m.session_id = :session_id AND m.id <= :horizon
     ORDER BY m.id
-) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01');
+) TO STDOUT;
 
 -- name: import_stage()!
--- The import's staging table: the file's lines between header and trailer, in file order
--- (dropped at commit; import_unstage drops it earlier, so two imports can share a
--- transaction).
+-- The import's staging tables: the file's JSON lines between header and trailer (a version
+-- 1 file's events among them) and its events, in file order (dropped at commit;
+-- import_unstage drops them earlier, so two imports can share a transaction).
 CREATE TEMPORARY TABLE ikigai_import_lines (
     ord BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     line JSONB NOT NULL
 ) ON COMMIT DROP;
 
+-- name: import_stage_events()!
+-- The import's typed staging table of events (see import_stage).
+CREATE TEMPORARY TABLE ikigai_import_events (
+    ord BIGINT GENERATED ALWAYS AS IDENTITY,
+    id BIGINT,
+    agent_uuid TEXT,
+    kind TEXT,
+    content TEXT,
+    data JSONB,
+    created_at TIMESTAMPTZ
+) ON COMMIT DROP;
+
 -- name: import_copy_lines()!
--- Fed the lines by the caller (psycopg's copy.write), verbatim (see the file's header).
+-- Fed the JSON lines by the caller (psycopg's copy.write), verbatim (see the file's header).
 COPY ikigai_import_lines (line) FROM STDIN (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01');
+
+-- name: import_copy_events()!
+-- Fed a version 2 file's event lines by the caller: COPY's text format, the columns its
+-- events line names (checked by the caller), typed here (a bad time or id is an error).
+COPY ikigai_import_events (id, agent_uuid, kind, content, data, created_at) FROM STDIN;
 
 -- name: import_check()^
 -- What is wrong with the staged lines (problem NULL: nothing), and their counts. The shape:
@@ -121,6 +151,69 @@ SELECT c.sessions, c.agents, c.events,
        END AS problem
 FROM counts AS c;
 
+-- name: import_check_events()^
+-- import_check for a version 2 file: its JSON lines are the session's and the agents' (the
+-- same checks), its events are typed rows of ikigai_import_events: every one with an id, a
+-- kind and a time, ids increasing, agents and fork points among the file's own.
+WITH typed AS (
+    SELECT ord, line, line ->> 'type' AS type FROM ikigai_import_lines
+), counts AS (
+    SELECT count(*) FILTER (WHERE type = 'session') AS sessions,
+           count(*) FILTER (WHERE type = 'agent') AS agents,
+           count(*) FILTER (WHERE type IS NULL OR type NOT IN ('session', 'agent')) AS unknown
+    FROM typed
+), events AS (
+    SELECT id, agent_uuid, kind, created_at, lag(id) OVER (ORDER BY ord) AS previous_id
+    FROM ikigai_import_events
+), agent_uuids AS (
+    SELECT line ->> 'uuid' AS uuid FROM typed WHERE type = 'agent'
+)
+SELECT c.sessions, c.agents, (SELECT count(*) FROM ikigai_import_events) AS events,
+       CASE
+         WHEN c.sessions <> 1 OR (SELECT type FROM typed WHERE ord = 1) <> 'session'
+           THEN 'the file does not begin with one session line'
+         WHEN c.unknown > 0 THEN 'the file has lines of an unknown type before its events'
+         WHEN EXISTS (SELECT 1 FROM typed WHERE type = 'agent'
+                      AND (jsonb_typeof(line -> 'uuid') IS DISTINCT FROM 'string'
+                           OR jsonb_typeof(line -> 'fork_message_id')
+                                IS DISTINCT FROM 'number'
+                           OR jsonb_typeof(line -> 'status') IS DISTINCT FROM 'string'
+                           OR jsonb_typeof(line -> 'idle') IS DISTINCT FROM 'boolean'))
+           THEN 'an agent line lacks its uuid, fork_message_id, status or idle'
+         WHEN (SELECT count(*) FROM agent_uuids) <> (SELECT count(DISTINCT uuid) FROM agent_uuids)
+           THEN 'two agent lines have the same uuid'
+         WHEN EXISTS (SELECT 1 FROM typed WHERE type = 'agent'
+                      AND jsonb_typeof(line -> 'parent_uuid') = 'string'
+                      AND line ->> 'parent_uuid' NOT IN (SELECT uuid FROM agent_uuids))
+           THEN 'an agent''s parent is not in the file'
+         WHEN EXISTS (SELECT 1 FROM events
+                      WHERE id IS NULL OR kind IS NULL OR created_at IS NULL
+                         OR id <= previous_id)
+           THEN 'an event line lacks its id, kind or time, or its id is not above the last'
+         WHEN EXISTS (SELECT 1 FROM events
+                      WHERE agent_uuid IS NOT NULL
+                        AND agent_uuid NOT IN (SELECT uuid FROM agent_uuids))
+           THEN 'an event''s agent is not in the file'
+         WHEN EXISTS (SELECT 1 FROM typed AS a WHERE a.type = 'agent'
+                      AND CAST(a.line ->> 'fork_message_id' AS numeric) > 0
+                      AND NOT EXISTS (SELECT 1 FROM ikigai_import_events AS e
+                                      WHERE e.id = CAST(a.line ->> 'fork_message_id'
+                                                        AS numeric)))
+           THEN 'an agent''s fork point is not an event of the file'
+       END AS problem
+FROM counts AS c;
+
+-- name: import_v1_events()!
+-- A version 1 file's event lines (JSON, checked by import_check) as typed rows of
+-- ikigai_import_events, in file order (a volatile identity is drawn after ORDER BY): from
+-- here on, both versions import alike. An id or a time of the wrong form is an error.
+INSERT INTO ikigai_import_events (id, agent_uuid, kind, content, data, created_at)
+SELECT CAST(line ->> 'id' AS bigint), line ->> 'agent_uuid', line ->> 'kind',
+       line ->> 'content', line -> 'data', CAST(line ->> 'created_at' AS timestamptz)
+FROM ikigai_import_lines
+WHERE line ->> 'type' = 'event'
+ORDER BY ord;
+
 -- name: import_session_row()^
 -- The imported session under a new id, as it was (title, times).
 INSERT INTO sessions (title, started_at, ended_at)
@@ -134,9 +227,8 @@ RETURNING id;
 -- target list is evaluated after ORDER BY), so the imported events keep their order; other
 -- sessions' appends meanwhile only make gaps.
 CREATE TEMPORARY TABLE ikigai_import_ids ON COMMIT DROP AS
-SELECT CAST(line ->> 'id' AS bigint) AS old_id, nextval('messages_id_seq') AS new_id
-FROM ikigai_import_lines
-WHERE line ->> 'type' = 'event'
+SELECT id AS old_id, nextval('messages_id_seq') AS new_id
+FROM ikigai_import_events
 ORDER BY ord;
 
 -- name: import_old_agents()
@@ -167,31 +259,30 @@ WHERE l.line ->> 'type' = 'agent'
 ORDER BY l.ord;
 
 -- name: import_events(session_id, old_uuids, new_uuids)!
--- The events under their new ids and agents; a target_message_id in data (a rewind's, or any
--- event's that names an event of the file) is mapped to the new id.
+-- The staged events under their new ids and agents; a target_message_id in data (a rewind's,
+-- or any event's that names an event of the file) is mapped to the new id.
 WITH uuids AS (
     SELECT * FROM unnest(CAST(:old_uuids AS text[]), CAST(:new_uuids AS text[]))
         AS u (old_uuid, new_uuid)
 )
 INSERT INTO messages (id, session_id, agent_uuid, kind, content, data, created_at)
-SELECT i.new_id, :session_id, u.new_uuid, l.line ->> 'kind', l.line ->> 'content',
+SELECT i.new_id, :session_id, u.new_uuid, e.kind, e.content,
        CASE WHEN t.new_id IS NOT NULL
-            THEN jsonb_set(l.line -> 'data', '{target_message_id}', to_jsonb(t.new_id))
-            ELSE nullif(l.line -> 'data', 'null') END,
-       CAST(l.line ->> 'created_at' AS timestamptz)
-FROM ikigai_import_lines AS l
-JOIN ikigai_import_ids AS i ON i.old_id = CAST(l.line ->> 'id' AS bigint)
-LEFT JOIN uuids AS u ON u.old_uuid = l.line ->> 'agent_uuid'
+            THEN jsonb_set(e.data, '{target_message_id}', to_jsonb(t.new_id))
+            ELSE nullif(e.data, 'null') END,
+       e.created_at
+FROM ikigai_import_events AS e
+JOIN ikigai_import_ids AS i ON i.old_id = e.id
+LEFT JOIN uuids AS u ON u.old_uuid = e.agent_uuid
 LEFT JOIN ikigai_import_ids AS t
-       ON jsonb_typeof(l.line -> 'data' -> 'target_message_id') = 'number'
-      AND t.old_id = CAST(l.line -> 'data' ->> 'target_message_id' AS numeric)
-WHERE l.line ->> 'type' = 'event'
+       ON jsonb_typeof(e.data -> 'target_message_id') = 'number'
+      AND t.old_id = CAST(e.data ->> 'target_message_id' AS numeric)
 ORDER BY i.new_id;
 
 -- name: import_unstage()!
 -- Drop the import's temporary tables (before commit: a second import in the same
 -- transaction makes its own).
-DROP TABLE IF EXISTS ikigai_import_lines, ikigai_import_ids;
+DROP TABLE IF EXISTS ikigai_import_lines, ikigai_import_events, ikigai_import_ids;
 
 -- name: import_find(export_id)^
 -- The session an earlier --once import of this file made (none: never imported).

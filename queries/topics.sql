@@ -1,6 +1,8 @@
 -- Topics (migration 0008): broadcast logs read by offset, and queues whose messages are
--- claimed by one holder at a time under a lease. A topic's offsets are taken from
--- topics.next_offset under the topic row's lock, held to commit: gapless and in commit order.
+-- claimed by one holder at a time under a lease. A publish commits its mail with a pending
+-- topic_log row, without locking the topic; sequence_mail (migration 0028's
+-- sequence_topic) then gives the topic's committed pending rows the next offsets under the
+-- topic's sequencer lock: gapless and in commit order for every reader, which reads offsets from topic_log.
 
 -- name: create_topic(name, kind, retention, max_attempts)^
 -- Create a topic; no row when the name is taken.
@@ -80,13 +82,17 @@ WHERE i.name = :identity
 ORDER BY t.name;
 
 -- name: publish_mail(sender, topic, subject, body, priority, attachments, metadata, idempotency_key, request_hash, new_thread_id)^
--- Append a mail to a topic at its next offset, in one statement: lock the topic row (held to
--- commit, so offsets commit in order), insert the mail at next_offset, advance next_offset
--- only when the mail was inserted (a reused idempotency key leaves no gap), and give every
--- current subscriber of a broadcast topic except the sender an unread copy, or create the
--- queue row of a queue topic. No row: missing topic, missing or retired sender, used key.
+-- Append a mail to a topic in one statement: insert the mail and its topic_log row, and give
+-- every current subscriber of a broadcast topic except the sender an unread copy, or create
+-- the queue row of a queue topic. Its offset: when the topic's sequencer lock is free and no
+-- pending mail of the topic is visible, this statement takes the lock (held to commit) and
+-- gives the mail the next offset itself (one statement, as when no one else publishes);
+-- otherwise the mail is pending (log_offset NULL: sequence_mail gives it, and the pending
+-- mail before it, offsets after this commits), so publishes to one topic commit side by side
+-- and a mail whose publisher died before sequencing gets its offset at the next publish. No row: missing topic, missing or retired
+-- sender, used key (which writes nothing, so it takes no offset).
 WITH t AS (
-    SELECT id, kind, next_offset FROM topics WHERE name = :topic FOR UPDATE
+    SELECT id, kind FROM topics WHERE name = :topic
 ), s AS (
     SELECT id FROM identities WHERE name = :sender AND retired_at IS NULL FOR SHARE
 ), subs AS (
@@ -95,8 +101,8 @@ WITH t AS (
     WHERE t.kind = 'broadcast' AND sub.topic_id = t.id AND i.id = sub.identity_id
       AND i.retired_at IS NULL AND sub.identity_id <> s.id
 ), posted AS (
-    -- The mail and the subscribers' copies (post_mail, migration 0016); read by m, which bump,
-    -- queued and the main query read.
+    -- The mail and the subscribers' copies (post_mail, migration 0016); read by m, which
+    -- pending, queued and the main query read.
     SELECT post_mail(
                thread_id => :new_thread_id, sender_id => s.id,
                recipient_ids => ARRAY(SELECT subs.id FROM subs),
@@ -104,16 +110,28 @@ WITH t AS (
                subject => :subject, body => :body, priority => :priority,
                attachments => CAST(:attachments AS jsonb), metadata => CAST(:metadata AS jsonb),
                idempotency_key => :idempotency_key, request_hash => :request_hash,
-               topic_id => t.id, log_offset => t.next_offset
+               topic_id => t.id
            ) AS mail
     FROM t, s
 ), m AS (
     -- The mail written (none when the sender already used the key).
     SELECT (posted.mail).* FROM posted WHERE (posted.mail).id IS NOT NULL
 ), bump AS (
-    UPDATE topics SET next_offset = t.next_offset + 1
+    -- The sequencer lock, if free (migration 0028's key): then this mail's offset is the
+    -- topic's next. next_offset + 1 is computed on the newest row version (an UPDATE rereads
+    -- a row changed since its snapshot), so it continues the last sequencer run's offsets.
+    UPDATE topics AS u SET next_offset = u.next_offset + 1
     FROM t, m
-    WHERE topics.id = t.id
+    WHERE u.id = t.id
+      AND CASE WHEN EXISTS (SELECT 1 FROM topic_log AS p  -- pending mail goes first: then this
+                            WHERE p.topic_id = t.id AND p.log_offset IS NULL)  -- one waits too
+               THEN false
+               ELSE pg_try_advisory_xact_lock(hashtextextended('topic-sequencer:' || t.id, 7))
+          END
+    RETURNING u.next_offset - 1 AS log_offset
+), logged AS (
+    INSERT INTO topic_log (mail_id, topic_id, log_offset)
+    SELECT m.id, t.id, (SELECT bump.log_offset FROM bump) FROM m, t
 ), queued AS (
     INSERT INTO queue_items (mail_id, topic_id)
     SELECT m.id, t.id FROM m, t WHERE t.kind = 'queue'
@@ -121,8 +139,79 @@ WITH t AS (
 SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender, m.recipients,
        m.subject, m.body, m.priority, m.deadline_at, m.attachments, m.metadata,
        m.idempotency_key, m.deleted_by_sender, m.created_at,
-       CAST(:topic AS text) AS topic, m.log_offset
+       m.topic_id, CAST(:topic AS text) AS topic, (SELECT bump.log_offset FROM bump) AS log_offset
 FROM m;
+
+-- name: publish_mails(sender, topic, subjects, bodies, priorities, attachments, metadata, request_hashes, new_thread_ids)
+-- Append a batch of mails to a topic in one statement (as publish_mail, one mail per element
+-- of the arrays, which have one length; mail ids follow the arrays' order): with the
+-- sequencer lock when it is free, at the next offsets in id order; else pending. No row:
+-- missing topic, missing or retired sender.
+WITH t AS (
+    SELECT id, kind FROM topics WHERE name = :topic
+), s AS (
+    SELECT id FROM identities WHERE name = :sender AND retired_at IS NULL FOR SHARE
+), subs AS (
+    SELECT i.id, i.name
+    FROM t, s, subscriptions AS sub, identities AS i
+    WHERE t.kind = 'broadcast' AND sub.topic_id = t.id AND i.id = sub.identity_id
+      AND i.retired_at IS NULL AND sub.identity_id <> s.id
+), r AS (
+    SELECT ARRAY(SELECT subs.id FROM subs) AS ids,
+           ARRAY(SELECT subs.name FROM subs ORDER BY subs.name COLLATE "C") AS names
+), posted AS (
+    -- One post_mail per element, in the arrays' order (ORDER BY n: ids follow it).
+    SELECT post_mail(
+               thread_id => a.thread_id, sender_id => s.id,
+               recipient_ids => r.ids, recipients => r.names,
+               subject => a.subject, body => a.body, priority => a.priority,
+               attachments => a.attachments, metadata => a.metadata,
+               request_hash => a.request_hash, topic_id => t.id
+           ) AS mail
+    FROM t, s, r,
+         unnest(CAST(:subjects AS text[]), CAST(:bodies AS text[]),
+                CAST(:priorities AS text[]), CAST(:attachments AS jsonb[]),
+                CAST(:metadata AS jsonb[]), CAST(:request_hashes AS text[]),
+                CAST(:new_thread_ids AS text[]))
+             WITH ORDINALITY
+             AS a(subject, body, priority, attachments, metadata, request_hash, thread_id, n)
+    ORDER BY a.n
+), m AS (
+    SELECT (posted.mail).* FROM posted
+), bump AS (
+    -- As publish_mail's: with the sequencer lock, the batch takes the next offsets itself.
+    UPDATE topics AS u SET next_offset = u.next_offset + (SELECT count(*) FROM m)
+    FROM t
+    WHERE u.id = t.id AND EXISTS (SELECT 1 FROM m)
+      AND CASE WHEN EXISTS (SELECT 1 FROM topic_log AS p
+                            WHERE p.topic_id = t.id AND p.log_offset IS NULL)
+               THEN false
+               ELSE pg_try_advisory_xact_lock(hashtextextended('topic-sequencer:' || t.id, 7))
+          END
+    RETURNING u.next_offset - (SELECT count(*) FROM m) AS first
+), o AS (
+    SELECT m.id, (SELECT bump.first FROM bump) - 1 + row_number() OVER (ORDER BY m.id) AS off
+    FROM m
+), logged AS (
+    INSERT INTO topic_log (mail_id, topic_id, log_offset)
+    SELECT o.id, t.id, o.off FROM o, t
+), queued AS (
+    INSERT INTO queue_items (mail_id, topic_id)
+    SELECT m.id, t.id FROM m, t WHERE t.kind = 'queue'
+)
+SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender, m.recipients,
+       m.subject, m.body, m.priority, m.deadline_at, m.attachments, m.metadata,
+       m.idempotency_key, m.deleted_by_sender, m.created_at,
+       m.topic_id, CAST(:topic AS text) AS topic, o.off AS log_offset
+FROM m JOIN o ON o.id = m.id
+ORDER BY m.id;
+
+-- name: sequence_mail(topic_id, mail_ids)
+-- Sequence the topic (migration 0028's sequence_topic: every committed pending row gets the
+-- next offset, under the topic's sequencer lock, held to this statement's commit) and return the
+-- offsets of :mail_ids, by mail id. Run by the publisher after its publish committed; rows
+-- already sequenced (by a publisher that got the lock first) are read without the lock.
+SELECT mail_id, log_offset FROM sequence_topic(:topic_id, CAST(:mail_ids AS bigint[]));
 
 -- name: publish_refusal(sender, topic)^
 -- Why publish_mail wrote nothing, besides a used key (rare path).
@@ -131,12 +220,13 @@ SELECT (SELECT CASE WHEN retired_at IS NULL THEN 'active' ELSE 'retired' END
        EXISTS (SELECT 1 FROM topics WHERE name = :topic) AS topic_exists;
 
 -- name: read_topic(topic, after, limit)
--- A topic's log after offset :after, in offset order.
+-- A topic's log after offset :after, in offset order (sequenced rows only: topic_log).
 SELECT v.*
-FROM mail_view AS v
-WHERE v.topic_id = (SELECT id FROM topics WHERE name = :topic)
-  AND v.log_offset > :after
-ORDER BY v.log_offset
+FROM topic_log AS l
+JOIN mail_view AS v ON v.id = l.mail_id
+WHERE l.topic_id = (SELECT id FROM topics WHERE name = :topic)
+  AND l.log_offset > :after
+ORDER BY l.log_offset
 LIMIT :limit;
 
 -- name: commit_offset(identity, topic, offset)^
@@ -186,9 +276,9 @@ WITH me AS (
            CAST(NULL AS timestamptz) AS acked_at, CAST(NULL AS timestamptz) AS snoozed_until
     FROM subs
     LEFT JOIN LATERAL (
-        SELECT * FROM mail_view AS w
-        WHERE w.topic_id = subs.id AND w.log_offset > subs.stored
-        ORDER BY w.log_offset
+        SELECT w.* FROM topic_log AS l JOIN mail_view AS w ON w.id = l.mail_id
+        WHERE l.topic_id = subs.id AND l.log_offset > subs.stored
+        ORDER BY l.log_offset
         LIMIT :limit
     ) AS v ON true
 )
@@ -275,7 +365,8 @@ RETURNING w.act,
           m.id, m.thread_id, m.parent_id, m.sender_id, s.name AS sender, m.recipients,
           m.subject, m.body, m.priority, m.deadline_at, m.attachments, m.metadata,
           m.idempotency_key, m.deleted_by_sender, m.created_at,
-          m.topic_id, CAST(:topic AS text) AS topic, m.log_offset,
+          m.topic_id, CAST(:topic AS text) AS topic,
+          (SELECT l.log_offset FROM topic_log AS l WHERE l.mail_id = m.id) AS log_offset,
           q.attempts, q.lease_until, CAST(q.token AS text) AS token;
 
 -- name: claim_refusal(identity, topic)^
@@ -363,11 +454,13 @@ SELECT state FROM queue_items WHERE mail_id = :mail_id;
 -- name: apply_retention(older_than)
 -- Delete topic mail older than its topic's retention (or than :older_than when given), except unfinished queue work (available,
 -- claimed or dead) and broadcast mail some subscriber has not passed by its stored offset
--- (a subscriber without one is at 0). Direct mail is never touched. One row per topic.
+-- (a subscriber without one is at 0), and mail not sequenced yet. Direct mail is never
+-- touched. One row per topic.
 WITH gone AS (
     DELETE FROM mail AS m
-    USING topics AS t
+    USING topics AS t, topic_log AS l
     WHERE m.topic_id = t.id
+      AND l.mail_id = m.id AND l.log_offset IS NOT NULL  -- never a mail still pending
       AND m.created_at < ikigai_now() - COALESCE(:older_than::interval, t.retention)
       AND NOT EXISTS (SELECT 1 FROM queue_items AS q
                       WHERE q.mail_id = m.id AND q.state <> 'done')
@@ -375,7 +468,7 @@ WITH gone AS (
           SELECT 1 FROM subscriptions AS s
           LEFT JOIN consumer_offsets AS o
                  ON o.identity_id = s.identity_id AND o.topic_id = s.topic_id
-          WHERE s.topic_id = t.id AND COALESCE(o.last_offset, 0) < m.log_offset))
+          WHERE s.topic_id = t.id AND COALESCE(o.last_offset, 0) < l.log_offset))
     RETURNING m.topic_id
 )
 SELECT t.name, count(gone.topic_id) AS deleted

@@ -144,12 +144,13 @@ LIMIT :lim;
 
 -- name: web_topic_log(topic_id, lim)
 -- A topic's newest :lim messages, newest first, subject cut to 200 characters, body to 500.
-SELECT m.id, m.log_offset, s.name AS sender, left(m.subject, 200) AS subject,
+SELECT m.id, l.log_offset, s.name AS sender, left(m.subject, 200) AS subject,
        left(m.body, 500) AS body, length(m.body) AS body_length, m.priority, m.created_at
-FROM mail AS m
+FROM topic_log AS l
+JOIN mail AS m ON m.id = l.mail_id
 JOIN identities AS s ON s.id = m.sender_id
-WHERE m.topic_id = :topic_id
-ORDER BY m.log_offset DESC
+WHERE l.topic_id = :topic_id AND l.log_offset IS NOT NULL  -- sequenced: the log as read
+ORDER BY l.log_offset DESC
 LIMIT :lim;
 
 -- name: web_task_lists(lim)

@@ -10,9 +10,11 @@ assistant events of 60-180 characters, a mark every 1,000 events and a rewind to
 under two agents (the second forked from the first half way). A scratch database ``target``
 receives the imports. Measurements (best of ``--rounds``, alternating the sides):
 
-1. ``store.export_session`` of the big session to a file vs ``COPY (SELECT id, agent_uuid,
-   kind, content, data, created_at FROM messages WHERE session_id = ... ORDER BY id) TO
-   STDOUT`` of the same rows to a file (psycopg, text format): goal ≤ 1.5x.
+1. ``store.export_session`` of the big session to a file (format version 2: a JSON header
+   naming the event columns, JSON session and agent lines, the events in COPY's text format,
+   a hashed trailer) vs ``COPY (SELECT id, agent_uuid, kind, content, data, created_at FROM
+   messages WHERE session_id = ... ORDER BY id) TO STDOUT`` of the same rows to a file
+   (psycopg, text format): goal ≤ 1.5x (issue 38).
 2. ``store.import_session`` of that file into ``target`` vs ``COPY ... FROM STDIN`` of the
    baseline's rows into a plain table (same columns, no index, no trigger): goal ≤ 2x. For
    information: the same rows ``INSERT ... SELECT``-ed from that plain table into ``messages``

@@ -5,9 +5,10 @@ Every area is covered: the event store (appends, replay, agents, sessions, searc
 import), every coordination area (with the queue-claim and lease races: exactly-once claims, one
 winner per exclusive lease), and the property tests and state machines. The mail and task race
 tests are left out for time (CI's budget): those tables are plain tables on the coordinator,
-where the same tests run on plain PostgreSQL, and their state machines run here. Only the sync face runs there: both faces run the same SQL, and the cluster's budget
-in CI is small. A test that checks something only plain PostgreSQL has is left out here, each
-with the reason (the rest of its file runs). ``tests/conftest.py`` applies the marker.
+where the same tests run on plain PostgreSQL, and their state machines run here. Only the sync
+face runs there: both faces run the same SQL, and the cluster's budget in CI is small. A test
+that checks something only plain PostgreSQL has is left out here, each with the reason (the rest
+of its file runs). ``tests/conftest.py`` applies the marker.
 """
 
 from __future__ import annotations

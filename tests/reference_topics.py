@@ -74,7 +74,9 @@ issue guards only "work that someone else now holds");
 commits need no subscription and retired identities may commit; queue topics are not in
 ``poll``; retention of queue mail ignores consumer offsets.
 
-Invariants: offsets in a log are within 1..last_offset and increase with mail id; a claimed
+Invariants: offsets in a log are within 1..last_offset and increase with mail id (serial
+publishes only: concurrent ones are sequenced after their commits, so in commit order, which
+tests/property/test_topics_publishers.py checks); a claimed
 message has a token and a lease, no other has either; attempts never exceed max_attempts while
 claimed; every stored offset is at most its topic's last offset.
 """
@@ -372,6 +374,45 @@ class RefTopicWorld:
         if target.kind == "queue":
             self.work[mail.id] = RefWork(mail.id, name)
         return mail
+
+    def publish_many(
+        self,
+        sender: object,
+        topic: object,
+        bodies: Any,
+        *,
+        subject: str = "",
+        priority: str = "normal",
+        metadata: Any = None,
+        ids: list[int] | None = None,
+        new_thread_ids: list[str] | None = None,
+    ) -> list[RefMail]:
+        """A batch: ``bodies`` a list (not a string) of 1 to 10,000 bodies, each published as
+        ``publish`` would (no key, no attachments), in order, all or nothing: the arguments are
+        checked (priority, then each body) before anything is written. ``ids`` and
+        ``new_thread_ids``: what the store chose."""
+        who, name = _name(sender, "sender"), _name(topic, "topic")
+        if isinstance(bodies, str) or not isinstance(bodies, list | tuple):
+            raise RefInvalid("bodies must be a list of strings")
+        if not 1 <= len(bodies) <= 10_000:
+            raise RefInvalid("bodies must hold 1 to 10000 mails")
+        if priority not in PRIORITIES:
+            raise RefInvalid(f"bad priority {priority!r}", priority)
+        self._live(who, "publish")
+        self.topic(name)
+        return [
+            self.publish(
+                who,
+                name,
+                subject,
+                body,
+                priority=priority,
+                metadata=metadata,
+                id=None if ids is None else ids[k],
+                new_thread_id=None if new_thread_ids is None else new_thread_ids[k],
+            )
+            for k, body in enumerate(bodies)
+        ]
 
     def read(self, topic: object, *, after: object = 0, limit: object = 100) -> list[RefMail]:
         """The log after ``after``, by offset."""

@@ -1,4 +1,4 @@
-"""CLI ``export`` and ``import``: a session as one JSON Lines file (``portability``)."""
+"""CLI ``export`` and ``import``: a session as one export file (``portability``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .common import JSON_OPTION, open_store
 from .render import json_text
 
 
-@cli.command("export", short_help="Write a session to a JSON Lines file.")
+@cli.command("export", short_help="Write a session to an export file.")
 @click.argument("session_id", metavar="SESSION", type=int)
 @click.option(
     "--output",
@@ -22,9 +22,10 @@ from .render import json_text
     help="The file to write (default: stdout).",
 )
 def export_command(session_id: int, output: Path | None) -> None:
-    """Write SESSION, its agents and its events as JSON Lines (a header, the lines, a
-    trailer with their SHA-256), streamed: constant memory whatever its size. Load it into
-    any database with `ikigai-store import`."""
+    """Write SESSION, its agents and its events as an export file, format version 2 (a JSON
+    header naming the event columns, JSON session and agent lines, the events in COPY's text
+    format, a trailer with their SHA-256), streamed: constant memory whatever its size. Load
+    it into any database with `ikigai-store import` (which also reads version 1 files)."""
     with open_store() as store:
         if output is None:
             done = store.export_session(session_id, sys.stdout.buffer)

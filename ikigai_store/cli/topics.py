@@ -1,4 +1,5 @@
-"""CLI ``topic`` commands: create, list, delete, subscribe, unsubscribe, publish, poll, read,
+"""CLI ``topic`` commands: create, list, delete, subscribe, unsubscribe, publish, publish-many,
+poll, read,
 commit, claim, complete, release, extend, dead, requeue, retention.
 
 A broadcast topic is a log every subscriber reads by offset (``poll``/``commit``); a queue
@@ -170,6 +171,33 @@ def topic_publish(
         return
     click.echo(str(sent.id))
     click.echo(f"offset {sent.log_offset} of {name}, to {', '.join(sent.to) or 'the queue'}")
+
+
+@topic.command("publish-many", short_help="Publish one mail per line of standard input.")
+@click.argument("name")
+@click.option("--from", "sender", metavar="NAME", required=True, help="The sending identity.")
+@click.option("--subject", "-s", default="", help="The subject line of every mail.")
+@click.option(
+    "--priority", "-p", type=click.Choice(PRIORITIES), default="normal", show_default=True
+)
+@click.option("--metadata", type=JSON, metavar="JSON", default=None, help="Metadata, as JSON text.")
+@JSON_OPTION
+def topic_publish_many(
+    name: str, sender: str, subject: str, priority: str, metadata: Any, as_json: bool
+) -> None:
+    """Publish each line of standard input as one mail to topic NAME, in one statement (all or
+    nothing; not queued in the outbox when the database is down); print each mail's id and
+    offset."""
+    bodies = text_or_stdin("-").splitlines()
+    with open_store() as store:
+        mails = store.mail.publish_many(
+            sender, name, bodies, subject=subject, priority=priority, metadata=metadata
+        )
+    if as_json:
+        click.echo(json_text(mails, indent=2))
+        return
+    for m in mails:
+        click.echo(f"{m.id} offset {m.log_offset}")
 
 
 @topic.command("poll", short_help="Unread inbox and new topic mail, in one round trip.")

@@ -468,6 +468,7 @@ def _tools() -> tuple[Tool, ...]:
         Tool("subscribe", "topics.subscribe", "topics", me="identity"),
         Tool("unsubscribe", "topics.unsubscribe", "topics", me="identity"),
         Tool("publish", "mail.publish", "topics", me="sender", hidden=("attachments",)),
+        Tool("publish_many", "mail.publish_many", "topics", me="sender"),
         Tool("poll_topics", "topics.poll", "topics", me="identity"),
         Tool("commit_offset", "topics.commit", "topics", me="identity"),
         Tool("claim_message", "topics.claim", "topics", me="identity",

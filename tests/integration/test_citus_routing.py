@@ -11,8 +11,9 @@ On the cluster, ``test_routed_queries_ask_one_shard`` runs each routed query (in
 rolled back afterwards) with ``citus.log_remote_commands`` on, and counts the distinct shards of
 messages named in the commands the coordinator sends: at most one. Running the query, not only
 ``EXPLAIN``-ing it, also covers the functions (ikigai_append, agent_replay_events) whose
-statements an ``EXPLAIN`` of the call does not show. Off Citus it is skipped, saying so (``.ci/run`` runs it
-on the cluster, with ``IKIGAI_TEST_CITUS=1`` which turns that skip into a failure).
+statements an ``EXPLAIN`` of the call does not show. Off Citus it is skipped, saying so
+(``.ci/run`` runs it on the cluster, with ``IKIGAI_TEST_CITUS=1`` which turns that skip into a
+failure).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_cli_mail import fails, fresh, ok, ok_json, register
+from tests.integration.test_cli_mail import fails, fresh, ok, ok_json, register, run
 
 pytestmark = pytest.mark.db
 
@@ -28,6 +28,22 @@ def test_broadcast_publish_poll_commit(ikigai_db_url: str) -> None:
     assert [m["subject"] for m in ok_json(url, "topic", "read", topic, "--after", "1")] == ["Thaw"]
     [info] = [i for i in ok_json(url, "topic", "list") if i["name"] == topic]
     assert (info["subscribers"], info["messages"], info["last_offset"]) == (1, 2, 2)
+
+
+def test_publish_many_publishes_one_mail_per_line(ikigai_db_url: str) -> None:
+    """publish-many: one mail per stdin line, printed as ID offset N in order; an empty input
+    is refused and writes nothing."""
+    url, topic = ikigai_db_url, fresh("batch")
+    pub = register(url)
+    ok(url, "topic", "create", topic)
+    out = ok(url, "topic", "publish-many", topic, "--from", pub, "-s", "job", stdin="a\nb\nc\n")
+    assert [line.split()[1:] for line in out.splitlines()] == [
+        ["offset", str(k)] for k in (1, 2, 3)
+    ]
+    assert [m["body"] for m in ok_json(url, "topic", "read", topic)] == ["a", "b", "c"]
+    result = run(url, "topic", "publish-many", topic, "--from", pub, stdin="")
+    assert result.exit_code == 1 and "1 to 10000" in result.stderr
+    assert len(ok_json(url, "topic", "read", topic)) == 3
 
 
 def test_queue_claim_complete_release_dead_requeue(ikigai_db_url: str) -> None:

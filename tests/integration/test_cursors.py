@@ -79,3 +79,36 @@ def test_async_calls_reuse_and_drop_cursors(ikigai_empty_db_url: str) -> None:
                 assert getattr(conn, "_ikigai_cursors", None) is None
 
     asyncio.run(main())
+
+
+def test_lease_calls_read_binary_tuples_into_the_model(store: ik.Store) -> None:
+    """acquire/renew/release read their row into ``Lease`` (typed) on the reused cursors."""
+    store.identities.register("tupler")
+    lease = store.leases.acquire("tupler", "file:/t", ttl=60)
+    pair = _conn_cursors(store)
+    assert pair is not None
+    assert isinstance(lease, ik.Lease) and type(lease.id) is int and lease.exclusive is True
+    assert lease.holder == "tupler" and lease.expires_at.tzinfo is not None
+    assert isinstance(lease.token, str) and lease.expires_at > lease.acquired_at
+    renewed = store.leases.renew(lease, 120)
+    assert (renewed.id, renewed.token, renewed.acquired_at) == (
+        lease.id,
+        lease.token,
+        lease.acquired_at,
+    )
+    assert store.leases.held(holder="tupler") == [renewed]
+    assert store.leases.release(lease) is True
+    assert store.leases.release(lease) is False
+    assert _conn_cursors(store) is pair
+
+
+def test_a_model_row_of_other_columns_is_refused(store: ik.Store) -> None:
+    """``model_row`` refuses a query whose first columns are not the model's fields."""
+    from ikigai_store import ops
+
+    def op() -> ops.Op[object]:
+        row = yield ops.model_row("leases_identity_exists", ik.Lease, holder="nobody")
+        return row
+
+    with pytest.raises(TypeError, match="does not select Lease's columns"):
+        store._run(op())

@@ -162,6 +162,7 @@ def valid_calls(ctx: dict[str, Any]) -> list[tuple[str, Callable[[], dict[str, A
         ("poll_topics", lambda: {}),
         ("commit_offset", lambda: {"topic": "news", "offset": 1}),
         ("publish", lambda: {"topic": "jobs", "subject": "job", "body": "do it"}),
+        ("publish_many", lambda: {"topic": "news", "bodies": ["a", "b"], "subject": "batch"}),
         ("claim_message", lambda: {"topic": "jobs", "ttl": 30}),
         ("extend_claim", lambda: {"claim": ctx["claim"], "ttl": 60}),
         ("release_message", lambda: {"claim": ctx["claim"], "error": "later"}),

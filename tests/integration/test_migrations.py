@@ -52,6 +52,7 @@ ALL = [
     "0025-queue-hot-path",
     "0026-mail-hand-off",
     "0027-runtime-stores",
+    "0028-topic-sequencer",
     "0030-citus-distribution",
 ]
 LATEST = 30
@@ -796,3 +797,47 @@ def test_mail_hand_off_rollback(ikigai_empty_db_url: str) -> None:
     assert migrate.apply(url) == ALL[-n:]
     assert "mail_waiters" in _tables(url) and _version(url) == LATEST
     assert _q(url, "SELECT pronargs FROM pg_proc WHERE proname = 'post_mail'") == [(19,)]
+
+
+def test_topic_sequencer_keeps_offsets_both_ways(ikigai_empty_db_url: str) -> None:
+    """Rolling back 0028 sequences what is pending and puts every offset back in
+    mail.log_offset (version 27); applying it again moves them to topic_log unchanged, mail
+    written under 0027 included, and the next publish continues after them."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    with ik.Store(url, pool_size=1) as store:
+        store.identities.register("a")
+        store.topics.create("feed")
+        first = [store.mail.publish("a", "feed", "s", "b").id for _ in range(2)]
+    with psycopg.connect(url, autocommit=True) as conn:  # a publisher that died before sequencing
+        pending = conn.execute(
+            "SELECT (post_mail(thread_id => 't', sender_id => 1, recipient_ids => '{}',"
+            " recipients => '{}', subject => 's', body => 'b', priority => 'normal',"
+            " metadata => '{}', topic_id => 1)).id"
+        ).fetchone()
+        assert pending is not None
+        conn.execute("INSERT INTO topic_log (mail_id, topic_id) VALUES (%s, 1)", pending)
+    ids = [*first, pending[0]]
+    offsets = "SELECT id, log_offset FROM mail WHERE topic_id IS NOT NULL ORDER BY id"
+    n = _since("0028-topic-sequencer")
+    assert migrate.rollback(url, count=n) == ALL[-n:][::-1]
+    assert _version(url) == 27 and "topic_log" not in _tables(url)
+    assert _q(url, offsets) == [(i, k + 1) for k, i in enumerate(ids)]
+    with psycopg.connect(url, autocommit=True) as conn:  # a publish under 0027
+        conn.execute("UPDATE topics SET next_offset = 5")
+        old = conn.execute(
+            "SELECT (post_mail(thread_id => 't', sender_id => 1, recipient_ids => '{}',"
+            " recipients => '{}', subject => 's', body => 'b', priority => 'normal',"
+            " metadata => '{}', topic_id => 1, log_offset => 4)).id"
+        ).fetchone()
+        assert old is not None
+    ids.append(old[0])
+    assert migrate.apply(url) == ALL[-n:]
+    assert _version(url) == LATEST
+    assert _q(url, "SELECT mail_id, log_offset FROM topic_log ORDER BY mail_id") == [
+        (i, k + 1) for k, i in enumerate(ids)
+    ]
+    assert _q(url, offsets) == [(i, None) for i in ids]
+    with ik.Store(url, pool_size=1) as store:
+        assert store.mail.publish("a", "feed", "s", "b").log_offset == 5
+        assert [m.log_offset for m in store.topics.read("feed")] == [1, 2, 3, 4, 5]

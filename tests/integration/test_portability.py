@@ -231,6 +231,54 @@ def test_both_faces_round_trip_inside_a_transaction(ikigai_store: Any) -> None:
         assert [m.kind for m in ikigai_store.replay_agent(new).messages] == ["mark", "rewind"]
 
 
+def test_event_times_are_iso_utc_whatever_the_connection_says(
+    ikigai_module_store: ik.Store, other: ik.Store
+) -> None:
+    """Event lines carry ISO 8601 times in UTC under any DateStyle and TimeZone; the caller's
+    settings are put back; the file imports to the same instants."""
+    store = ikigai_module_store
+    sid = store.create_session("times")
+    first = store.append(sid, "user", "when?")
+    buffer = io.BytesIO()
+    with store.transaction(), store._connection() as conn:
+        conn.execute("SET LOCAL DateStyle = 'SQL, DMY'")
+        conn.execute("SET LOCAL TimeZone = 'America/New_York'")
+        store.export_session(sid, buffer)
+        row = conn.execute(
+            "SELECT current_setting('DateStyle') AS d, current_setting('TimeZone') AS t"
+        )
+        assert row.fetchone() == {"d": "SQL, DMY", "t": "America/New_York"}
+    (event,) = [x for x in _lines(buffer.getvalue()) if x.startswith(b"%d\t" % first.id)]
+    when = first.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S").encode()
+    assert event.endswith(b"+00\n") and when in event
+    done = other.import_session(io.BytesIO(buffer.getvalue()))
+    assert other.messages(done.session_id)[0].created_at == first.created_at
+
+
+def test_copy_text_escapes_and_an_empty_session_round_trip(
+    ikigai_module_store: ik.Store, other: ik.Store
+) -> None:
+    """Contents that look like COPY's own markers (``\\N``, ``\\.``), tabs, carriage returns,
+    empty text and JSON with escapes come back as they were; a session without events too."""
+    store = ikigai_module_store
+    sid = store.create_session("escapes\t\\N")
+    contents = ["\\N", "\\.", "a\tb\\tc", "", "line\r\n", "\x7f\x01 é \u2028", None]
+    for text in contents:
+        store.append(sid, "user", text, {"k": 'tab\there \\N "q"', "n": [1, None]})
+    empty = store.create_session("nothing")
+    for session, count in ((sid, len(contents)), (empty, 0)):
+        buffer = io.BytesIO()
+        store.export_session(session, buffer)
+        done = other.import_session(io.BytesIO(buffer.getvalue()))
+        assert done.events == count
+        got = other.messages(done.session_id)
+        want = store.messages(session)
+        assert [(e.kind, e.content, e.data, e.created_at) for e in got] == [
+            (e.kind, e.content, e.data, e.created_at) for e in want
+        ]
+        assert other.get_session(done.session_id).title == store.get_session(session).title
+
+
 @pytest.fixture
 def exported(ikigai_module_store: ik.Store) -> bytes:
     store = ikigai_module_store
@@ -259,6 +307,14 @@ def _lines(data: bytes) -> list[bytes]:
     return data.splitlines(keepends=True)
 
 
+def _events(data: bytes, change: Any) -> bytes:
+    """``data`` with ``change`` applied to its event lines (those after the events line), and
+    a matching trailer: only the events can be wrong."""
+    lines = _lines(data)[:-1]
+    at = next(i for i, line in enumerate(lines) if line.startswith(b'{"type": "events"')) + 1
+    return _retrailered(lines[:at] + change(lines[at:]))
+
+
 def _retrailered(lines: list[bytes]) -> bytes:
     """``lines`` (header and body) with a matching trailer: only the content can be wrong."""
     import hashlib
@@ -276,23 +332,37 @@ def _retrailered(lines: list[bytes]) -> bytes:
         (lambda d: b"".join(_lines(d)[:-1]), "truncated"),
         (lambda d: d.replace(b"line 3", b"line 9"), "corrupted"),
         (lambda d: b"".join(_lines(d)[:3] + _lines(d)[4:]), "corrupted"),
-        (lambda d: d.replace(b'"version": 1', b'"version": 2', 1), "newer than this library"),
+        (lambda d: d.replace(b'"version": 2', b'"version": 3', 1), "newer than this library"),
         (lambda d: d.replace(b"ikigai-session", b"other-format", 1), "not an ikigai-store"),
         (lambda d: b"", "not an ikigai-store"),
         (lambda d: b"\x00\xff garbage\n", "not an ikigai-store"),
         (lambda d: _retrailered([*_lines(d)[:1], b"{not json\n", *_lines(d)[1:-1]]), "malformed"),
         (lambda d: _retrailered(_lines(d)[:2] + _lines(d)[3:-1]), "malformed"),
         (
-            lambda d: _retrailered(
-                [line.replace(b'"kind":"user"', b'"kind":"nonsense"') for line in _lines(d)[:-1]]
-            ),
+            lambda d: _events(d, lambda ls: [x.replace(b"\tuser\t", b"\tnonsense\t") for x in ls]),
             "malformed",
         ),
         (
-            lambda d: _retrailered(
-                [line.replace(b'"created_at":"2', b'"created_at":"x2') for line in _lines(d)[:-1]]
-            ),
+            lambda d: _events(d, lambda ls: [x.replace(b"\t20", b"\tx20") for x in ls]),
             "malformed",
+        ),
+        (
+            lambda d: _retrailered([x for x in _lines(d)[:-1] if b'{"type": "events"' not in x]),
+            "no events line",
+        ),
+        (
+            lambda d: _retrailered(
+                [x.replace(b'"kind", "content"', b'"content", "kind"') for x in _lines(d)[:-1]]
+            ),
+            "no events line",
+        ),
+        (lambda d: _events(d, lambda ls: [ls[0][:-1] + b"\textra\n", *ls[1:]]), "malformed"),
+        (lambda d: _events(d, lambda ls: [ls[1], ls[0], *ls[2:]]), "not above the last"),
+        (
+            lambda d: _events(
+                d, lambda ls: [b"\tSomeoneElse\t".join(ls[0].split(b"\t", 2)[::2]), *ls[1:]]
+            ),
+            "agent is not in the file",
         ),
     ],
     ids=[
@@ -309,14 +379,101 @@ def _retrailered(lines: list[bytes]) -> bytes:
         "agent-line-missing",
         "bad-kind",
         "bad-time",
+        "events-line-missing",
+        "events-columns-changed",
+        "event-extra-column",
+        "event-ids-out-of-order",
+        "event-agent-unknown",
     ],
 )
 def test_a_damaged_file_is_refused_and_nothing_written(
     other: ik.Store, exported: bytes, damage: Any, message: str
 ) -> None:
+    """A truncated, altered, newer or malformed file is refused saying which; nothing is
+    written."""
+    assert exported.splitlines()[0].startswith(b'{"format": "ikigai-session", "version": 2,')
     before = _count(other)
     with pytest.raises(ik.InvalidArgument, match=message):
         other.import_session(io.BytesIO(damage(exported)))
+    assert _count(other) == before
+
+
+#: An export of format version 1 (JSON Lines throughout), written by ikigai-store 0.7.0: a
+#: session with a fork, a mark and a rewind to it, a clear, a NULL content, escapes.
+V1 = Path(__file__).parent.parent / "fixtures" / "portability" / "session-v1.jsonl"
+
+
+def test_an_events_line_of_other_spacing_is_read(other: ik.Store, exported: bytes) -> None:
+    """The events line is read as JSON, not as bytes: compact separators import alike."""
+    from ikigai_store.portability import EVENT_COLUMNS
+
+    events = {"type": "events", "columns": list(EVENT_COLUMNS), "encoding": "postgresql-copy-text"}
+    compact = json.dumps(events, separators=(",", ":")).encode()
+    lines = [compact + b"\n" if x.startswith(b'{"type": "events"') else x for x in _lines(exported)]
+    done = other.import_session(io.BytesIO(_retrailered(lines[:-1])))
+    assert done.events == 7
+
+
+def test_a_version_1_file_still_imports(other: ik.Store) -> None:
+    """A file of the old format version 1 imports: its events, agents and replays."""
+    data = V1.read_bytes()
+    assert data.startswith(b'{"format": "ikigai-session", "version": 1,')
+    done = other.import_session(io.BytesIO(data))
+    assert done.events == 8 and len(done.agents) == 2
+    events = other.messages(done.session_id)
+    assert [(e.kind, e.content) for e in events] == [
+        ("user", "Port the parser"),
+        ("mark", "plan"),
+        ("assistant", 'tab\there, newline\nthere, quote " and backslash \\ and é'),
+        ("assistant", "child's turn"),
+        ("rewind", "plan"),
+        ("user", None),
+        ("clear", None),
+        ("user", "after the clear"),
+    ]
+    assert events[4].data == {"target_label": "plan", "target_message_id": events[1].id}
+    assert events[0].data == {"model": "gpt-4"} and events[2].data is None
+    assert events[0].created_at.isoformat() == "2026-11-27T23:22:43.673678+00:00"
+    session = other.get_session(done.session_id)
+    assert session.title == 'version 1 "export" \\ é' and session.ended_at is not None
+    root, child = (done.agents[u] for u in ("iWaiucB1gKvaSurwFRAFDg", "kBjHbl09FQSYYQqSiLq4iQ"))
+    assert other.get_agent(child).parent_uuid == root
+    assert other.get_agent(child).fork_message_id == events[2].id
+    assert [(m.kind, m.content) for m in other.replay_agent(child).messages] == [
+        ("user", "Port the parser"),
+        ("mark", "plan"),
+        ("rewind", "plan"),
+        ("user", None),
+    ]
+    assert [m.content for m in other.replay_agent(root).messages] == ["after the clear"]
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda d: d.replace(b"Port the parser", b"Port the lexer"), "corrupted"),
+        (lambda d: b"".join(_lines(d)[:-1]), "truncated"),
+        (
+            lambda d: _retrailered(
+                [x.replace(b'"kind":"user"', b'"kind":"nonsense"') for x in _lines(d)[:-1]]
+            ),
+            "malformed",
+        ),
+        (
+            lambda d: _retrailered(
+                [x.replace(b'"created_at":"2', b'"created_at":"x2') for x in _lines(d)[:-1]]
+            ),
+            "malformed",
+        ),
+        (lambda d: _retrailered([*_lines(d)[:6], *_lines(d)[7:-1]]), "fork point is not an event"),
+    ],
+    ids=["altered", "no-trailer", "bad-kind", "bad-time", "fork-point-missing"],
+)
+def test_a_damaged_version_1_file_is_refused(other: ik.Store, damage: Any, message: str) -> None:
+    """The refusals hold for version 1 files too; nothing is written."""
+    before = _count(other)
+    with pytest.raises(ik.InvalidArgument, match=message):
+        other.import_session(io.BytesIO(damage(V1.read_bytes())))
     assert _count(other) == before
 
 

@@ -11,8 +11,10 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+from psycopg.rows import dict_row
 
 import ikigai_store as ik
+from ikigai_store.ops import _sql, one
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
@@ -221,3 +223,71 @@ def test_rows_available_again_notify_their_topic_on_commit(url: str) -> None:
         assert held is not None
         assert store.topics.claim("w", "jobs", complete=held) is None
         assert heard() == []
+
+
+def test_a_mail_left_pending_gets_its_offset_from_the_next_publish(url: str) -> None:
+    """A publish that found the sequencer lock taken commits its mail pending; if it dies
+    before sequencing, the mail is in the inbox and not in the log (no offset, none taken);
+    the next publish to the topic sequences it first (the lower mail id), and then itself,
+    with no gap."""
+    with ik.open(url, migrate=False) as store:
+        store.topics.create("feed")
+        for name in ("a", "b", "c"):
+            store.identities.register(name)
+        store.topics.subscribe("c", "feed")
+        assert store.mail.publish("a", "feed", "one", "x").log_offset == 1
+        with (
+            psycopg.connect(url) as holder,  # the sequencer lock, held (as a sequencer would)
+            psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn,  # no sequencer
+        ):
+            holder.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended('topic-sequencer:' || id, 7))"
+                " FROM topics WHERE name = 'feed'"
+            )
+            row = conn.execute(
+                _sql(one("publish_mail")),
+                {
+                    "sender": "a",
+                    "topic": "feed",
+                    "subject": "orphan",
+                    "body": "x",
+                    "priority": "normal",
+                    "attachments": None,
+                    "metadata": None,
+                    "idempotency_key": None,
+                    "request_hash": "h",
+                    "new_thread_id": "t-orphan",
+                },
+            ).fetchone()
+            assert row is not None and row["log_offset"] is None
+            holder.rollback()
+        orphan = row["id"]
+        assert [m.subject for m in store.topics.read("feed")] == ["one"]
+        assert store.topics.list()[0].last_offset == 1
+        assert "orphan" in [i.mail.subject for i in store.mail.inbox("c")]
+        third = store.mail.publish("b", "feed", "three", "x")
+        assert third.log_offset == 3
+        log = store.topics.read("feed")
+        assert [(m.subject, m.log_offset) for m in log] == [
+            ("one", 1),
+            ("orphan", 2),
+            ("three", 3),
+        ]
+        assert log[1].id == orphan
+
+
+def test_publishes_in_a_transaction_take_offsets_only_when_it_commits(url: str) -> None:
+    """Inside store.transaction() publish sequences in the caller's transaction: a rolled-back
+    one takes no offset (the next publish gets it), committed ones keep what they returned."""
+    with ik.open(url, migrate=False) as store:
+        store.topics.create("feed")
+        store.identities.register("a")
+        with pytest.raises(ZeroDivisionError), store.transaction():
+            assert store.mail.publish("a", "feed", "gone", "x").log_offset == 1
+            raise ZeroDivisionError
+        with store.transaction():
+            got = [store.mail.publish("a", "feed", f"s{k}", "x").log_offset for k in range(2)]
+            got += [m.log_offset for m in store.mail.publish_many("a", "feed", ["p", "q"])]
+        assert got == [1, 2, 3, 4]
+        assert [m.log_offset for m in store.topics.read("feed")] == [1, 2, 3, 4]
+        assert store.topics.list()[0].last_offset == 4

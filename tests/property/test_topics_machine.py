@@ -87,7 +87,9 @@ SELECT (SELECT count(*) FROM mail) AS mail,
                           ORDER BY identity_id, topic_id) FROM consumer_offsets) AS offsets,
        (SELECT string_agg(mail_id || state || attempts || coalesce(token::text, '')
                           || coalesce(lease_until::text, ''), ',' ORDER BY mail_id)
-        FROM queue_items) AS queue
+        FROM queue_items) AS queue,
+       (SELECT string_agg(mail_id || ':' || coalesce(log_offset::text, 'pending'), ','
+                          ORDER BY mail_id) FROM topic_log) AS log
 """
 
 
@@ -328,6 +330,41 @@ class TopicsMachine(RuleBasedStateMachine):
             "idempotency_key": data.draw(st.none() | st.sampled_from(KEYS), label="key"),
         }
         self.do_publish(sender, args)
+
+    @rule(data=st.data(), size=st.sampled_from([1, 3, 0, "x"]))
+    def publish_many(self, data: st.DataObject, size: Any) -> None:
+        """A batch by a live (mostly), retired or unknown sender, to any topic: the same mails
+        and offsets as that many single publishes; a bad batch writes nothing."""
+        if data.draw(st.integers(0, 5), label="live sender?"):
+            sender = self.pick(data, self.live(), "sender")
+        else:
+            sender = self.anyone(data, "sender")
+        topic = self.a_topic(data)
+        batch: Any = (
+            size
+            if isinstance(size, str)
+            else [data.draw(bodies, label="body") for _ in range(size)]
+        )
+        kwargs = {
+            "subject": data.draw(subjects, label="subject"),
+            "priority": self.pick(data, [*PRIORITIES, "now"], "priority"),
+            "metadata": data.draw(json_values, label="metadata"),
+        }
+        try:
+            got, expected = self.both(
+                lambda: self.store.mail.publish_many(sender, topic, batch, **kwargs),
+                lambda got: self.model.publish_many(
+                    sender,
+                    topic,
+                    batch,
+                    **kwargs,
+                    ids=None if got is None else [m.id for m in got],
+                    new_thread_ids=None if got is None else [m.thread_id for m in got],
+                ),
+            )
+        except Refused:
+            return
+        assert [mail_view(m) for m in got] == [self.model.view(m) for m in expected]
 
     @precondition(lambda self: self.keyed)
     @rule(data=st.data(), change=st.booleans())
