@@ -2,10 +2,16 @@
 -- messages gets back its primary key (id), its foreign keys and its search-vector trigger (the
 -- generated column becomes a plain column the trigger keeps), and 0005's lineage walk returns.
 DO $$
+DECLARE
+    distributed BOOLEAN;
 BEGIN
-    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')
-       AND EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'messages'::regclass) THEN
-        PERFORM undistribute_table('messages');
+    -- (pg_dist_partition exists only with citus: read it through EXECUTE.)
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_dist_partition'
+                || ' WHERE logicalrelid = ''messages''::regclass)' INTO distributed;
+        IF distributed THEN
+            EXECUTE 'SELECT undistribute_table(''messages'')';
+        END IF;
     END IF;
     IF EXISTS (SELECT 1 FROM pg_attribute
                WHERE attrelid = 'messages'::regclass AND attname = 'search_vector'
