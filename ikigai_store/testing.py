@@ -30,14 +30,14 @@ from pathlib import Path
 
 import pytest
 
-from . import migrate
+from . import citus, migrate
 from .aio import AsyncStore
 from .config import admin_url, resolve_url
 from .embedded import embedded_server_url, testing_data_dir
 from .pool import create_database, drop_database
 from .store import Store
 
-__all__ = ["test_database_name", "truncate_all"]
+__all__ = ["drop_test_database", "fresh_database", "test_database_name", "truncate_all"]
 
 
 def _skip_requested() -> bool:
@@ -75,6 +75,25 @@ def test_database_name(path: str | Path, suffix: str = "") -> str:
 test_database_name.__test__ = False  # type: ignore[attr-defined]  # not a test for pytest
 
 
+def fresh_database(server_url: str, name: str) -> str:
+    """Drop ``name`` if it exists, create it empty and return its URL.
+
+    On a Citus coordinator (the server's database has the citus extension) the database is made
+    a Citus database too: created on every worker, citus created in it, the nodes registered
+    (``ikigai_store.citus.prepare_database``), so that migrating it distributes the tables.
+    """
+    drop_test_database(server_url, name)
+    create_database(server_url, name)
+    citus.prepare_database(server_url, name)
+    return admin_url(server_url, name)
+
+
+def drop_test_database(server_url: str, name: str) -> None:
+    """Drop ``name`` from the server (and from a Citus cluster's workers)."""
+    drop_database(server_url, name)
+    citus.drop_database(server_url, name)
+
+
 def truncate_all(store: Store) -> None:
     """Empty every application table and restart the ids (seed ``ik_test_db_truncate_all``)."""
     store._truncate_all()
@@ -98,12 +117,10 @@ def ikigai_server_url() -> str:
 def ikigai_db_url(request: pytest.FixtureRequest, ikigai_server_url: str) -> Iterator[str]:
     """URL of this test file's migrated database, ``ikigai_test_<file basename>``."""
     name = test_database_name(request.path)
-    drop_database(ikigai_server_url, name)
-    create_database(ikigai_server_url, name)
-    url = admin_url(ikigai_server_url, name)
+    url = fresh_database(ikigai_server_url, name)
     migrate.apply(url)
     yield url
-    drop_database(ikigai_server_url, name)
+    drop_test_database(ikigai_server_url, name)
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +158,6 @@ if importlib.util.find_spec("pytest_asyncio") is not None:  # the async fixture 
 def ikigai_empty_db_url(request: pytest.FixtureRequest, ikigai_server_url: str) -> Iterator[str]:
     """URL of a fresh database with no schema at all, dropped after the test."""
     name = test_database_name(request.path, "empty")
-    drop_database(ikigai_server_url, name)
-    create_database(ikigai_server_url, name)
-    yield admin_url(ikigai_server_url, name)
-    drop_database(ikigai_server_url, name)
+    url = fresh_database(ikigai_server_url, name)
+    yield url
+    drop_test_database(ikigai_server_url, name)

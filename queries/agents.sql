@@ -2,11 +2,15 @@
 -- Register a root agent (no parent, nothing inherited) in a session that has not ended; returns
 -- the row, or nothing when the session is missing or ended (its row is locked FOR KEY SHARE,
 -- as by an append: a concurrent end_session waits or is seen).
+WITH s AS (
+    SELECT s.id
+    FROM sessions AS s
+    WHERE s.id = :session_id AND s.ended_at IS NULL
+    FOR KEY SHARE OF s
+)
 INSERT INTO agents (uuid, session_id, name, provider, model, thinking_level)
 SELECT :uuid, s.id, :name, :provider, :model, :thinking_level
-FROM sessions AS s
-WHERE s.id = :session_id AND s.ended_at IS NULL
-FOR KEY SHARE OF s
+FROM s
 RETURNING id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at,
           ended_at, provider, model, thinking_level, idle;
 
@@ -16,17 +20,27 @@ RETURNING id, uuid, session_id, name, parent_uuid, fork_message_id, status, crea
 -- parent has none ("inherits none of the parent's own events"). Unset provider, model and
 -- thinking_level are inherited from the parent. Nothing is returned if the parent is missing
 -- or not running, or its session has ended (the parent's row locked FOR SHARE, the
--- session's FOR KEY SHARE, as for appends).
+-- session's FOR KEY SHARE, as for appends). The rows are locked in a CTE and the insert reads
+-- it (Citus runs an INSERT ... SELECT that locks rows only in that shape); the fork point is
+-- read by uuid, so on Citus it asks every shard (a fork is rare; docs/concepts/citus.md).
+WITH p AS (
+    SELECT p.uuid, p.session_id, p.provider, p.model, p.thinking_level
+    FROM agents AS p
+    JOIN sessions AS s ON s.id = p.session_id
+    WHERE p.uuid = :parent_uuid AND p.status = 'running' AND s.ended_at IS NULL
+    FOR SHARE OF p FOR KEY SHARE OF s
+),
+fork AS (
+    SELECT COALESCE(max(m.id), 0) AS id
+    FROM messages AS m
+    WHERE m.agent_uuid = :parent_uuid
+)
 INSERT INTO agents (uuid, session_id, name, parent_uuid, fork_message_id, provider, model,
                     thinking_level)
-SELECT :uuid, p.session_id, :name, p.uuid,
-       COALESCE((SELECT max(m.id) FROM messages AS m WHERE m.agent_uuid = p.uuid), 0),
+SELECT :uuid, p.session_id, :name, p.uuid, fork.id,
        COALESCE(:provider, p.provider), COALESCE(:model, p.model),
        COALESCE(:thinking_level, p.thinking_level)
-FROM agents AS p
-JOIN sessions AS s ON s.id = p.session_id
-WHERE p.uuid = :parent_uuid AND p.status = 'running' AND s.ended_at IS NULL
-FOR SHARE OF p FOR KEY SHARE OF s
+FROM p CROSS JOIN fork
 RETURNING id, uuid, session_id, name, parent_uuid, fork_message_id, status, created_at,
           ended_at, provider, model, thinking_level, idle;
 
@@ -139,15 +153,9 @@ FROM agent_replay_ranges(:agent_uuid)
 ORDER BY depth DESC;
 
 -- name: replay_agent_events(agent_uuid)
--- Everything lineage replay needs in one round trip: agent_replay_ranges() joined to each
--- range's events, root range first, id order within. An empty range yields one row of NULLs,
--- so "no rows" means "no such agent". Row comparisons keep each range on idx_messages_agent.
-SELECT m.id, m.session_id, m.agent_uuid, m.kind, m.content, m.data, m.created_at
-FROM agent_replay_ranges(:agent_uuid) AS w
-LEFT JOIN LATERAL (
-    SELECT e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created_at
-    FROM messages AS e
-    WHERE (e.agent_uuid, e.id) > (w.agent_uuid, w.start_id)
-      AND (e.agent_uuid, e.id) <= (w.agent_uuid, COALESCE(w.end_id, 9223372036854775807))
-) AS m ON true
-ORDER BY w.depth DESC, m.id;
+-- Everything lineage replay needs in one round trip: agent_replay_events() (migration 0030)
+-- reads the agent's session, then the lineage walk's ranges joined to their events, in one
+-- statement bounded by that session (one shard on Citus), root range first, id order
+-- within. An empty range yields one row of NULLs, so "no rows" means "no such agent".
+SELECT id, session_id, agent_uuid, kind, content, data, created_at
+FROM agent_replay_events(:agent_uuid);

@@ -114,7 +114,7 @@ events AS (
     RETURNING 1
 ),
 ended AS (
-    UPDATE sessions SET ended_at = COALESCE(ended_at, NOW())
+    UPDATE sessions SET ended_at = LEAST(ended_at, NOW())
     WHERE id IN (SELECT session_id FROM gone)
     RETURNING 1
 )

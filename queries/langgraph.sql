@@ -218,7 +218,7 @@ gone AS (
     RETURNING session_id
 ),
 ended AS (
-    UPDATE sessions SET ended_at = COALESCE(ended_at, NOW())
+    UPDATE sessions SET ended_at = LEAST(ended_at, NOW())
     WHERE id IN (SELECT session_id FROM target WHERE NOT copied)
     RETURNING id
 )
@@ -333,7 +333,7 @@ WITH gone AS (
     RETURNING t.session_id
 ),
 ended AS (
-    UPDATE sessions SET ended_at = COALESCE(ended_at, NOW())
+    UPDATE sessions SET ended_at = LEAST(ended_at, NOW())
     WHERE id IN (SELECT session_id FROM gone)
     RETURNING id
 )

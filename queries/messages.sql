@@ -2,73 +2,39 @@
 -- Append one event; returns the stored row, or nothing when the write is refused: the session
 -- is missing or ended, agent_uuid is not a running agent of that session, or (when
 -- target_message_id is given) the target is not an event of the same session that the kind can
--- aim at: a mark for a rewind, anything but a clear or a pop for a pop. One statement, so no
--- check can race the insert. The rows checked are locked until commit: the agent's FOR SHARE,
--- which kill_agent's UPDATE waits for; the session's FOR KEY SHARE, which end_session's FOR
--- UPDATE waits for (queries/sessions.sql) but a listener registration's UPDATE of
--- listened_until does not. So a concurrent end_session or kill_agent either waits for this
--- append or is seen by it (READ COMMITTED re-checks a locked row's newest version): no event
--- lands in an ended session or on a dead agent. data is JSON text, validated and serialised
--- once by the caller. Rows are never updated: id is the order.
--- Wakes the servers showing the session (migration 0024) when its listened_until is in the
--- future: pg_notify inside the session row's test, so an append reads no other table for it
--- (a refused append may notify too: a wake-up for nothing, like any spurious one).
--- Store.append runs it for rewinds and pops; others go through append_event or
--- append_agent_event, the same statement without the checks that cannot apply (see
--- append_event for why).
-INSERT INTO messages (session_id, agent_uuid, kind, content, data)
-SELECT s.id, :agent_uuid, :kind, :content, CAST(:data AS jsonb)
-FROM sessions AS s
-WHERE s.id = :session_id AND s.ended_at IS NULL
-  AND (CAST(:agent_uuid AS text) IS NULL OR EXISTS (
-        SELECT 1 FROM agents AS a
-        WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
-        FOR SHARE))
-  AND (CAST(:target_message_id AS bigint) IS NULL OR EXISTS (
-        SELECT 1 FROM messages AS m
-        WHERE m.id = :target_message_id AND m.session_id = s.id
-          AND CASE WHEN CAST(:kind AS text) = 'rewind' THEN m.kind = 'mark'
-                   ELSE m.kind NOT IN ('clear', 'pop') END))
-  AND ((s.listened_until > ikigai_now()) IS NOT TRUE
-       OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
-FOR KEY SHARE OF s
-RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
+-- aim at: a mark for a rewind, anything but a clear or a pop for a pop. One call of
+-- ikigai_append() (migration 0030, where the steps are), so no check can race the insert. The
+-- rows checked are locked until commit: the agent's FOR SHARE, which kill_agent's UPDATE waits
+-- for; the session's FOR KEY SHARE, which end_session's FOR UPDATE waits for
+-- (queries/sessions.sql) but a listener registration's UPDATE of listened_until does not. So a
+-- concurrent end_session or kill_agent either waits for this append or is seen by it (READ
+-- COMMITTED re-checks a locked row's newest version): no event lands in an ended session or on
+-- a dead agent. data is JSON text, validated and serialised once by the caller. Rows are never
+-- updated: id is the order. Wakes the servers showing the session (migration 0024) when its
+-- listened_until is in the future (read with the session's lock, so an append reads no other
+-- table for it). Store.append runs it for rewinds and pops; others go through append_event or
+-- append_agent_event, the same function with the checks that cannot apply left NULL.
+SELECT id, session_id, agent_uuid, kind, content, data, created_at
+FROM ikigai_append(CAST(:session_id AS bigint), CAST(:agent_uuid AS text), CAST(:kind AS text),
+                  CAST(:content AS text), CAST(:data AS jsonb),
+                  CAST(:target_message_id AS bigint));
 
 -- name: append_event(session_id, kind, content, data)^
 -- append_message for an event of no agent that is not a rewind (the common case): the same
--- insert, session check, lock and wake-up, without the two checks that are no-ops then. Why
--- three statements instead of one: PostgreSQL plans a prepared statement for its parameter
--- values for its first 5 executions, then keeps a generic plan only if that is estimated no
--- dearer than planning again. append_message's optional checks ("parameter IS NULL OR EXISTS")
--- vanish from a plan made for NULLs, so its generic plan always looks dearer and it was planned
--- again on every call (pg_prepared_statements: custom_plans 6595, generic_plans 0), about a
--- tenth of a millisecond per append. These two statements have no optional part: their plan is
--- made once per connection. Returns the stored row, or nothing when the write is refused.
-INSERT INTO messages (session_id, kind, content, data)
-SELECT s.id, :kind, :content, CAST(:data AS jsonb)
-FROM sessions AS s
-WHERE s.id = :session_id AND s.ended_at IS NULL
-  AND ((s.listened_until > ikigai_now()) IS NOT TRUE
-       OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
-FOR KEY SHARE OF s
-RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
+-- insert, session check, lock and wake-up, without the two checks that are no-ops then (their
+-- arguments are NULL: the function's statements are planned once per connection either way).
+-- Returns the stored row, or nothing when the write is refused.
+SELECT id, session_id, agent_uuid, kind, content, data, created_at
+FROM ikigai_append(CAST(:session_id AS bigint), NULL, CAST(:kind AS text),
+                  CAST(:content AS text), CAST(:data AS jsonb), NULL);
 
 -- name: append_agent_event(session_id, agent_uuid, kind, content, data)^
 -- append_message for an event of an agent that is not a rewind (see append_event): the
 -- session's row is locked FOR KEY SHARE and the agent's FOR SHARE; nothing is inserted unless
 -- the session exists and has not ended and agent_uuid is a running agent of it.
-INSERT INTO messages (session_id, agent_uuid, kind, content, data)
-SELECT s.id, :agent_uuid, :kind, :content, CAST(:data AS jsonb)
-FROM sessions AS s
-WHERE s.id = :session_id AND s.ended_at IS NULL
-  AND EXISTS (
-        SELECT 1 FROM agents AS a
-        WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
-        FOR SHARE)
-  AND ((s.listened_until > ikigai_now()) IS NOT TRUE
-       OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
-FOR KEY SHARE OF s
-RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
+SELECT id, session_id, agent_uuid, kind, content, data, created_at
+FROM ikigai_append(CAST(:session_id AS bigint), CAST(:agent_uuid AS text), CAST(:kind AS text),
+                  CAST(:content AS text), CAST(:data AS jsonb), NULL);
 
 -- name: append_events(session_id, kinds, contents, datas)
 -- append_event for many events in one statement (Store.append_many, an OpenAI Agents SDK
@@ -81,17 +47,21 @@ RETURNING id, session_id, agent_uuid, kind, content, data, created_at;
 -- consecutive. (A transaction that appended to the session before and then batches while
 -- another does the same can deadlock: PostgreSQL then fails one of them.) Wakes the servers
 -- showing the session as append_message does (the session row's test is evaluated once).
-WITH appended AS (
-    INSERT INTO messages (session_id, kind, content, data)
-    SELECT s.id, e.kind, e.content, CAST(e.data AS jsonb)
+WITH s AS (
+    SELECT s.id
     FROM sessions AS s
-    CROSS JOIN unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]),
-                      CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
     WHERE s.id = :session_id AND s.ended_at IS NULL
       AND ((s.listened_until > ikigai_now()) IS NOT TRUE
            OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
-    ORDER BY e.n
     FOR UPDATE OF s
+),
+appended AS (
+    INSERT INTO messages (session_id, kind, content, data)
+    SELECT s.id, e.kind, e.content, CAST(e.data AS jsonb)
+    FROM s
+    CROSS JOIN unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]),
+                      CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
+    ORDER BY e.n
     RETURNING id, session_id, agent_uuid, kind, content, data, created_at
 )
 SELECT * FROM appended ORDER BY id;
@@ -101,21 +71,25 @@ SELECT * FROM appended ORDER BY id;
 -- the session exists and has not ended and agent_uuid is a running agent of it (checked once
 -- for every event; the agent's row locked FOR SHARE, the session's FOR UPDATE as in
 -- append_events: consecutive ids).
-WITH appended AS (
-    INSERT INTO messages (session_id, agent_uuid, kind, content, data)
-    SELECT s.id, :agent_uuid, e.kind, e.content, CAST(e.data AS jsonb)
+WITH s AS (
+    SELECT s.id
     FROM sessions AS s
-    CROSS JOIN unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]),
-                      CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
     WHERE s.id = :session_id AND s.ended_at IS NULL
       AND EXISTS (
             SELECT 1 FROM agents AS a
-            WHERE a.uuid = :agent_uuid AND a.session_id = s.id AND a.status = 'running'
+            WHERE a.uuid = :agent_uuid AND a.session_id = :session_id AND a.status = 'running'
             FOR SHARE)
       AND ((s.listened_until > ikigai_now()) IS NOT TRUE
            OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
-    ORDER BY e.n
     FOR UPDATE OF s
+),
+appended AS (
+    INSERT INTO messages (session_id, agent_uuid, kind, content, data)
+    SELECT s.id, :agent_uuid, e.kind, e.content, CAST(e.data AS jsonb)
+    FROM s
+    CROSS JOIN unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]),
+                      CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
+    ORDER BY e.n
     RETURNING id, session_id, agent_uuid, kind, content, data, created_at
 )
 SELECT * FROM appended ORDER BY id;

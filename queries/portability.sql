@@ -17,7 +17,7 @@
 SELECT CAST(json_build_object('type', 'session', 'id', s.id, 'title', s.title,
                               'started_at', s.started_at, 'ended_at', s.ended_at) AS text)
            AS line,
-       coalesce((SELECT max(m.id) FROM messages AS m WHERE m.session_id = s.id), 0)
+       coalesce((SELECT max(m.id) FROM messages AS m WHERE m.session_id = :session_id), 0)
            AS horizon
 FROM sessions AS s WHERE s.id = :session_id;
 
@@ -302,21 +302,30 @@ LIMIT :lim;
 
 -- name: prune_sessions_count(ended_before)^
 -- What prune_sessions would delete: the sessions, their events and their agents.
-SELECT count(*) AS sessions,
-       coalesce(sum((SELECT count(*) FROM messages AS m WHERE m.session_id = s.id)), 0)
+-- The ended sessions are read first (a CTE), then their events and agents counted: on Citus a
+-- subquery of a distributed table correlated with a coordinator table is refused.
+WITH ended AS (
+    SELECT s.id FROM sessions AS s
+    WHERE s.ended_at IS NOT NULL AND s.ended_at < :ended_before
+)
+SELECT (SELECT count(*) FROM ended) AS sessions,
+       (SELECT count(*) FROM messages AS m WHERE m.session_id IN (SELECT id FROM ended))
            AS events,
-       coalesce(sum((SELECT count(*) FROM agents AS a WHERE a.session_id = s.id)), 0)
-           AS agents
-FROM sessions AS s
-WHERE s.ended_at IS NOT NULL AND s.ended_at < :ended_before;
+       (SELECT count(*) FROM agents AS a WHERE a.session_id IN (SELECT id FROM ended))
+           AS agents;
 
 -- name: prune_session_events(session_id, lim)!
 -- Delete up to :lim of an ended session's events, newest first (one short transaction per
 -- batch: no long lock). Returns the rows deleted.
+-- The session is checked ended in a CTE and every read of messages names it, so on Citus the
+-- delete goes to the session's one shard.
+WITH ended AS (
+    SELECT s.id FROM sessions AS s WHERE s.id = :session_id AND s.ended_at IS NOT NULL
+)
 DELETE FROM messages
-WHERE id IN (SELECT m.id FROM messages AS m
-             JOIN sessions AS s ON s.id = m.session_id AND s.ended_at IS NOT NULL
-             WHERE m.session_id = :session_id
+WHERE session_id = :session_id
+  AND id IN (SELECT m.id FROM messages AS m
+             WHERE m.session_id = :session_id AND m.session_id IN (SELECT id FROM ended)
              ORDER BY m.id DESC
              LIMIT :lim);
 
@@ -324,10 +333,16 @@ WHERE id IN (SELECT m.id FROM messages AS m
 -- Delete an ended session whose events are gone, with what cascades from it: its agents
 -- (and their context summaries), listeners, import record. sessions: 1 when it went (0: not
 -- an ended session, or it has events again); agents: how many it had.
-WITH gone AS (
+-- Whether it has events is read first (a CTE; Citus refuses a delete of a coordinator table
+-- whose condition reads a distributed one). An ended session gets no new events, so the answer
+-- cannot go stale before the delete.
+WITH has_events AS (
+    SELECT EXISTS (SELECT 1 FROM messages AS m WHERE m.session_id = :session_id) AS yes
+),
+gone AS (
     DELETE FROM sessions AS s
     WHERE s.id = :session_id AND s.ended_at IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM messages AS m WHERE m.session_id = s.id)
+      AND NOT (SELECT yes FROM has_events)
     RETURNING s.id
 )
 SELECT count(*) AS sessions,

@@ -4,9 +4,12 @@
 -- row comparisons on (session_id, id) so only idx_messages_session can serve it: a plain
 -- "session_id = s AND id > c" lets the planner (assuming the two independent) walk the primary
 -- key over every later event of every session and filter, which grows with other sessions' writes.
+-- The equality on session_id besides is for Citus: it routes a query to one shard only on an
+-- equality on the distribution column (docs/concepts/citus.md).
 SELECT id, session_id, agent_uuid, kind, content, data, created_at
 FROM messages
-WHERE (session_id, id) > (
+WHERE session_id = :session_id
+  AND (session_id, id) > (
         :session_id,
         COALESCE(
             (SELECT max(id) FROM messages WHERE session_id = :session_id AND kind = 'clear'), 0))
@@ -47,7 +50,8 @@ controls AS MATERIALIZED (
            array_agg(t.kind ORDER BY c.id) AS target_kinds
     FROM wall
     JOIN messages AS c
-      ON (c.session_id, c.id) > (:session_id, wall.id)
+      ON c.session_id = :session_id
+     AND (c.session_id, c.id) > (:session_id, wall.id)
      AND (c.session_id, c.id) <= (:session_id, 9223372036854775807)
      AND c.kind IN ('mark', 'rewind', 'pop')
     LEFT JOIN messages AS t
@@ -113,7 +117,8 @@ tail AS (
     CROSS JOIN LATERAL (
         SELECT e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created_at
         FROM messages AS e
-        WHERE (e.session_id, e.id) >= (:session_id, r.first_id)
+        WHERE e.session_id = :session_id
+          AND (e.session_id, e.id) >= (:session_id, r.first_id)
           AND (e.session_id, e.id) <= (:session_id, r.last_id)
           AND e.kind <> 'pop' AND e.id <> ALL (folded.gone)
         ORDER BY e.session_id DESC, e.id DESC

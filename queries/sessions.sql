@@ -27,14 +27,16 @@ ORDER BY started_at DESC, id DESC
 LIMIT :limit;
 
 -- name: end_session(session_id)^
--- Mark a session ended; ending it again keeps the first ended_at. Nothing returned if missing.
+-- Mark a session ended; ending it again keeps the first ended_at (LEAST ignores a NULL and keeps
+-- the earlier time; Citus refuses NOW() inside COALESCE in an UPDATE of a distributed or
+-- reference table). Nothing returned if missing.
 -- The row is locked FOR UPDATE before it is changed: appends lock it FOR KEY SHARE
 -- (queries/messages.sql), which a plain UPDATE of a non-key column neither waits for nor makes
 -- wait. FOR UPDATE waits for the appends in flight, and an update by a transaction holding it
 -- counts as a key update, so appends that come later wait for this one and then see the
 -- session ended (READ COMMITTED re-checks the locked row's newest version).
 UPDATE sessions
-SET ended_at = COALESCE(ended_at, NOW())
+SET ended_at = LEAST(ended_at, NOW())
 WHERE id = (SELECT id FROM sessions WHERE id = :session_id FOR UPDATE)
 RETURNING id, started_at, ended_at, title;
 

@@ -72,3 +72,19 @@ def ikigai_store(request: pytest.FixtureRequest) -> Iterator[Any]:
     store = request.getfixturevalue(name)
     with store.transaction(force_rollback=True):
         yield store
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the Citus subset (tests/citus_subset.py): its files' sync-face tests, less the ones
+    it leaves out."""
+    from tests.citus_subset import FILES, LEFT_OUT
+
+    root = Path(__file__).parent
+    for item in items:
+        try:
+            rel = Path(item.path).relative_to(root).as_posix()
+        except ValueError:
+            continue
+        name = getattr(item, "originalname", item.name)
+        if rel in FILES and "[async" not in item.name and name not in LEFT_OUT:
+            item.add_marker(pytest.mark.citus)

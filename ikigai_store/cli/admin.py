@@ -1,9 +1,10 @@
-"""CLI commands about the database itself: ``migrate``, ``status``, ``embedded``."""
+"""CLI commands about the database itself: ``migrate``, ``status``, ``embedded``, ``citus``."""
 
 from __future__ import annotations
 
 import click
 
+from .. import citus as citus_ops
 from .._resources import migrations_dir
 from ..embedded import embedded_info, run_client
 from .app import cli
@@ -88,3 +89,34 @@ def embedded(command: tuple[str, ...]) -> None:
         ("server", running),
     ):
         click.echo(f"{label + ':':<17}{value}")
+
+
+@cli.group(short_help="Place the tables on a Citus cluster (docs/concepts/citus.md).")
+def citus() -> None:
+    """Run ikigai_store on a Citus cluster: connect to its coordinator."""
+
+
+@citus.command(short_help="Distribute a migrated database's tables (rows move to the shards).")
+def distribute() -> None:
+    """Distribute the tables of a database migrated before citus was created in it.
+
+    Migrating a database that has the citus extension distributes them already; this is for a
+    database that held data first. Idempotent: prints each table it placed, or "already
+    distributed". Fails, changing nothing, when the database has no citus extension.
+    """
+    with open_store(migrate=False) as store:
+        changed = citus_ops.distribute(store.url)
+    if not changed:
+        click.echo("already distributed")
+    for relation, made in changed:
+        click.echo(f"{relation}: {made}")
+
+
+@citus.command(short_help="Show how each table is placed on the cluster.")
+def tables() -> None:
+    """Show each application table: distributed (and by which column), reference or local."""
+    with open_store(migrate=False) as store:
+        rows = citus_ops.placements(store.url)
+    for p in rows:
+        how = f"distributed by {p.column}" if p.kind.startswith("distributed") else p.kind
+        click.echo(f"{p.relation:<24}{how}")

@@ -47,6 +47,7 @@ COMMAND_MODULES: dict[str, str] = {
     "migrations-path": "admin",
     "status": "admin",
     "embedded": "admin",
+    "citus": "admin",
     "agent": "agents",
     "demo": "demo",
     "export": "portability",

@@ -53,8 +53,9 @@ ALL = [
     "0026-mail-hand-off",
     "0027-runtime-stores",
     "0028-topic-sequencer",
+    "0030-citus-distribution",
 ]
-LATEST = 28
+LATEST = 30
 
 
 def _since(migration: str) -> int:

@@ -25,9 +25,7 @@ from hypothesis import strategies as st
 
 import ikigai_store as ik
 from ikigai_store import migrate
-from ikigai_store.config import admin_url
-from ikigai_store.pool import create_database, drop_database
-from ikigai_store.testing import test_database_name
+from ikigai_store.testing import drop_test_database, fresh_database, test_database_name
 
 pytestmark = pytest.mark.db
 
@@ -37,14 +35,12 @@ def other_url(request: pytest.FixtureRequest, ikigai_server_url: str) -> Iterato
     """A second migrated database: where the imports go. Its ids start far from the first
     one's, so an id left unmapped by an import cannot pass for a mapped one."""
     name = test_database_name(request.path, "_other")
-    drop_database(ikigai_server_url, name)
-    create_database(ikigai_server_url, name)
-    url = admin_url(ikigai_server_url, name)
+    url = fresh_database(ikigai_server_url, name)
     migrate.apply(url)
     with ik.Store(url, pool_size=1) as store, store._connection() as conn:
         conn.execute("SELECT setval('messages_id_seq', 1000000), setval('sessions_id_seq', 5000)")
     yield url
-    drop_database(ikigai_server_url, name)
+    drop_test_database(ikigai_server_url, name)
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,8 @@ import psycopg
 import pytest
 
 import ikigai_store as ik
-from ikigai_store.config import admin_url
 from ikigai_store.migrate import apply as migrate
-from ikigai_store.pool import create_database, drop_database
-from ikigai_store.testing import test_database_name
+from ikigai_store.testing import drop_test_database, fresh_database, test_database_name
 
 pytestmark = pytest.mark.db
 
@@ -288,12 +286,10 @@ def test_racing_plan_decisions_have_one_winner(store: ik.Store, ikigai_db_url: s
 def humanless_db(ikigai_server_url: str, request: pytest.FixtureRequest) -> Iterator[str]:
     """A migrated database of its own, where no "User" identity exists yet."""
     name = test_database_name(request.path, "human")
-    drop_database(ikigai_server_url, name)
-    create_database(ikigai_server_url, name)
-    url = admin_url(ikigai_server_url, name)
+    url = fresh_database(ikigai_server_url, name)
     migrate(url)
     yield url
-    drop_database(ikigai_server_url, name)
+    drop_test_database(ikigai_server_url, name)
 
 
 def test_first_submissions_to_the_human_race(humanless_db: str) -> None:

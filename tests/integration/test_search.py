@@ -259,8 +259,9 @@ def build_corpus(store: Any, n: int = 240, seed: int = 11) -> Corpus:
         )
     with store._connection() as conn:
         conn.execute(
-            "UPDATE messages SET created_at = timestamptz '2025-01-01 00:00+00' "
-            "+ make_interval(secs => id - %s) WHERE id >= %s",
+            # 2025-01-01 00:00 UTC plus id - first seconds (to_timestamp is immutable: Citus
+            # refuses a stable function of a column in an UPDATE of a distributed table).
+            "UPDATE messages SET created_at = to_timestamp(1735689600 + (id - %s)) WHERE id >= %s",
             (msgs[0].id, msgs[0].id),
         )
     stored = sorted((m for sid in sessions for m in store.messages(sid)), key=lambda m: m.id)

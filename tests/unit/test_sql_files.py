@@ -126,13 +126,24 @@ def test_packaged_directories_match_checkout() -> None:
 
 
 def test_lineage_walk_is_written_once() -> None:
-    """The recursive lineage walk exists once (agent_replay_ranges); the replay queries use it."""
-    texts = [p.read_text() for p in [*queries_dir().glob("*.sql"), *migrations_dir().glob("*.sql")]]
-    assert sum(t.count("RECURSIVE walk") for t in texts) == 1
+    """The recursive lineage walk exists once (agent_replay_ranges, as the newest migration
+    defining it wrote it: 0030; 0005's is replaced); the replay queries use it."""
+    assert not any("RECURSIVE walk" in p.read_text() for p in queries_dir().glob("*.sql"))
+    defining = sorted(
+        p
+        for p in migrations_dir().glob("*.sql")
+        if not p.name.endswith(".rollback.sql") and "RECURSIVE walk" in p.read_text()
+    )
+    newest = defining[-1].read_text()
+    assert newest.count("RECURSIVE walk") == 1
+    assert "FROM agent_replay_ranges(leaf_uuid)" in newest  # agent_replay_events uses it
     agents = (queries_dir() / "agents.sql").read_text()
-    for name in ("replay_ranges", "replay_agent_events"):
+    for name, call in (
+        ("replay_ranges", "FROM agent_replay_ranges(:agent_uuid)"),
+        ("replay_agent_events", "FROM agent_replay_events(:agent_uuid)"),
+    ):
         block = agents.split(f"-- name: {name}(", 1)[1].split("-- name:", 1)[0]
-        assert "FROM agent_replay_ranges(:agent_uuid)" in block, name
+        assert call in block, name
 
 
 def test_queries_load_in_both_adapters_alike() -> None:

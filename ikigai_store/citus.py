@@ -1,0 +1,130 @@
+"""Citus: running ikigai_store on a distributed PostgreSQL (docs/concepts/citus.md).
+
+Owns preparing a database on a Citus cluster and distributing its tables. Invariants:
+- nothing here changes a plain PostgreSQL database: every step first asks whether the citus
+  extension is there (``is_citus``) and does nothing when it is not;
+- the placement of the tables is decided in one place, the SQL function ``ikigai_distribute()``
+  (migration 0030); migration 0030 calls it when citus is installed, and ``distribute`` calls
+  it for a database that was migrated before citus was (existing rows move to the shards);
+- every application session connects to the coordinator: notifications (LISTEN/NOTIFY) and
+  advisory locks are per node, and only the coordinator's are the store's.
+
+Citus is a test tool here (AGPL-3.0): it is never a dependency of the package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import dict_row
+
+from .errors import InvalidArgument, translate_errors
+from .pool import connect, create_database
+from .pool import drop_database as drop_one
+from .sql import queries
+
+__all__ = ["Placement", "distribute", "is_citus", "placements", "prepare_database"]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one table lives on the cluster: ``distributed`` (by ``column``), ``reference``
+    (a copy on every node) or ``local`` (on the coordinator only)."""
+
+    relation: str
+    kind: str
+    column: str | None
+    colocation_id: int | None
+    shard_count: int | None
+
+
+def is_citus(url: str) -> bool:
+    """True when the database at ``url`` has the citus extension (it is a Citus coordinator)."""
+    with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
+        return bool(queries.citus_installed(conn)["installed"])
+
+
+def prepare_database(server_url: str, name: str) -> bool:
+    """Make the new database ``name`` a Citus database when ``server_url``'s server is a Citus
+    coordinator with workers; returns whether it did.
+
+    ``server_url``'s database must already have citus and its workers registered (Citus does not
+    propagate ``CREATE DATABASE``): the database is created on every worker (same user and
+    credentials), citus is created in it on every node, and the coordinator and the workers are
+    registered in it. Nothing is done when the server's database has no citus extension.
+    """
+    if not is_citus(server_url):
+        return False
+    params = conninfo_to_dict(server_url)
+    with connect(server_url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
+        nodes = list(queries.citus_nodes(conn))
+    coordinator = [n for n in nodes if n["groupid"] == 0]
+    workers = [n for n in nodes if n["groupid"] != 0]
+    if not coordinator or not workers:
+        raise InvalidArgument(
+            "the server's database has citus but no coordinator and workers registered "
+            "(citus_set_coordinator_host, citus_add_node)"
+        )
+    for node in workers:
+        worker = make_conninfo(
+            "", **{**params, "host": node["nodename"], "port": str(node["nodeport"])}
+        )
+        create_database(worker, name)
+        with (
+            connect(
+                make_conninfo(worker, dbname=name), autocommit=True, row_factory=dict_row
+            ) as conn,
+            translate_errors(conn),
+        ):
+            queries.citus_create_extension(conn)
+    url = make_conninfo(server_url, dbname=name)
+    with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
+        queries.citus_create_extension(conn)
+        head = coordinator[0]
+        queries.citus_set_coordinator(conn, host=head["nodename"], port=head["nodeport"])
+        for node in workers:
+            queries.citus_add_worker(conn, host=node["nodename"], port=node["nodeport"])
+    return True
+
+
+def drop_database(server_url: str, name: str) -> None:
+    """Drop ``name`` on the workers of ``server_url``'s cluster (the coordinator's copy is the
+    caller's to drop); nothing when the server is not a Citus coordinator."""
+    if not is_citus(server_url):
+        return
+    params = conninfo_to_dict(server_url)
+    with connect(server_url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
+        workers = [n for n in queries.citus_nodes(conn) if n["groupid"] != 0]
+    for node in workers:
+        worker = make_conninfo(
+            "", **{**params, "host": node["nodename"], "port": str(node["nodeport"])}
+        )
+        drop_one(worker, name)
+
+
+def distribute(url: str) -> list[tuple[str, str]]:
+    """Distribute the tables of the migrated database at ``url`` (its rows move to the shards).
+
+    Idempotent: a table already placed is left alone. Returns ``(table, what it became)`` for
+    each table changed. Raises ``InvalidArgument`` (and changes nothing) when the database has
+    no citus extension.
+    """
+    with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
+        if not queries.citus_installed(conn)["installed"]:
+            raise InvalidArgument("this database has no citus extension: nothing to distribute")
+        with conn.transaction():
+            return [(r["relation"], r["made"]) for r in queries.citus_distribute(conn)]
+
+
+def placements(url: str) -> list[Placement]:
+    """How each application table of the Citus database at ``url`` is placed."""
+    with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
+        if not queries.citus_installed(conn)["installed"]:
+            raise InvalidArgument("this database has no citus extension")
+        return [
+            Placement(
+                r["relation"], r["kind"], r["column_name"], r["colocation_id"], r["shard_count"]
+            )
+            for r in queries.citus_tables(conn)
+        ]

@@ -1,0 +1,49 @@
+-- name: citus_installed()^
+-- True when the citus extension is created in this database (a Citus coordinator).
+SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS installed;
+
+-- name: citus_available()^
+-- True when this server can create the citus extension (citus is in shared_preload_libraries
+-- and its files are installed); the extension itself may not be created yet.
+SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'citus')
+       AND current_setting('shared_preload_libraries') ~ '(^|[ ,])citus($|[ ,])' AS available;
+
+-- name: citus_nodes()
+-- The nodes this coordinator database has registered (call only when citus is installed):
+-- group 0 is the coordinator itself.
+SELECT nodename, nodeport, groupid, isactive, shouldhaveshards
+FROM pg_dist_node
+WHERE noderole = 'primary'
+ORDER BY groupid;
+
+-- name: citus_create_extension()!
+-- CREATE EXTENSION citus in this database (a no-op when it exists).
+CREATE EXTENSION IF NOT EXISTS citus;
+
+-- name: citus_set_coordinator(host, port)^
+-- Register this node as the coordinator of this database (needed before shards can be placed
+-- on workers from it).
+SELECT citus_set_coordinator_host(:host, :port) IS NULL AS registered;
+
+-- name: citus_add_worker(host, port)^
+-- Register a worker node in this database (idempotent: citus_add_node returns the existing id).
+SELECT citus_add_node(:host, :port) AS nodeid;
+
+-- name: citus_distribute()
+-- Distribute this database's tables as docs/concepts/citus.md says (migration 0030's
+-- ikigai_distribute(): idempotent; existing rows move to the shards). One row per table it
+-- changed, with what it made of it.
+SELECT relation, made FROM ikigai_distribute();
+
+-- name: citus_tables()
+-- How each application table is placed on the cluster: distributed (with its distribution
+-- column and colocation group), reference, or local (on the coordinator).
+SELECT CAST(c.relname AS text) AS relation,
+       COALESCE(CAST(t.citus_table_type AS text), 'local') AS kind,
+       CAST(t.distribution_column AS text) AS column_name,
+       t.colocation_id, t.shard_count
+FROM pg_class AS c
+JOIN pg_namespace AS n ON n.oid = c.relnamespace AND n.nspname = current_schema()
+LEFT JOIN citus_tables AS t ON t.table_name = CAST(c.oid AS regclass)
+WHERE c.relkind IN ('r', 'p') AND c.relname NOT LIKE '\_yoyo%%'
+ORDER BY c.relname;

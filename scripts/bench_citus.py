@@ -1,0 +1,168 @@
+"""Benchmark report: ikigai_store on a Citus cluster vs plain PostgreSQL, measured in one run.
+
+Usage: ``python scripts/bench_citus.py [--server URL] [-n N] [--history H]``
+
+``--server`` is a Citus coordinator whose ``postgres`` database has its workers registered
+(default: the test cluster of ``../shared/citus/cluster.sh``, 127.0.0.1:57636). Plain
+PostgreSQL is a database without the citus extension on the same server: the same binaries
+(PostgreSQL 15), settings and machine, with no Citus planning in the way. Scratch databases are
+created and dropped. Nothing is asserted; each line prints the cluster's p50, plain's p50 and
+their ratio (the coordinator's overhead).
+
+1. append: ``store.append`` of one event, N times, to a session of a 1,000-event history;
+2. replay: ``store.replay_session`` of a session with 1,000 live events, among H events of
+   other sessions (H default 100,000: the issue's 1M events take about ten minutes to load on
+   2 cores, so it is scaled down; a router query's cost does not depend on H);
+3. mail send: ``store.mail.send`` to one recipient, N times;
+4. queue claim: ``store.topics.claim`` of one job (then ``complete``), N times;
+5. router vs fan-out on the cluster: a session's replay with 100 sessions vs 10,000 sessions
+   in the database (flat is the goal), and a cross-session ``store.search`` over the same
+   corpus (20,000 events) on plain PostgreSQL and on the cluster with 4, 16 and 32 shards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import Any
+
+import ikigai_store as ik
+from ikigai_store import citus, migrate
+from ikigai_store.config import admin_url
+from ikigai_store.pool import connect, create_database
+from ikigai_store.testing import drop_test_database, fresh_database
+
+
+def p50(fn: Callable[[], Any], n: int) -> float:
+    """Median wall time of ``fn`` in ms over ``n`` runs (after 3 warm-up runs)."""
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+@contextmanager
+def database(server: str, name: str, *, on_citus: bool, shards: int | None = None) -> Iterator[str]:
+    """A migrated scratch database: a Citus one (distributed) or a plain one, dropped after."""
+    if on_citus:
+        url = fresh_database(server, name)
+        if shards is not None:
+            with connect(url, autocommit=True) as conn:
+                conn.execute(f"ALTER DATABASE {name} SET citus.shard_count = {int(shards)}")
+    else:
+        drop_test_database(server, name)
+        create_database(server, name)
+        url = admin_url(server, name)
+    migrate.apply(url)
+    try:
+        yield url
+    finally:
+        drop_test_database(server, name)
+
+
+def load_history(url: str, sessions: int, per_session: int) -> list[int]:
+    """``sessions`` sessions of ``per_session`` events each, written in bulk; their ids."""
+    with connect(url, autocommit=True) as conn:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "INSERT INTO sessions (title) SELECT 'h' || g FROM generate_series(1, %s) AS g "
+                "RETURNING id",
+                (sessions,),
+            ).fetchall()
+        ]
+        conn.execute(
+            "INSERT INTO messages (session_id, kind, content) "
+            "SELECT s, 'user', 'history event ' || g || ' about word' || (g %% 50) "
+            "FROM unnest(CAST(%s AS bigint[])) AS s, generate_series(1, %s) AS g",
+            (ids, per_session),
+        )
+    return ids
+
+
+def core(server: str, n: int, history: int) -> None:
+    """Measures 1-4 on both, interleaved per measure."""
+    results: dict[str, dict[str, float]] = {}
+    for label, on_citus in (("cluster", True), ("plain", False)):
+        with (
+            database(server, f"bench_citus_{label}", on_citus=on_citus) as url,
+            ik.Store(url, pool_size=2) as store,
+        ):
+            load_history(url, max(1, history // 1000), 1000)
+            sid = store.create_session("live")
+            store.append_many(sid, [("user", f"live {k}", None) for k in range(1000)])
+            other = store.create_session("appends")
+            store.append_many(other, [("user", f"old {k}", None) for k in range(1000)])
+            store.identities.register("alice")
+            store.identities.register("bob")
+            store.topics.create("jobs", "queue")
+            store.topics.subscribe("bob", "jobs")
+            for k in range(n + 3):
+                store.mail.publish("alice", "jobs", f"j{k}", "x")
+
+            def claim() -> None:
+                held = store.topics.claim("bob", "jobs", ttl=60)
+                assert held is not None
+                store.topics.complete(held)
+
+            results[label] = {
+                "append": p50(partial(store.append, other, "user", "one more"), n),
+                "replay (1k live events)": p50(partial(store.replay_session, sid), max(5, n // 10)),
+                "mail send": p50(partial(store.mail.send, "alice", ["bob"], "s", "b"), n),
+                "queue claim + complete": p50(claim, n),
+            }
+    print(f"{'measure':<28}{'cluster ms':>12}{'plain ms':>12}{'ratio':>8}")
+    for measure, cluster_ms in results["cluster"].items():
+        plain_ms = results["plain"][measure]
+        print(f"{measure:<28}{cluster_ms:>12.3f}{plain_ms:>12.3f}{cluster_ms / plain_ms:>8.2f}")
+
+
+def router_vs_fan_out(server: str, n: int) -> None:
+    """Measure 5: replay at 100 vs 10,000 sessions; search as the shard count grows."""
+    print()
+    print(f"{'cluster: a session replay':<40}{'p50 ms':>10}")
+    for sessions in (100, 10_000):
+        with (
+            database(server, "bench_citus_router", on_citus=True) as url,
+            ik.Store(url, pool_size=2) as store,
+        ):
+            ids = load_history(url, sessions, 20)
+            sid = ids[len(ids) // 2]
+            ms = p50(partial(store.replay_session, sid), n)
+            print(f"{f'{sessions:,} sessions of 20 events':<40}{ms:>10.3f}")
+    print()
+    print(f"{'search across 20,000 events':<40}{'p50 ms':>10}")
+    for shards in (None, 4, 16, 32):
+        with (
+            database(server, "bench_citus_fan", on_citus=shards is not None, shards=shards) as url,
+            ik.Store(url, pool_size=2) as store,
+        ):
+            load_history(url, 200, 100)
+            ms = p50(partial(store.search, "word7", limit=10), max(5, n // 5))
+            label = "plain PostgreSQL" if shards is None else f"cluster, {shards} shards"
+            print(f"{label:<40}{ms:>10.3f}")
+
+
+def main() -> None:
+    """Parse the arguments, check the server is a Citus coordinator, print the report."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--server", default="postgresql://postgres@127.0.0.1:57636/postgres")
+    ap.add_argument("-n", type=int, default=200, help="runs per measure (default 200)")
+    ap.add_argument("--history", type=int, default=100_000, help="events of other sessions")
+    args = ap.parse_args()
+    if not citus.is_citus(args.server):
+        raise SystemExit(f"{args.server} is not a Citus coordinator (no citus extension)")
+    core(args.server, args.n, args.history)
+    router_vs_fan_out(args.server, args.n)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,264 @@
+"""ikigai_store on a Citus cluster (docs/concepts/citus.md): the placement the migrations make,
+distributing a database that already holds data, and growing the cluster under load.
+
+Off Citus only ``test_distribute_refuses_a_plain_database`` runs; the others are skipped, saying
+so (``IKIGAI_TEST_CITUS=1``, set by ``.ci/run``'s Citus step, turns that skip into a failure).
+The rebalance test starts a third worker (127.0.0.1:57639, same binaries as the cluster) and
+removes it afterwards; it needs to run as root, as the cluster's own script does.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+import ikigai_store as ik
+from ikigai_store import citus, migrate
+from ikigai_store.cli.app import cli
+from ikigai_store.config import admin_url
+from ikigai_store.pool import create_database
+from ikigai_store.testing import drop_test_database, test_database_name
+
+pytestmark = pytest.mark.db
+
+PGBIN = Path(os.environ.get("PGBIN", "/usr/lib/postgresql/15/bin"))
+EXTRA_PORT = int(os.environ.get("IKIGAI_CITUS_EXTRA_PORT", "57639"))
+
+
+@pytest.fixture(scope="module")
+def cluster(ikigai_server_url: str) -> str:
+    """The coordinator's server URL (skips, or fails under IKIGAI_TEST_CITUS=1, off Citus)."""
+    if not citus.is_citus(ikigai_server_url):
+        if os.environ.get("IKIGAI_TEST_CITUS") == "1":
+            pytest.fail("IKIGAI_TEST_CITUS=1 but the test server is not a Citus coordinator")
+        pytest.skip("needs IKIGAI_TEST_DATABASE_URL at a Citus coordinator")
+    return ikigai_server_url
+
+
+def test_migrations_place_the_tables(cluster: str, ikigai_db_url: str) -> None:
+    """Migrating a Citus database distributes messages by session_id; the rest stays local."""
+    placed = {p.relation: p for p in citus.placements(ikigai_db_url)}
+    assert placed["messages"].kind == "distributed"
+    assert placed["messages"].column == "session_id"
+    assert {p.kind for name, p in placed.items() if name != "messages"} == {"local"}
+
+
+def test_distribute_refuses_a_plain_database(
+    ikigai_server_url: str, request: pytest.FixtureRequest
+) -> None:
+    """distribute on a database without citus raises InvalidArgument and changes nothing."""
+    name = test_database_name(request.path, "plain")
+    drop_test_database(ikigai_server_url, name)
+    create_database(ikigai_server_url, name)
+    url = admin_url(ikigai_server_url, name)
+    try:
+        migrate.apply(url)
+        with pytest.raises(ik.InvalidArgument, match="no citus extension"):
+            citus.distribute(url)
+        with psycopg.connect(url) as conn:
+            keys = conn.execute(
+                "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+                "WHERE conrelid = 'messages'::regclass AND conname = 'messages_pkey'"
+            ).fetchone()
+        assert keys == ("PRIMARY KEY (id)",)
+    finally:
+        drop_test_database(ikigai_server_url, name)
+
+
+@pytest.fixture
+def filled_plain(cluster: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A database on the coordinator migrated and written to before citus was created in it."""
+    name = test_database_name(request.path, "later")
+    drop_test_database(cluster, name)
+    create_database(cluster, name)
+    url = admin_url(cluster, name)
+    migrate.apply(url)
+    yield url
+    drop_test_database(cluster, name)
+
+
+def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain: str) -> None:
+    """Rows written before distribution move to the shards; replays, search and mail are the
+    same after; distributing again changes nothing."""
+    url = filled_plain
+    with ik.Store(url, pool_size=2) as store:
+        sessions = [store.create_session(f"s{n}") for n in range(20)]
+        agents = {}
+        for sid in sessions:
+            agent = store.create_agent(sid)
+            agents[sid] = agent.uuid
+            for n in range(5):
+                store.append(sid, "user", f"hello {sid} {n}", agent_uuid=agent.uuid)
+            store.mark(agent.uuid, "m")
+            store.append(sid, "assistant", "after the mark", agent_uuid=agent.uuid)
+        store.identities.register("alice")
+        store.identities.register("bob")
+        sent = store.mail.send("alice", ["bob"], "before", "distribution")
+        before = {sid: store.replay_session(sid) for sid in sessions}
+        before_agents = {sid: store.replay_agent(agents[sid]) for sid in sessions}
+        found = store.search("hello", limit=200)
+    # What the docs say to run: the extension and the nodes, then distribute.
+    assert citus.prepare_database(cluster, url.split("dbname=")[1].split()[0])
+    result = CliRunner().invoke(cli, ["citus", "distribute"], env={"IKIGAI_DATABASE_URL": url})
+    assert result.exit_code == 0, result.output
+    assert "messages: distributed by session_id" in result.output
+    assert citus.distribute(url) == []
+    with ik.Store(url, pool_size=2) as store:
+        assert {sid: store.replay_session(sid) for sid in sessions} == before
+        assert {sid: store.replay_agent(agents[sid]) for sid in sessions} == before_agents
+        assert store.search("hello", limit=200) == found
+        assert [i.mail.id for i in store.mail.inbox("bob")] == [sent.id]
+        store.append(sessions[0], "user", "after distribution", agent_uuid=agents[sessions[0]])
+        with store._connection() as conn:
+            row = conn.execute(
+                "SELECT count(*) AS n, count(DISTINCT id) AS d FROM messages"
+            ).fetchone()
+        assert row is not None and row["n"] == row["d"] == 20 * 7 + 1
+    placed = {p.relation: p.kind for p in citus.placements(url)}
+    assert placed["messages"] == "distributed"
+
+
+# Growing the cluster under load.
+
+
+def _as_pg(*args: str) -> None:
+    """Run a PostgreSQL binary as the cluster's OS user (the servers refuse to run as root)."""
+    user = os.environ.get("CITUS_OSUSER", "citususer")
+    cmd = ["runuser", "-u", user, "--", *args] if os.geteuid() == 0 else list(args)
+    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+
+
+@pytest.fixture
+def extra_worker(cluster: str, ikigai_db_url: str) -> Iterator[tuple[str, int]]:
+    """A third worker on 127.0.0.1:EXTRA_PORT with this file's database and citus in it,
+    stopped and deleted afterwards."""
+    base = Path(os.environ.get("CITUS_BASE", "/tmp/citus"))
+    data = base / "worker-extra"
+    if data.exists():
+        _as_pg(str(PGBIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
+        shutil.rmtree(data, ignore_errors=True)
+    data.mkdir(parents=True)
+    if os.geteuid() == 0:
+        shutil.chown(data, os.environ.get("CITUS_OSUSER", "citususer"))
+    data.chmod(0o700)
+    _as_pg(str(PGBIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
+    with (data / "postgresql.conf").open("a") as conf:
+        conf.write(
+            f"\nport = {EXTRA_PORT}\nlisten_addresses = '127.0.0.1'\n"
+            f"unix_socket_directories = '{data}'\n"
+            "shared_preload_libraries = 'citus'\nmax_connections = 300\nwal_level = logical\n"
+            "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+        )
+    _as_pg(str(PGBIN / "pg_ctl"), "-D", str(data), "-l", str(data / "server.log"), "-w", "start")
+    try:
+        node = f"host=127.0.0.1 port={EXTRA_PORT} user=postgres"
+        name = ikigai_db_url.split("dbname=")[1].split()[0]
+        with psycopg.connect(node + " dbname=postgres", autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        with psycopg.connect(node + f" dbname={name}", autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION citus")
+        yield "127.0.0.1", EXTRA_PORT
+    finally:
+        _as_pg(str(PGBIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def test_rebalance_under_load_loses_and_duplicates_nothing(
+    cluster: str, ikigai_db_url: str, extra_worker: tuple[str, int]
+) -> None:
+    """Appends, mail and queue claims run while a worker is added and shards move to it:
+    afterwards every acknowledged write is there exactly once, and every claim is unique."""
+    url = ikigai_db_url
+    with ik.Store(url, pool_size=8) as store:
+        sessions = [store.create_session(f"load{n}") for n in range(16)]
+        for name in ("boss", "w0", "w1", "reader"):
+            store.identities.register(name)
+        store.topics.create("jobs", "queue")
+        for w in ("w0", "w1"):
+            store.topics.subscribe(w, "jobs")
+        stop = threading.Event()
+        acked: dict[str, list[int]] = {"events": [], "mail": [], "published": [], "claimed": []}
+        errors: list[BaseException] = []
+        lock = threading.Lock()
+
+        def keep(kind: str, value: int) -> None:
+            with lock:
+                acked[kind].append(value)
+
+        def appender(k: int) -> None:
+            n = 0
+            while not stop.is_set():
+                sid = sessions[(k * 7 + n) % len(sessions)]
+                keep("events", store.append(sid, "user", f"load {k} {n}").id)
+                n += 1
+
+        def mailer() -> None:
+            n = 0
+            while not stop.is_set():
+                keep("mail", store.mail.send("boss", ["reader"], f"m{n}", "x").id)
+                keep("published", store.mail.publish("boss", "jobs", f"j{n}", "x").id)
+                n += 1
+
+        def claimer(name: str) -> None:
+            while not stop.is_set():
+                held = store.topics.claim(name, "jobs", ttl=60)
+                if held is None:
+                    time.sleep(0.01)
+                    continue
+                store.topics.complete(held)
+                keep("claimed", held.mail.id)
+
+        def guarded(fn: Callable[..., None], *args: object) -> threading.Thread:
+            def run() -> None:
+                try:
+                    fn(*args)
+                except BaseException as exc:  # reported by the asserts below
+                    errors.append(exc)
+                    stop.set()
+
+            return threading.Thread(target=run)
+
+        threads = [guarded(appender, k) for k in range(3)]
+        threads += [guarded(mailer), guarded(claimer, "w0"), guarded(claimer, "w1")]
+        for t in threads:
+            t.start()
+        try:
+            time.sleep(1.0)
+            host, port = extra_worker
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("SELECT citus_add_node(%s, %s)", (host, port))
+                conn.execute("SELECT citus_rebalance_start(shard_transfer_mode => 'force_logical')")
+                conn.execute("SELECT citus_rebalance_wait()")
+                moved = conn.execute(
+                    "SELECT count(*) FROM pg_dist_shard_placement WHERE nodeport = %s", (port,)
+                ).fetchone()
+            time.sleep(0.5)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(60)
+        assert not errors, errors
+        assert moved is not None and moved[0] > 0
+        # Drain what is left so every published job is claimed once.
+        while (held := store.topics.claim("w0", "jobs", ttl=60)) is not None:
+            store.topics.complete(held)
+            acked["claimed"].append(held.mail.id)
+        with store._connection() as conn:
+            ids = [r["id"] for r in conn.execute("SELECT id FROM messages ORDER BY id").fetchall()]
+            mail_ids = {r["id"] for r in conn.execute("SELECT id FROM mail").fetchall()}
+    assert acked["events"] and acked["mail"] and acked["claimed"]
+    assert len(ids) == len(set(ids)), "an event is stored twice"
+    assert set(acked["events"]) <= set(ids), "an acknowledged event is missing"
+    assert len(ids) == len(acked["events"]), "an event nobody appended is stored"
+    assert set(acked["mail"]) | set(acked["published"]) <= mail_ids
+    assert len(acked["claimed"]) == len(set(acked["claimed"])), "a job was claimed twice"
+    assert sorted(acked["claimed"]) == sorted(acked["published"])
