@@ -267,7 +267,9 @@ def test_timed_out_after_a_hand_off_returns_the_mail(
     """A mail handed over during the last sleep is returned, though the deadline passed."""
     with ik.open(ikigai_empty_db_url) as sender:
         steps = _SendThen(store, sender, lambda seconds: time.sleep(seconds))
-        got = _drive(store, steps, 0.3)
+        # Long enough that the wait reaches its first sleep before the deadline even on a
+        # loaded machine (with 0.3 s it once timed out before sleeping: nothing was sent).
+        got = _drive(store, steps, 2.0)
     (sent,) = steps.sent
     assert got is not None and got.mail.id == sent and got.state == "read"
     _until(lambda: _registrations(store) == [], "the listener to delete the registration")
