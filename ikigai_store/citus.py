@@ -56,6 +56,18 @@ def prepare_database(server_url: str, name: str) -> bool:
     """
     if not is_citus(server_url):
         return False
+    # One preparation at a time on this coordinator (its session lock, released when ``lock``
+    # closes): concurrent node registrations for two databases collide on the workers.
+    with (
+        connect(server_url, autocommit=True, row_factory=dict_row) as lock,
+        translate_errors(lock),
+    ):
+        queries.citus_prepare_lock(lock)
+        return _prepare(server_url, name)
+
+
+def _prepare(server_url: str, name: str) -> bool:
+    """``prepare_database``'s work, under its lock."""
     params = conninfo_to_dict(server_url)
     with connect(server_url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
         nodes = list(queries.citus_nodes(conn))

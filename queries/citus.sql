@@ -16,6 +16,13 @@ FROM pg_dist_node
 WHERE noderole = 'primary'
 ORDER BY groupid;
 
+-- name: citus_prepare_lock()^
+-- Wait for this server's lock on preparing Citus databases, held by this session until it
+-- closes: two citus_add_node calls at once (for two new databases) both update the same role
+-- on a worker and one fails with "tuple concurrently updated".
+SELECT pg_advisory_lock(hashtextextended('ikigai_store:citus.prepare_database', 0)) IS NULL
+       AS locked;
+
 -- name: citus_create_extension()!
 -- CREATE EXTENSION citus in this database (a no-op when it exists).
 CREATE EXTENSION IF NOT EXISTS citus;
