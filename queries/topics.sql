@@ -89,8 +89,9 @@ ORDER BY t.name;
 -- gives the mail the next offset itself (one statement, as when no one else publishes);
 -- otherwise the mail is pending (log_offset NULL: sequence_mail gives it, and the pending
 -- mail before it, offsets after this commits), so publishes to one topic commit side by side
--- and a mail whose publisher died before sequencing gets its offset at the next publish. No row: missing topic, missing or retired
--- sender, used key (which writes nothing, so it takes no offset).
+-- and a mail whose publisher died before sequencing gets its offset at the next publish (or
+-- the next read that reaches the end of the log: sequence_pending). No row: missing topic,
+-- missing or retired sender, used key (which writes nothing, so it takes no offset).
 WITH t AS (
     SELECT id, kind FROM topics WHERE name = :topic
 ), s AS (

@@ -8,6 +8,7 @@ import multiprocessing
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -225,6 +226,39 @@ def test_rows_available_again_notify_their_topic_on_commit(url: str) -> None:
         assert heard() == []
 
 
+def _publish_orphan(url: str, topic: str) -> dict[str, Any]:
+    """Publish "orphan" from ``a`` to ``topic`` as a publisher that then dies: its statement
+    runs while the topic's sequencer lock is held elsewhere, so the mail commits pending, and
+    no sequencer runs for it. Returns the row (its ``log_offset`` is None)."""
+    with (
+        psycopg.connect(url) as holder,  # the sequencer lock, held (as a sequencer would)
+        psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn,  # no sequencer
+    ):
+        holder.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('topic-sequencer:' || id, 7))"
+            " FROM topics WHERE name = %s",
+            (topic,),
+        )
+        row = conn.execute(
+            _sql(one("publish_mail")),
+            {
+                "sender": "a",
+                "topic": topic,
+                "subject": "orphan",
+                "body": "x",
+                "priority": "normal",
+                "attachments": None,
+                "metadata": None,
+                "idempotency_key": None,
+                "request_hash": "h",
+                "new_thread_id": f"t-orphan-{topic}",
+            },
+        ).fetchone()
+        assert row is not None and row["log_offset"] is None
+        holder.rollback()
+    return row
+
+
 def test_a_mail_left_pending_gets_its_offset_from_the_next_publish(url: str) -> None:
     """A publish that found the sequencer lock taken commits its mail pending; if it dies
     before sequencing, the mail is in the inbox and not in the log (no offset, none taken);
@@ -236,31 +270,7 @@ def test_a_mail_left_pending_gets_its_offset_from_the_next_publish(url: str) -> 
             store.identities.register(name)
         store.topics.subscribe("c", "feed")
         assert store.mail.publish("a", "feed", "one", "x").log_offset == 1
-        with (
-            psycopg.connect(url) as holder,  # the sequencer lock, held (as a sequencer would)
-            psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn,  # no sequencer
-        ):
-            holder.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended('topic-sequencer:' || id, 7))"
-                " FROM topics WHERE name = 'feed'"
-            )
-            row = conn.execute(
-                _sql(one("publish_mail")),
-                {
-                    "sender": "a",
-                    "topic": "feed",
-                    "subject": "orphan",
-                    "body": "x",
-                    "priority": "normal",
-                    "attachments": None,
-                    "metadata": None,
-                    "idempotency_key": None,
-                    "request_hash": "h",
-                    "new_thread_id": "t-orphan",
-                },
-            ).fetchone()
-            assert row is not None and row["log_offset"] is None
-            holder.rollback()
+        row = _publish_orphan(url, "feed")
         orphan = row["id"]
         assert store.topics.list()[0].last_offset == 1
         assert "orphan" in [i.mail.subject for i in store.mail.inbox("c")]
@@ -305,31 +315,7 @@ def test_a_mail_left_pending_gets_its_offset_from_a_reader_at_the_end_of_the_log
         store.topics.create("quiet")
         store.identities.register("a")
         assert store.mail.publish("a", "quiet", "one", "x").log_offset == 1
-        with (
-            psycopg.connect(url) as holder,
-            psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn,
-        ):
-            holder.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended('topic-sequencer:' || id, 7))"
-                " FROM topics WHERE name = 'quiet'"
-            )
-            row = conn.execute(
-                _sql(one("publish_mail")),
-                {
-                    "sender": "a",
-                    "topic": "quiet",
-                    "subject": "orphan",
-                    "body": "x",
-                    "priority": "normal",
-                    "attachments": None,
-                    "metadata": None,
-                    "idempotency_key": None,
-                    "request_hash": "h",
-                    "new_thread_id": "t-orphan-2",
-                },
-            ).fetchone()
-            assert row is not None and row["log_offset"] is None
-            holder.rollback()
+        row = _publish_orphan(url, "quiet")
         log = store.topics.read("quiet", after=1)
         assert [(m.subject, m.log_offset, m.id) for m in log] == [("orphan", 2, row["id"])]
         assert store.topics.list()[0].last_offset == 2
