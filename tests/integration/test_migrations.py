@@ -54,8 +54,9 @@ ALL = [
     "0027-runtime-stores",
     "0028-topic-sequencer",
     "0030-citus-distribution",
+    "0035-langgraph-copies-own-special-writes",
 ]
-LATEST = 30
+LATEST = 35
 
 
 def _since(migration: str) -> int:
