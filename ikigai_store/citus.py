@@ -27,7 +27,15 @@ from .pool import connect, create_database
 from .pool import drop_database as drop_one
 from .sql import queries
 
-__all__ = ["Placement", "distribute", "is_citus", "placements", "prepare_database", "rebalance"]
+__all__ = [
+    "TRANSFER_MODES",
+    "Placement",
+    "distribute",
+    "is_citus",
+    "placements",
+    "prepare_database",
+    "rebalance",
+]
 
 #: Citus' shard transfer modes: ``auto`` and ``force_logical`` move by logical replication
 #: (writes go on during the copy), ``block_writes`` copies with the shard's writes blocked.
