@@ -55,7 +55,8 @@ def test_migrations_place_the_tables(cluster: str, ikigai_db_url: str) -> None:
 def test_distribute_refuses_a_plain_database(
     ikigai_server_url: str, request: pytest.FixtureRequest
 ) -> None:
-    """distribute on a database without citus raises InvalidArgument and changes nothing."""
+    """distribute (and rebalance) on a database without citus raise InvalidArgument and
+    change nothing."""
     name = test_database_name(request.path, "plain")
     drop_test_database(ikigai_server_url, name)
     create_database(ikigai_server_url, name)
@@ -64,6 +65,8 @@ def test_distribute_refuses_a_plain_database(
         migrate.apply(url)
         with pytest.raises(ik.InvalidArgument, match="no citus extension"):
             citus.distribute(url)
+        with pytest.raises(ik.InvalidArgument, match="no citus extension"):
+            citus.rebalance(url, mode="block_writes")
         with psycopg.connect(url) as conn:
             keys = conn.execute(
                 "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
