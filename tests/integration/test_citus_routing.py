@@ -1,17 +1,22 @@
-"""On Citus, every named query serving one session or agent is routed to one shard.
+"""On Citus, every named query serving one session, agent or LangGraph thread is routed to one
+shard.
 
-Only ``messages`` is distributed (docs/concepts/citus.md), so only a query that reads or writes
-it, or calls a function that does, can ask more than one shard. Each such query is classified
+Only ``messages`` and LangGraph's checkpoint rows (``langgraph_checkpoints``, ``langgraph_blobs``,
+``langgraph_writes``, colocated with it by session) are distributed (docs/concepts/citus.md), so
+only a query that reads or writes them, or calls a function that does, can ask more than one
+shard. Each such query is classified
 here: ``ROUTED`` (with the parameters to run it with) or ``FAN_OUT`` (with the reason it asks
 every shard, as the design page documents). A query added to ``queries/`` that touches messages
 without a classification fails ``test_every_query_on_messages_is_classified`` (no database
 needed), so a new query cannot silently fan out.
 
 On the cluster, ``test_routed_queries_ask_one_shard`` runs each routed query (in a transaction
-rolled back afterwards) with ``citus.log_remote_commands`` on, and counts the distinct shards of
-messages named in the commands the coordinator sends: at most one. Running the query, not only
-``EXPLAIN``-ing it, also covers the functions (ikigai_append, agent_replay_events) whose
-statements an ``EXPLAIN`` of the call does not show. Off Citus it is skipped, saying so
+rolled back afterwards) with ``citus.log_remote_commands`` on, and counts the distinct shards
+named in the commands the coordinator sends (a shard of messages and the colocated shards of
+the LangGraph tables count as one: they hold the same sessions, on the same node): at most one.
+Running the query, not only ``EXPLAIN``-ing it, also covers the functions (ikigai_append,
+agent_replay_events, the saver's functions of migration 0033) whose statements an ``EXPLAIN``
+of the call does not show. Off Citus it is skipped, saying so
 (``.ci/run`` runs it on the cluster, with ``IKIGAI_TEST_CITUS=1`` which turns that skip into a
 failure).
 """
@@ -34,23 +39,36 @@ from ikigai_store.sql import queries
 
 pytestmark = pytest.mark.db
 
-#: A statement that touches messages, or calls a function that reads it (migration 0030).
+#: The distributed tables (their shards are named ``<table>_<shard id>``).
+DISTRIBUTED = ("messages", "langgraph_checkpoints", "langgraph_blobs", "langgraph_writes")
+
+#: A statement that touches a distributed table, or calls a function that does (migrations 0030
+#: and 0033).
 TOUCHES = re.compile(
-    r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+messages\b"
-    r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append)\s*\(",
+    r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+(?:messages|langgraph_(?:checkpoints|blobs|writes))\b"
+    r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append|langgraph_put"
+    r"|langgraph_blob_chain|langgraph_get_checkpoint|langgraph_list_checkpoints"
+    r"|langgraph_delete_thread|langgraph_drop_unnamed|langgraph_delete_for_runs"
+    r"|langgraph_rebuild_latest|langgraph_delete_rows)\s*\(",
     re.IGNORECASE,
 )
+SHARD = re.compile(r"\b(?:" + "|".join(DISTRIBUTED) + r")_(\d{4,})\b")
 
 
 @dataclass(frozen=True)
 class World:
-    """One session with a root agent, a fork of it, and a few events of each."""
+    """One session with a root agent, a fork of it, and a few events of each; a LangGraph
+    thread with checkpoints, blobs and writes, a copy of it, and an unnamed thread."""
 
     session_id: int
     agent: str
     child: str
     message_id: int
     ended_session_id: int
+    thread: str = "routing-thread"
+    thread_session_id: int = 0
+    copy: str = "routing-copy"
+    unnamed_session_id: int = 0
 
 
 P = Callable[[World], dict[str, Any]]
@@ -126,6 +144,44 @@ ROUTED: dict[str, P] = {
         "need": 10,
         "window": 100,
     },
+    "langgraph_put": lambda w: _put(w.thread, "c9", ["a"], ["3"], ["2"]),
+    "langgraph_get": lambda w: {
+        "thread_id": w.thread,
+        "checkpoint_ns": "",
+        "checkpoint_id": None,
+        "known_channels": [],
+        "known_versions": [],
+    },
+    "langgraph_list": lambda w: {
+        "thread_id": w.thread,
+        "checkpoint_ns": None,
+        "filter": None,
+        "before": None,
+        "lim": None,
+    },
+    "langgraph_blobs_for": lambda w: {
+        "session_id": w.thread_session_id,
+        "checkpoint_ns": "",
+        "channels": ["a"],
+        "versions": ["2"],
+        "known_channels": [],
+        "known_versions": [],
+    },
+    "langgraph_put_writes": lambda w: {
+        "thread_id": w.thread,
+        "title": "t",
+        "checkpoint_ns": "",
+        "checkpoint_id": "c2",
+        "task_id": "task2",
+        "task_path": "",
+        "idxs": [0],
+        "channels": ["a"],
+        "types": ["json"],
+        "blobs": [b"1"],
+        "upsert": True,
+    },
+    "langgraph_delete_thread": lambda w: {"thread_id": w.copy},
+    "langgraph_drop_unnamed": lambda w: {"session_id": w.unnamed_session_id},
     "search_probe_session": lambda w: {
         **SEARCH,
         "session_id": w.session_id,
@@ -152,6 +208,9 @@ FAN_OUT: dict[str, str] = {
     "prune_sessions_count": "counts the ended sessions of every shard (retention)",
     "import_events": "routed (one session's events, the session id a constant) but reads the "
     "import's temporary tables: covered by tests/integration/test_portability.py on the cluster",
+    "langgraph_delete_for_runs": "checkpoints by metadata.run_id in every thread (every shard)",
+    "langgraph_rebuild_latest": "reads the old thread's lineage and writes a new thread's "
+    "session (prune keep_latest: a shard for each)",
     "search_estimate": "search across sessions (every shard, by design)",
     "search_start": "search across sessions (every shard, by design)",
     "search_hits": "search across sessions (every shard, by design)",
@@ -164,6 +223,26 @@ FAN_OUT: dict[str, str] = {
     "search_probe_range": "search across sessions (every shard, by design)",
     "search_probe_time": "search across sessions by time (every shard, by design)",
 }
+
+
+def _put(
+    thread: str, checkpoint_id: str, channels: list[str], versions: list[str], bases: list[Any]
+) -> dict[str, Any]:
+    """langgraph_put's parameters: a checkpoint of ``thread`` and one blob per channel."""
+    return {
+        "thread_id": thread,
+        "title": "t",
+        "checkpoint_ns": "",
+        "checkpoint_id": checkpoint_id,
+        "parent_checkpoint_id": None,
+        "checkpoint": json.dumps({"channel_versions": dict(zip(channels, versions, strict=True))}),
+        "metadata": json.dumps({"run_id": "r1"}),
+        "channels": channels,
+        "versions": versions,
+        "types": ["json"] * len(channels),
+        "blobs": [b"x"] * len(channels),
+        "bases": bases,
+    }
 
 
 def _named_queries() -> dict[str, str]:
@@ -185,7 +264,7 @@ def test_every_query_on_messages_is_classified() -> None:
     }
     assert not set(ROUTED) & set(FAN_OUT)
     assert touching - set(ROUTED) - set(FAN_OUT) == set(), "classify these in ROUTED or FAN_OUT"
-    assert (set(ROUTED) | set(FAN_OUT)) - touching == set(), "these no longer touch messages"
+    assert (set(ROUTED) | set(FAN_OUT)) - touching == set(), "these touch no distributed table"
 
 
 @pytest.fixture(scope="module")
@@ -214,11 +293,49 @@ def world(cluster_url: str) -> Iterator[World]:
         ended = store.create_session("ended")
         store.append(ended, "user", "bye")
         store.end_session(ended)
-        yield World(sid, agent.uuid, child.uuid, mark.id, ended)
+    with psycopg.connect(cluster_url, autocommit=True) as conn:
+        run = lambda name, params: conn.execute(getattr(queries, name).sql, params).fetchone()  # noqa: E731
+        thread = run(
+            "langgraph_put", _put("routing-thread", "c1", ["a", "b"], ["1", "1"], [None, None])
+        )
+        run("langgraph_put", _put("routing-thread", "c2", ["a"], ["2"], ["1"]))
+        run(
+            "langgraph_put_writes",
+            {**ROUTED["langgraph_put_writes"](World(sid, "", "", 0, 0)), "upsert": False},
+        )
+        run(
+            "langgraph_copy_thread",
+            {
+                "source_thread_id": "routing-thread",
+                "target_thread_id": "routing-copy",
+                "title": "t",
+            },
+        )
+        run("langgraph_put", _put("routing-unnamed", "c1", ["a"], ["1"], [None]))
+        unnamed = run("langgraph_unname", {"thread_id": "routing-unnamed"})
+    assert thread is not None and unnamed is not None
+    yield World(
+        sid,
+        agent.uuid,
+        child.uuid,
+        mark.id,
+        ended,
+        thread_session_id=thread[0],
+        unnamed_session_id=unnamed[0],
+    )
 
 
 def _shards(conn: psycopg.Connection[Any], name: str, params: dict[str, Any]) -> set[str]:
-    """The shards of messages the coordinator sent commands to while running ``name``."""
+    """The shard groups (colocated shards: one hash range) the coordinator sent commands to
+    while running ``name``."""
+    groups = {
+        str(shard): str(low)
+        for shard, low in conn.execute(
+            "SELECT shardid, shardminvalue FROM pg_dist_shard "
+            "WHERE logicalrelid = ANY (CAST(%s AS regclass[]))",
+            (list(DISTRIBUTED),),
+        )
+    }
     sent: list[str] = []
     conn.add_notice_handler(lambda d: sent.append(d.message_primary or ""))
     with conn.transaction(force_rollback=True):
@@ -231,12 +348,12 @@ def _shards(conn: psycopg.Connection[Any], name: str, params: dict[str, Any]) ->
                     pass
         else:
             conn.execute(text, params)
-    return {m for line in sent for m in re.findall(r"\bmessages_\d{4,}\b", line)}
+    return {groups[m] for line in sent for m in SHARD.findall(line)}
 
 
 @pytest.mark.parametrize("name", sorted(ROUTED))
 def test_routed_queries_ask_one_shard(cluster_url: str, world: World, name: str) -> None:
-    """The query asks at most one shard of messages on the cluster."""
+    """The query asks at most one shard (group) on the cluster."""
     with psycopg.connect(cluster_url, autocommit=True) as conn:
         shards = _shards(conn, name, ROUTED[name](world))
     assert len(shards) <= 1, f"{name} asked {sorted(shards)}"
@@ -250,3 +367,11 @@ def test_a_fan_out_query_is_seen_asking_every_shard(cluster_url: str, world: Wor
             "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'messages'::regclass"
         ).fetchone()
     assert total is not None and len(shards) == total[0] > 1
+
+
+def test_a_copied_thread_asks_its_lineage_shards(cluster_url: str, world: World) -> None:
+    """A copy's get reads its own session's rows and its source's: at most those two shards."""
+    with psycopg.connect(cluster_url, autocommit=True) as conn:
+        params = {**ROUTED["langgraph_get"](world), "thread_id": world.copy}
+        shards = _shards(conn, "langgraph_get", params)
+    assert 1 <= len(shards) <= 2, shards
