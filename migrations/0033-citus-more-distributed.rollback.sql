@@ -1,6 +1,17 @@
--- Undo 0033: on Citus, LangGraph's checkpoint rows go back to the coordinator (their rows with
--- them); on both, their primary keys (id) and foreign keys to langgraph_threads return, 0027's
--- saver statements and 0030's ikigai_distribute() return.
+-- Undo 0033: on Citus, LangGraph's checkpoint rows, the activity feed and agent summaries go
+-- back to the coordinator (their rows with them); on both, their primary keys (id) and foreign
+-- keys return, and so do 0027's saver statements, 0026's post_mail() and 0030's
+-- ikigai_distribute().
+-- On Citus, this transaction both moves tables and replaces functions (which Citus propagates
+-- to the workers over one connection per node): its shard commands run one at a time.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    END IF;
+END
+$$;
+
 DO $$
 DECLARE
     t TEXT;
@@ -30,6 +41,94 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- The activity feed and agent summaries: back to the coordinator, with their primary keys
+-- (id) and foreign keys to identities.
+DO $$
+DECLARE
+    t TEXT;
+    distributed BOOLEAN;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['agent_summaries', 'activities'] LOOP
+        IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+            EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = $1)'
+                INTO distributed USING t::regclass;
+            IF distributed THEN
+                EXECUTE format('SELECT undistribute_table(%L)', t);
+            END IF;
+        END IF;
+        IF EXISTS (SELECT 1 FROM pg_constraint
+                   WHERE conrelid = t::regclass AND conname = t || '_pkey'
+                     AND cardinality(conkey) = 2) THEN
+            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, t || '_pkey');
+            EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (id)', t, t || '_pkey');
+        END IF;
+        IF NOT EXISTS (SELECT 1 FROM pg_constraint
+                       WHERE conrelid = t::regclass AND conname = t || '_identity_id_fkey') THEN
+            EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I FOREIGN KEY (identity_id) '
+                           'REFERENCES identities (id)', t, t || '_identity_id_fkey');
+        END IF;
+    END LOOP;
+END
+$$;
+
+DROP FUNCTION IF EXISTS ikigai_summary_history(TEXT, BIGINT);
+DROP FUNCTION IF EXISTS ikigai_add_summary(TEXT, TEXT, TEXT, TEXT, DOUBLE PRECISION);
+DROP FUNCTION IF EXISTS ikigai_identity_feed(TEXT, TEXT, TIMESTAMPTZ, BIGINT, BIGINT);
+DROP FUNCTION IF EXISTS ikigai_record_activity(TEXT, TEXT, TEXT, JSONB);
+DROP FUNCTION IF EXISTS ikigai_insert_activity(BIGINT, TEXT, TEXT, JSONB);
+-- 0026's post_mail(), as it was.
+CREATE OR REPLACE FUNCTION post_mail(
+    thread_id         TEXT,
+    sender_id         BIGINT,
+    recipient_ids     BIGINT[],
+    recipients        TEXT[],
+    subject           TEXT,
+    body              TEXT,
+    priority          TEXT,
+    metadata          JSONB,
+    activity_type     TEXT DEFAULT NULL,
+    description       TEXT DEFAULT NULL,
+    activity_metadata JSONB DEFAULT NULL,
+    parent_id         BIGINT DEFAULT NULL,
+    deadline_at       TIMESTAMPTZ DEFAULT NULL,
+    attachments       JSONB DEFAULT NULL,
+    idempotency_key   TEXT DEFAULT NULL,
+    request_hash      TEXT DEFAULT NULL,
+    topic_id          BIGINT DEFAULT NULL,
+    log_offset        BIGINT DEFAULT NULL,
+    handed_ids        BIGINT[] DEFAULT NULL
+) RETURNS mail
+LANGUAGE sql VOLATILE
+AS $fn$
+    -- Parameters are qualified (post_mail.x): in SQL functions a column of the same name wins.
+    WITH m AS (
+        INSERT INTO mail (thread_id, parent_id, sender_id, recipients, subject, body, priority,
+                          deadline_at, attachments, metadata, idempotency_key, request_hash,
+                          topic_id, log_offset)
+        SELECT post_mail.thread_id, post_mail.parent_id, post_mail.sender_id,
+               post_mail.recipients, post_mail.subject, post_mail.body, post_mail.priority,
+               post_mail.deadline_at, post_mail.attachments, post_mail.metadata,
+               post_mail.idempotency_key, post_mail.request_hash, post_mail.topic_id,
+               post_mail.log_offset
+        WHERE cardinality(post_mail.recipient_ids) > 0 OR post_mail.topic_id IS NOT NULL
+        ON CONFLICT (sender_id, idempotency_key) DO NOTHING
+        RETURNING *
+    ), delivered AS (
+        INSERT INTO mail_recipients (mail_id, identity_id, state, read_at)
+        SELECT m.id, r.id,
+               CASE WHEN r.id = ANY(post_mail.handed_ids) THEN 'read' ELSE 'unread' END,
+               CASE WHEN r.id = ANY(post_mail.handed_ids) THEN ikigai_now() END
+        FROM m, unnest(post_mail.recipient_ids) AS r(id)
+    ), act AS (
+        INSERT INTO activities (identity_id, type, description, metadata)
+        SELECT post_mail.sender_id, post_mail.activity_type, post_mail.description,
+               COALESCE(post_mail.activity_metadata, '{}')
+               || jsonb_build_object('mail_id', (SELECT m.id FROM m))
+        WHERE post_mail.activity_type IS NOT NULL
+    )
+    SELECT m.* FROM m
+$fn$;
 
 DROP FUNCTION IF EXISTS langgraph_rebuild_latest(BIGINT, TEXT, TEXT);
 DROP FUNCTION IF EXISTS langgraph_delete_for_runs(TEXT[]);

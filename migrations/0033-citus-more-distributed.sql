@@ -1,6 +1,7 @@
 -- Citus (issue 36): more tables distributed by keys of their own. ikigai_distribute() (0030)
--- now also places LangGraph's checkpoint rows (migration 0027) on the cluster; on plain
--- PostgreSQL (and the embedded server) nothing changes, as in 0030. A database migrated before
+-- now also places LangGraph's checkpoint rows (migration 0027) and the activity feed and agent
+-- summaries (0011) on the cluster; on plain PostgreSQL (and the embedded server) nothing
+-- changes, as in 0030. A database migrated before
 -- citus was created in it is distributed later with `ikigai-store citus distribute`: the rows
 -- of every table it distributes move to the shards.
 --
@@ -19,6 +20,17 @@
 --     SHARE (a delete of the thread takes FOR UPDATE, so it waits); and every statement that
 --     deletes a langgraph_threads row deletes that thread's rows in the same transaction
 --     (langgraph_delete_thread, langgraph_drop_unnamed, prune_session_row).
+-- - activities and agent_summaries are hash-distributed by identity_id, colocated with each
+--   other (a colocation group of their own): an identity's posts and reads go to its shard;
+--   the feed across identities and pruning ask every shard.
+--   - Their primary keys become (identity_id, id); id stays unique (the coordinator's
+--     sequences), and the feed's order is still id.
+--   - Their foreign keys to identities (a coordinator table) go. Identities are never deleted,
+--     and every writer reads the identity first: activities_record and summaries_add look it
+--     up by name (not retired) and insert with its id as a value; post_mail() inserts its
+--     activity with the sender id its caller read; the task upsert with the owner's id.
+--   - post_mail() (0016, 0026) becomes PL/pgSQL, with the same arguments and result: Citus
+--     cannot plan a SQL function's parameterised statement on a distributed table.
 -- ikigai_distribute() stays idempotent and returns one row per table it changed.
 -- depends: 0030-citus-distribution
 
@@ -538,6 +550,197 @@ BEGIN
 END
 $fn$;
 
+-- post_mail() (0016, 0026) in PL/pgSQL, with the same arguments, rows and result: on Citus a
+-- SQL function's parameterised statement that writes a distributed table (activities) cannot
+-- be planned, and the activity is now its own statement, which names the sender (routed to
+-- the sender's shard). Its rules for callers are 0016's: it reads no table, takes a new
+-- snapshot per statement, and is called once per change from a CTE's select list.
+CREATE OR REPLACE FUNCTION post_mail(
+    thread_id         TEXT,
+    sender_id         BIGINT,
+    recipient_ids     BIGINT[],
+    recipients        TEXT[],
+    subject           TEXT,
+    body              TEXT,
+    priority          TEXT,
+    metadata          JSONB,
+    activity_type     TEXT DEFAULT NULL,
+    description       TEXT DEFAULT NULL,
+    activity_metadata JSONB DEFAULT NULL,
+    parent_id         BIGINT DEFAULT NULL,
+    deadline_at       TIMESTAMPTZ DEFAULT NULL,
+    attachments       JSONB DEFAULT NULL,
+    idempotency_key   TEXT DEFAULT NULL,
+    request_hash      TEXT DEFAULT NULL,
+    topic_id          BIGINT DEFAULT NULL,
+    log_offset        BIGINT DEFAULT NULL,
+    handed_ids        BIGINT[] DEFAULT NULL
+) RETURNS mail
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+#variable_conflict use_column
+DECLARE
+    written mail;
+BEGIN
+    IF cardinality(post_mail.recipient_ids) > 0 OR post_mail.topic_id IS NOT NULL THEN
+        INSERT INTO mail AS x (thread_id, parent_id, sender_id, recipients, subject, body,
+                               priority, deadline_at, attachments, metadata, idempotency_key,
+                               request_hash, topic_id, log_offset)
+        VALUES (post_mail.thread_id, post_mail.parent_id, post_mail.sender_id,
+                post_mail.recipients, post_mail.subject, post_mail.body, post_mail.priority,
+                post_mail.deadline_at, post_mail.attachments, post_mail.metadata,
+                post_mail.idempotency_key, post_mail.request_hash, post_mail.topic_id,
+                post_mail.log_offset)
+        ON CONFLICT (sender_id, idempotency_key) DO NOTHING
+        RETURNING x.* INTO written;
+        IF written.id IS NOT NULL THEN
+            INSERT INTO mail_recipients (mail_id, identity_id, state, read_at)
+            SELECT written.id, r.id,
+                   CASE WHEN r.id = ANY (post_mail.handed_ids) THEN 'read' ELSE 'unread' END,
+                   CASE WHEN r.id = ANY (post_mail.handed_ids) THEN ikigai_now() END
+            FROM unnest(post_mail.recipient_ids) AS r (id);
+        END IF;
+    END IF;
+    IF post_mail.activity_type IS NOT NULL THEN
+        INSERT INTO activities (identity_id, type, description, metadata)
+        VALUES (post_mail.sender_id, post_mail.activity_type, post_mail.description,
+                COALESCE(post_mail.activity_metadata, '{}')
+                || jsonb_build_object('mail_id', written.id));
+    END IF;
+    IF written.id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    RETURN written;
+END
+$fn$;
+
+-- One activity of an identity, by id: a routed INSERT ... VALUES (on Citus, to the identity's
+-- shard). The callers have checked the identity (identities are never deleted). Returns the
+-- row's id.
+CREATE OR REPLACE FUNCTION ikigai_insert_activity(who BIGINT, act_type TEXT, act_description TEXT,
+                                                  act_metadata JSONB)
+RETURNS BIGINT
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+DECLARE
+    new_id BIGINT;
+BEGIN
+    INSERT INTO activities AS a (identity_id, type, description, metadata)
+    VALUES (who, act_type, act_description, act_metadata)
+    RETURNING a.id INTO new_id;
+    RETURN new_id;
+END
+$fn$;
+
+-- activities_record's work (queries/activities.sql): the identity looked up by name (it must
+-- exist and not be retired; no row otherwise), then the activity inserted with its id.
+CREATE OR REPLACE FUNCTION ikigai_record_activity(who TEXT, act_type TEXT, act_description TEXT,
+                                                  act_metadata JSONB)
+RETURNS TABLE (id BIGINT, identity TEXT, type TEXT, description TEXT, metadata JSONB,
+               created_at TIMESTAMPTZ)
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+#variable_conflict use_column
+DECLARE
+    iid BIGINT;
+BEGIN
+    SELECT i.id INTO iid FROM identities AS i WHERE i.name = who AND i.retired_at IS NULL;
+    IF iid IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+        INSERT INTO activities AS a (identity_id, type, description, metadata)
+        VALUES (iid, act_type, act_description, act_metadata)
+        RETURNING a.id, who, a.type, a.description, a.metadata, a.created_at;
+END
+$fn$;
+
+-- One identity's feed (activities_feed_identity, activities_feed_identity_type): the identity
+-- id read first, then one routed statement with it as a value (0011's index walks).
+CREATE OR REPLACE FUNCTION ikigai_identity_feed(who TEXT, act_type TEXT, since TIMESTAMPTZ,
+                                               before BIGINT, lim BIGINT)
+RETURNS TABLE (id BIGINT, identity TEXT, type TEXT, description TEXT, metadata JSONB,
+               created_at TIMESTAMPTZ)
+LANGUAGE plpgsql STABLE
+AS $fn$
+#variable_conflict use_column
+DECLARE
+    iid BIGINT;
+BEGIN
+    SELECT i.id INTO iid FROM identities AS i WHERE i.name = who;
+    IF iid IS NULL THEN
+        RETURN;
+    END IF;
+    IF act_type IS NULL THEN
+        RETURN QUERY
+            SELECT a.id, who, a.type, a.description, a.metadata, a.created_at
+            FROM activities AS a
+            WHERE a.identity_id = iid
+              AND (a.identity_id, a.id) < (iid, COALESCE(before, 9223372036854775807))
+              AND (a.identity_id, a.id) > (iid, 0)
+              AND (since IS NULL OR a.created_at >= since)
+            ORDER BY a.identity_id DESC, a.id DESC
+            LIMIT lim;
+    ELSE
+        RETURN QUERY
+            SELECT a.id, who, a.type, a.description, a.metadata, a.created_at
+            FROM activities AS a
+            WHERE a.identity_id = iid
+              AND (a.identity_id, a.type, a.id)
+                  < (iid, act_type, COALESCE(before, 9223372036854775807))
+              AND (a.identity_id, a.type, a.id) > (iid, act_type, 0)
+              AND (since IS NULL OR a.created_at >= since)
+            ORDER BY a.identity_id DESC, a.type DESC, a.id DESC
+            LIMIT lim;
+    END IF;
+END
+$fn$;
+
+-- summaries_add's work (queries/summaries.sql), as ikigai_record_activity's.
+CREATE OR REPLACE FUNCTION ikigai_add_summary(who TEXT, s_summary TEXT, s_delta TEXT,
+                                              s_transcript_hash TEXT, s_cost_usd DOUBLE PRECISION)
+RETURNS TABLE (id BIGINT, identity TEXT, summary TEXT, delta TEXT, transcript_hash TEXT,
+               cost_usd DOUBLE PRECISION, created_at TIMESTAMPTZ)
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+#variable_conflict use_column
+DECLARE
+    iid BIGINT;
+BEGIN
+    SELECT i.id INTO iid FROM identities AS i WHERE i.name = who AND i.retired_at IS NULL;
+    IF iid IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+        INSERT INTO agent_summaries AS s (identity_id, summary, delta, transcript_hash, cost_usd)
+        VALUES (iid, s_summary, s_delta, s_transcript_hash, s_cost_usd)
+        RETURNING s.id, who, s.summary, s.delta, s.transcript_hash, s.cost_usd, s.created_at;
+END
+$fn$;
+
+-- summaries_history's work: the identity id read first, then one routed statement.
+CREATE OR REPLACE FUNCTION ikigai_summary_history(who TEXT, lim BIGINT)
+RETURNS TABLE (id BIGINT, identity TEXT, summary TEXT, delta TEXT, transcript_hash TEXT,
+               cost_usd DOUBLE PRECISION, created_at TIMESTAMPTZ)
+LANGUAGE plpgsql STABLE
+AS $fn$
+#variable_conflict use_column
+DECLARE
+    iid BIGINT;
+BEGIN
+    SELECT i.id INTO iid FROM identities AS i WHERE i.name = who;
+    IF iid IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+        SELECT s.id, who, s.summary, s.delta, s.transcript_hash, s.cost_usd, s.created_at
+        FROM agent_summaries AS s
+        WHERE s.identity_id = iid
+        ORDER BY s.id DESC
+        LIMIT lim;
+END
+$fn$;
+
 CREATE OR REPLACE FUNCTION ikigai_distribute()
 RETURNS TABLE (relation TEXT, made TEXT)
 LANGUAGE plpgsql
@@ -597,6 +800,32 @@ BEGIN
         PERFORM create_distributed_table(t, 'session_id', colocate_with => 'messages');
         relation := t;
         made := 'distributed by session_id, colocated with messages';
+        RETURN NEXT;
+    END LOOP;
+    -- An identity's activities and agent summaries, colocated with each other (a group of
+    -- their own: identity ids and session ids are unrelated).
+    FOREACH t IN ARRAY ARRAY['activities', 'agent_summaries'] LOOP
+        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_dist_partition
+                              WHERE logicalrelid = t::regclass AND partmethod = 'h');
+        FOR fk IN SELECT conname FROM pg_constraint
+                  WHERE conrelid = t::regclass AND contype = 'f' LOOP
+            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, fk.conname);
+        END LOOP;
+        IF EXISTS (SELECT 1 FROM pg_constraint
+                   WHERE conrelid = t::regclass AND conname = t || '_pkey'
+                     AND cardinality(conkey) = 1) THEN
+            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, t || '_pkey');
+            EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (identity_id, id)',
+                           t, t || '_pkey');
+        END IF;
+        IF t = 'activities' THEN
+            PERFORM create_distributed_table(t, 'identity_id', colocate_with => 'none');
+            made := 'distributed by identity_id';
+        ELSE
+            PERFORM create_distributed_table(t, 'identity_id', colocate_with => 'activities');
+            made := 'distributed by identity_id, colocated with activities';
+        END IF;
+        relation := t;
         RETURN NEXT;
     END LOOP;
 END

@@ -54,15 +54,23 @@ DISTRIBUTED = {
     "langgraph_checkpoints": "session_id",
     "langgraph_blobs": "session_id",
     "langgraph_writes": "session_id",
+    "activities": "identity_id",
+    "agent_summaries": "identity_id",
 }
 
 
 def test_migrations_place_the_tables(cluster: str, ikigai_db_url: str) -> None:
     """Migrating a Citus database distributes messages and LangGraph's checkpoint rows by
-    session_id, colocated; the rest stays local."""
+    session_id (colocated), the activity feed and agent summaries by identity_id (colocated,
+    apart from the sessions); the rest stays local."""
     placed = {p.relation: p for p in citus.placements(ikigai_db_url)}
     assert {n: p.column for n, p in placed.items() if p.kind == "distributed"} == DISTRIBUTED
-    assert len({placed[n].colocation_id for n in DISTRIBUTED}) == 1
+    groups = {
+        column: {placed[n].colocation_id for n, c in DISTRIBUTED.items() if c == column}
+        for column in set(DISTRIBUTED.values())
+    }
+    assert all(len(ids) == 1 for ids in groups.values()), groups
+    assert groups["session_id"] != groups["identity_id"]
     assert {p.kind for name, p in placed.items() if name not in DISTRIBUTED} == {"local"}
 
 
@@ -101,8 +109,9 @@ def filled_plain(cluster: str, request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain: str) -> None:
-    """Rows written before distribution move to the shards; replays, search, mail and a
-    LangGraph thread and its copy are the same after; distributing again changes nothing."""
+    """Rows written before distribution move to the shards; replays, search, mail, the
+    activity feed, summaries and a LangGraph thread and its copy are the same after;
+    distributing again changes nothing."""
     url = filled_plain
     with ik.Store(url, pool_size=2) as store:
         sessions = [store.create_session(f"s{n}") for n in range(20)]
@@ -124,6 +133,10 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
         saver.copy_thread("lg", "lg-copy")
         graph.invoke({"total": 10}, _thread("lg-copy"))
         threads = {t: _thread_state(saver, t) for t in ("lg", "lg-copy")}
+        store.activities.record("alice", "commit", "before distribution")
+        store.summaries.add("bob", "bob's summary")
+        feed = store.activities.feed()
+        alice_feed = store.activities.feed(identity="alice")
         before = {sid: store.replay_session(sid) for sid in sessions}
         before_agents = {sid: store.replay_agent(agents[sid]) for sid in sessions}
         found = store.search("hello", limit=200)
@@ -134,12 +147,17 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
     assert "messages: distributed by session_id" in result.output
     for table in ("langgraph_checkpoints", "langgraph_blobs", "langgraph_writes"):
         assert f"{table}: distributed by session_id" in result.output
+    for table in ("activities", "agent_summaries"):
+        assert f"{table}: distributed by identity_id" in result.output
     assert citus.distribute(url) == []
     with ik.Store(url, pool_size=2) as store:
         assert {sid: store.replay_session(sid) for sid in sessions} == before
         assert {sid: store.replay_agent(agents[sid]) for sid in sessions} == before_agents
         assert store.search("hello", limit=200) == found
         assert [i.mail.id for i in store.mail.inbox("bob")] == [sent.id]
+        assert store.activities.feed() == feed
+        assert store.activities.feed(identity="alice") == alice_feed
+        assert [s.summary for s in store.summaries.history("bob")] == ["bob's summary"]
         saver = IkigaiSaver(store)
         assert {t: _thread_state(saver, t) for t in threads} == threads
         _counter_graph(saver).invoke({"total": 1}, _thread("lg"))
