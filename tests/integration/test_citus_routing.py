@@ -1,19 +1,24 @@
-"""On Citus, every named query serving one session, agent or LangGraph thread is routed to one
-shard.
+"""On Citus, every named query serving one session, agent, LangGraph thread or identity is
+routed to one shard.
 
 Only ``messages`` and LangGraph's checkpoint rows (``langgraph_checkpoints``, ``langgraph_blobs``,
-``langgraph_writes``, colocated with it by session) are distributed (docs/concepts/citus.md), so
+``langgraph_writes``, colocated with it by session), and the activity feed and agent summaries
+(``activities``, ``agent_summaries``, by identity) are distributed (docs/concepts/citus.md), so
 only a query that reads or writes them, or calls a function that does, can ask more than one
-shard. Each such query is classified
-here: ``ROUTED`` (with the parameters to run it with) or ``FAN_OUT`` (with the reason it asks
-every shard, as the design page documents). A query added to ``queries/`` that touches messages
-without a classification fails ``test_every_query_on_messages_is_classified`` (no database
-needed), so a new query cannot silently fan out.
+shard. (``post_mail()``, which every mail, review and plan statement calls, writes the sender's
+activity: ``test_post_mail_asks_the_senders_shard`` checks it once, for all its callers.)
+
+Each such query is classified here: ``ROUTED`` (with the parameters to run it with) or
+``FAN_OUT`` (with the reason it asks every shard, as the design page documents). A query
+added to ``queries/`` that touches them without a classification fails
+``test_every_query_on_messages_is_classified`` (no database needed), so a new query cannot
+silently fan out.
 
 On the cluster, ``test_routed_queries_ask_one_shard`` runs each routed query (in a transaction
 rolled back afterwards) with ``citus.log_remote_commands`` on, and counts the distinct shards
-named in the commands the coordinator sends (a shard of messages and the colocated shards of
-the LangGraph tables count as one: they hold the same sessions, on the same node): at most one.
+named in the commands the coordinator sends (shards of one hash range count as one: the
+colocated shards of messages and the LangGraph tables hold the same sessions, on one node):
+at most one.
 Running the query, not only ``EXPLAIN``-ing it, also covers the functions (ikigai_append,
 agent_replay_events, the saver's functions of migration 0033) whose statements an ``EXPLAIN``
 of the call does not show. Off Citus it is skipped, saying so
@@ -40,16 +45,26 @@ from ikigai_store.sql import queries
 pytestmark = pytest.mark.db
 
 #: The distributed tables (their shards are named ``<table>_<shard id>``).
-DISTRIBUTED = ("messages", "langgraph_checkpoints", "langgraph_blobs", "langgraph_writes")
+DISTRIBUTED = (
+    "messages",
+    "langgraph_checkpoints",
+    "langgraph_blobs",
+    "langgraph_writes",
+    "activities",
+    "agent_summaries",
+)
 
 #: A statement that touches a distributed table, or calls a function that does (migrations 0030
 #: and 0033).
 TOUCHES = re.compile(
-    r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+(?:messages|langgraph_(?:checkpoints|blobs|writes))\b"
+    r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+"
+    r"(?:messages|langgraph_(?:checkpoints|blobs|writes)|activities|agent_summaries)\b"
     r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append|langgraph_put"
     r"|langgraph_blob_chain|langgraph_get_checkpoint|langgraph_list_checkpoints"
     r"|langgraph_delete_thread|langgraph_drop_unnamed|langgraph_delete_for_runs"
-    r"|langgraph_rebuild_latest|langgraph_delete_rows)\s*\(",
+    r"|langgraph_rebuild_latest|langgraph_delete_rows|ikigai_insert_activity"
+    r"|ikigai_record_activity|ikigai_identity_feed|ikigai_add_summary|ikigai_summary_history)"
+    r"\s*\(",
     re.IGNORECASE,
 )
 SHARD = re.compile(r"\b(?:" + "|".join(DISTRIBUTED) + r")_(\d{4,})\b")
@@ -74,6 +89,9 @@ class World:
 P = Callable[[World], dict[str, Any]]
 
 SEARCH = {"query": "hello", "phrase": None, "kinds": None, "since": None, "until": None}
+
+#: The identity whose activities, summaries and task the routed queries write and read.
+IDENTITY = "routing-ann"
 
 #: Queries of one session or agent: each asks at most one shard on the cluster.
 ROUTED: dict[str, P] = {
@@ -182,6 +200,45 @@ ROUTED: dict[str, P] = {
     },
     "langgraph_delete_thread": lambda w: {"thread_id": w.copy},
     "langgraph_drop_unnamed": lambda w: {"session_id": w.unnamed_session_id},
+    "activities_record": lambda w: {
+        "identity": IDENTITY,
+        "type": "commit",
+        "description": "x",
+        "metadata": None,
+    },
+    "activities_feed_identity": lambda w: {
+        "identity": IDENTITY,
+        "since": None,
+        "before": None,
+        "limit": 10,
+    },
+    "activities_feed_identity_type": lambda w: {
+        "identity": IDENTITY,
+        "type": "commit",
+        "since": None,
+        "before": None,
+        "limit": 10,
+    },
+    "summaries_add": lambda w: {
+        "identity": IDENTITY,
+        "summary": "s",
+        "delta": None,
+        "transcript_hash": None,
+        "cost_usd": None,
+    },
+    "summaries_history": lambda w: {"identity": IDENTITY, "limit": 10},
+    "task_upsert": lambda w: {
+        "list_id": "routing-list",
+        "external_id": "t1",
+        "subject": "done",
+        "description": None,
+        "active_form": None,
+        "metadata": None,
+        "status": "completed",
+        "owner": IDENTITY,
+        "replace_deps": False,
+        "blocker_ids": [],
+    },
     "search_probe_session": lambda w: {
         **SEARCH,
         "session_id": w.session_id,
@@ -211,6 +268,11 @@ FAN_OUT: dict[str, str] = {
     "langgraph_delete_for_runs": "checkpoints by metadata.run_id in every thread (every shard)",
     "langgraph_rebuild_latest": "reads the old thread's lineage and writes a new thread's "
     "session (prune keep_latest: a shard for each)",
+    "activities_feed": "the feed across identities (every shard, by design)",
+    "activities_feed_type": "the feed of one type across identities (every shard, by design)",
+    "activities_prune": "deletes by age, every identity's (every shard)",
+    "summaries_prune": "keeps the newest of each identity, or of one found by name in a "
+    "subquery (every shard)",
     "search_estimate": "search across sessions (every shard, by design)",
     "search_start": "search across sessions (every shard, by design)",
     "search_hits": "search across sessions (every shard, by design)",
@@ -293,6 +355,10 @@ def world(cluster_url: str) -> Iterator[World]:
         ended = store.create_session("ended")
         store.append(ended, "user", "bye")
         store.end_session(ended)
+        store.identities.register(IDENTITY)
+        store.identities.register("routing-bob")
+        store.activities.record(IDENTITY, "commit", "first")
+        store.summaries.add(IDENTITY, "first summary")
     with psycopg.connect(cluster_url, autocommit=True) as conn:
         run = lambda name, params: conn.execute(getattr(queries, name).sql, params).fetchone()  # noqa: E731
         thread = run(
@@ -313,6 +379,10 @@ def world(cluster_url: str) -> Iterator[World]:
         )
         run("langgraph_put", _put("routing-unnamed", "c1", ["a"], ["1"], [None]))
         unnamed = run("langgraph_unname", {"thread_id": "routing-unnamed"})
+        run(
+            "task_create_list",
+            {"list_id": "routing-list", "owner": IDENTITY, "watch_path": None},
+        )
     assert thread is not None and unnamed is not None
     yield World(
         sid,
@@ -375,3 +445,28 @@ def test_a_copied_thread_asks_its_lineage_shards(cluster_url: str, world: World)
         params = {**ROUTED["langgraph_get"](world), "thread_id": world.copy}
         shards = _shards(conn, "langgraph_get", params)
     assert 1 <= len(shards) <= 2, shards
+
+
+def test_post_mail_asks_the_senders_shard(cluster_url: str, world: World) -> None:
+    """A mail with an activity (what every review, plan and send with an activity writes
+    through post_mail) asks one shard: the sender's, for the activity."""
+    with psycopg.connect(cluster_url, autocommit=True) as conn:
+        sender, recipient = (
+            conn.execute("SELECT id FROM identities WHERE name = %s", (name,)).fetchone()[0]  # type: ignore[index]
+            for name in (IDENTITY, "routing-bob")
+        )
+        sent: list[str] = []
+        conn.add_notice_handler(lambda d: sent.append(d.message_primary or ""))
+        with conn.transaction(force_rollback=True):
+            conn.execute("SET LOCAL citus.log_remote_commands = on")
+            conn.execute("SET LOCAL client_min_messages = notice")
+            mail = conn.execute(
+                "SELECT (post_mail(thread_id => 'routing', sender_id => %s,"
+                " recipient_ids => ARRAY[%s]::bigint[], recipients => ARRAY['routing-bob'],"
+                " subject => 's', body => 'b', priority => 'normal', metadata => '{}',"
+                " activity_type => 'message', description => 'sent')).id",
+                (sender, recipient),
+            ).fetchone()
+        shards = {m for line in sent for m in SHARD.findall(line)}
+    assert mail is not None and mail[0] is not None
+    assert len(shards) == 1, shards
