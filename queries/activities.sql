@@ -5,11 +5,8 @@
 -- name: activities_record(identity, type, description, metadata)^
 -- Record one activity of an identity that exists and is not retired; no row otherwise (the
 -- identity is missing or retired: activities.py explains). The type is checked by the CHECK.
-INSERT INTO activities (identity_id, type, description, metadata)
-SELECT i.id, :type, :description, CAST(:metadata AS jsonb)
-FROM identities AS i
-WHERE i.name = :identity AND i.retired_at IS NULL
-RETURNING id, CAST(:identity AS text) AS identity, type, description, metadata, created_at;
+SELECT id, identity, type, description, metadata, created_at
+FROM ikigai_record_activity(:identity, :type, :description, CAST(:metadata AS jsonb));
 
 -- name: activities_feed(since, before, limit)
 -- The whole feed, newest first by id, at most :limit rows: created at or after :since (NULL:
@@ -29,31 +26,16 @@ LIMIT :limit;
 -- index's, so it is walked backwards from :before and stops after :limit rows, however rare
 -- the identity (an equality on identity_id would let the planner walk the primary key and
 -- filter instead).
-SELECT a.id, CAST(:identity AS text) AS identity, a.type, a.description, a.metadata,
-       a.created_at
-FROM activities AS a
-WHERE (a.identity_id, a.id)
-      < ((SELECT id FROM identities WHERE name = :identity),
-         COALESCE(CAST(:before AS bigint), 9223372036854775807))
-  AND (a.identity_id, a.id) > ((SELECT id FROM identities WHERE name = :identity), 0)
-  AND (CAST(:since AS timestamptz) IS NULL OR a.created_at >= :since)
-ORDER BY a.identity_id DESC, a.id DESC
-LIMIT :limit;
+SELECT id, identity, type, description, metadata, created_at
+FROM ikigai_identity_feed(:identity, NULL, CAST(:since AS timestamptz), CAST(:before AS bigint),
+                          CAST(:limit AS bigint));
 
 -- name: activities_feed_identity_type(identity, type, since, before, limit)
 -- One identity's activities of one type, as activities_feed_identity, on
 -- activities_identity_type_idx.
-SELECT a.id, CAST(:identity AS text) AS identity, a.type, a.description, a.metadata,
-       a.created_at
-FROM activities AS a
-WHERE (a.identity_id, a.type, a.id)
-      < ((SELECT id FROM identities WHERE name = :identity), CAST(:type AS text),
-         COALESCE(CAST(:before AS bigint), 9223372036854775807))
-  AND (a.identity_id, a.type, a.id)
-      > ((SELECT id FROM identities WHERE name = :identity), CAST(:type AS text), 0)
-  AND (CAST(:since AS timestamptz) IS NULL OR a.created_at >= :since)
-ORDER BY a.identity_id DESC, a.type DESC, a.id DESC
-LIMIT :limit;
+SELECT id, identity, type, description, metadata, created_at
+FROM ikigai_identity_feed(:identity, CAST(:type AS text), CAST(:since AS timestamptz),
+                          CAST(:before AS bigint), CAST(:limit AS bigint));
 
 -- name: activities_feed_type(type, since, before, limit)
 -- The activities of one type, as activities_feed_identity, on activities_type_idx.
@@ -74,9 +56,14 @@ SELECT retired_at IS NOT NULL AS retired FROM identities WHERE name = :identity;
 -- name: activities_prune(older_than)^
 -- Delete the activities created more than :older_than ago (created_at < now - older_than);
 -- returns how many.
-WITH gone AS (
+-- The cutoff is computed once, on the coordinator (on Citus a multi-shard delete cannot
+-- evaluate ikigai_now() on the shards).
+WITH cutoff AS MATERIALIZED (
+    SELECT ikigai_now() - CAST(:older_than AS interval) AS at
+),
+gone AS (
     DELETE FROM activities
-    WHERE created_at < ikigai_now() - CAST(:older_than AS interval)
+    WHERE created_at < (SELECT at FROM cutoff)
     RETURNING 1
 )
 SELECT count(*) AS deleted FROM gone;

@@ -331,11 +331,12 @@ WHERE session_id = :session_id
 
 -- name: prune_session_row(session_id)^
 -- Delete an ended session whose events are gone, with what cascades from it: its agents
--- (and their context summaries), listeners, import record. sessions: 1 when it went (0: not
--- an ended session, or it has events again); agents: how many it had.
+-- (and their context summaries), listeners, import record, LangGraph thread. sessions: 1 when
+-- it went (0: not an ended session, or it has events again); agents: how many it had.
 -- Whether it has events is read first (a CTE; Citus refuses a delete of a coordinator table
 -- whose condition reads a distributed one). An ended session gets no new events, so the answer
--- cannot go stale before the delete.
+-- cannot go stale before the delete. A LangGraph thread's checkpoint rows go with it by
+-- langgraph_delete_rows (migration 0033): on Citus they have no foreign key to cascade on.
 WITH has_events AS (
     SELECT EXISTS (SELECT 1 FROM messages AS m WHERE m.session_id = :session_id) AS yes
 ),
@@ -344,7 +345,11 @@ gone AS (
     WHERE s.id = :session_id AND s.ended_at IS NOT NULL
       AND NOT (SELECT yes FROM has_events)
     RETURNING s.id
+),
+checkpoint_rows AS (
+    SELECT langgraph_delete_rows(g.id) AS n FROM gone AS g
 )
 SELECT count(*) AS sessions,
-       (SELECT count(*) FROM agents AS a WHERE a.session_id = :session_id) AS agents
+       (SELECT count(*) FROM agents AS a WHERE a.session_id = :session_id) AS agents,
+       (SELECT count(*) FROM checkpoint_rows) AS threads
 FROM gone;

@@ -5,22 +5,15 @@
 -- name: summaries_add(identity, summary, delta, transcript_hash, cost_usd)^
 -- Store a summary of an identity that exists and is not retired; no row otherwise
 -- (summaries.py explains).
-INSERT INTO agent_summaries (identity_id, summary, delta, transcript_hash, cost_usd)
-SELECT i.id, :summary, :delta, :transcript_hash, :cost_usd
-FROM identities AS i
-WHERE i.name = :identity AND i.retired_at IS NULL
-RETURNING id, CAST(:identity AS text) AS identity, summary, delta, transcript_hash, cost_usd,
-          created_at;
+SELECT id, identity, summary, delta, transcript_hash, cost_usd, created_at
+FROM ikigai_add_summary(:identity, :summary, :delta, :transcript_hash,
+                        CAST(:cost_usd AS double precision));
 
 -- name: summaries_history(identity, limit)
 -- An identity's summaries, newest first, at most :limit (a backward walk of
 -- agent_summaries_identity_idx).
-SELECT s.id, CAST(:identity AS text) AS identity, s.summary, s.delta, s.transcript_hash,
-       s.cost_usd, s.created_at
-FROM agent_summaries AS s
-WHERE s.identity_id = (SELECT id FROM identities WHERE name = :identity)
-ORDER BY s.id DESC
-LIMIT :limit;
+SELECT id, identity, summary, delta, transcript_hash, cost_usd, created_at
+FROM ikigai_summary_history(:identity, CAST(:limit AS bigint));
 
 -- name: summaries_identity_state(identity)^
 -- Whether an identity exists and is retired (the rare paths of summaries_add and of empty

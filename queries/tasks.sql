@@ -150,18 +150,20 @@ WITH l AS (
     WHERE :replace_deps
     ON CONFLICT DO NOTHING
 ), done AS (
-    -- The first completion: a new task made completed, or a locked row that had none.
-    INSERT INTO activities (identity_id, type, description, metadata)
-    SELECT i.id, 'task_complete',
-           'completed task ' || up.external_id || ' "' || up.subject || '" in list '
-               || CAST(:list_id AS text),
-           jsonb_build_object('list_id', CAST(:list_id AS text), 'external_id', up.external_id,
-                              'task_id', up.id)
+    -- The first completion: a new task made completed, or a locked row that had none. The
+    -- activity is inserted by a function (migration 0033: on Citus, a routed insert with the
+    -- owner's id); a select CTE runs only when read, so the main query reads it.
+    SELECT ikigai_insert_activity(
+               who => i.id, act_type => 'task_complete',
+               act_description => 'completed task ' || up.external_id || ' "' || up.subject
+                   || '" in list ' || CAST(:list_id AS text),
+               act_metadata => jsonb_build_object('list_id', CAST(:list_id AS text),
+                                                  'external_id', up.external_id,
+                                                  'task_id', up.id)) AS id
     FROM up
     JOIN identities AS i ON i.name = up.owner AND i.retired_at IS NULL
     WHERE CAST(:status AS text) = 'completed'
       AND (up.inserted OR up.id IN (SELECT id FROM pre WHERE completed_at IS NULL))
-    RETURNING id
 )
 SELECT up.id, CAST(:list_id AS text) AS list_id, up.external_id, up.subject, up.description,
        up.active_form, up.metadata, up.status, up.owner,
@@ -176,7 +178,8 @@ SELECT up.id, CAST(:list_id AS text) AS list_id, up.external_id, up.subject, up.
              FROM task_deps AS d JOIN tasks AS a ON a.id = d.task_id
              WHERE d.blocked_by_id = up.id ORDER BY a.id) AS blocks,
        up.created_at, up.updated_at, up.started_at, up.completed_at, up.inserted
-FROM up;
+FROM up
+CROSS JOIN (SELECT count(*) FROM done) AS recorded;
 
 -- name: task_get(list_id, external_id)^
 -- One task of a list.

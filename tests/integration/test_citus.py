@@ -9,6 +9,7 @@ removes it afterwards; it needs to run as root, as the cluster's own script does
 
 from __future__ import annotations
 
+import operator
 import os
 import shutil
 import subprocess
@@ -16,15 +17,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Annotated, Any, TypedDict
 
 import psycopg
 import pytest
 from click.testing import CliRunner
+from langgraph.graph import END, START, StateGraph
 
 import ikigai_store as ik
 from ikigai_store import citus, migrate
 from ikigai_store.cli.app import cli
 from ikigai_store.config import admin_url
+from ikigai_store.integrations.langgraph import IkigaiSaver
 from ikigai_store.pool import create_database
 from ikigai_store.testing import drop_test_database, fresh_database, test_database_name
 
@@ -44,12 +48,30 @@ def cluster(ikigai_server_url: str) -> str:
     return ikigai_server_url
 
 
+#: What the migrations distribute (docs/concepts/citus.md, "The placement"): table -> column.
+DISTRIBUTED = {
+    "messages": "session_id",
+    "langgraph_checkpoints": "session_id",
+    "langgraph_blobs": "session_id",
+    "langgraph_writes": "session_id",
+    "activities": "identity_id",
+    "agent_summaries": "identity_id",
+}
+
+
 def test_migrations_place_the_tables(cluster: str, ikigai_db_url: str) -> None:
-    """Migrating a Citus database distributes messages by session_id; the rest stays local."""
+    """Migrating a Citus database distributes messages and LangGraph's checkpoint rows by
+    session_id (colocated), the activity feed and agent summaries by identity_id (colocated,
+    apart from the sessions); the rest stays local."""
     placed = {p.relation: p for p in citus.placements(ikigai_db_url)}
-    assert placed["messages"].kind == "distributed"
-    assert placed["messages"].column == "session_id"
-    assert {p.kind for name, p in placed.items() if name != "messages"} == {"local"}
+    assert {n: p.column for n, p in placed.items() if p.kind == "distributed"} == DISTRIBUTED
+    groups = {
+        column: {placed[n].colocation_id for n, c in DISTRIBUTED.items() if c == column}
+        for column in set(DISTRIBUTED.values())
+    }
+    assert all(len(ids) == 1 for ids in groups.values()), groups
+    assert groups["session_id"] != groups["identity_id"]
+    assert {p.kind for name, p in placed.items() if name not in DISTRIBUTED} == {"local"}
 
 
 def test_distribute_refuses_a_plain_database(
@@ -90,8 +112,9 @@ def filled_plain(cluster: str, request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain: str) -> None:
-    """Rows written before distribution move to the shards; replays, search and mail are the
-    same after; distributing again changes nothing."""
+    """Rows written before distribution move to the shards; replays, search, mail, the
+    activity feed, summaries and a LangGraph thread and its copy are the same after;
+    distributing again changes nothing."""
     url = filled_plain
     with ik.Store(url, pool_size=2) as store:
         sessions = [store.create_session(f"s{n}") for n in range(20)]
@@ -106,6 +129,17 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
         store.identities.register("alice")
         store.identities.register("bob")
         sent = store.mail.send("alice", ["bob"], "before", "distribution")
+        saver = IkigaiSaver(store)
+        graph = _counter_graph(saver)
+        for n in range(3):
+            graph.invoke({"total": n}, _thread("lg"))
+        saver.copy_thread("lg", "lg-copy")
+        graph.invoke({"total": 10}, _thread("lg-copy"))
+        threads = {t: _thread_state(saver, t) for t in ("lg", "lg-copy")}
+        store.activities.record("alice", "commit", "before distribution")
+        store.summaries.add("bob", "bob's summary")
+        feed = store.activities.feed()
+        alice_feed = store.activities.feed(identity="alice")
         before = {sid: store.replay_session(sid) for sid in sessions}
         before_agents = {sid: store.replay_agent(agents[sid]) for sid in sessions}
         found = store.search("hello", limit=200)
@@ -114,20 +148,56 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
     result = CliRunner().invoke(cli, ["citus", "distribute"], env={"IKIGAI_DATABASE_URL": url})
     assert result.exit_code == 0, result.output
     assert "messages: distributed by session_id" in result.output
+    for table in ("langgraph_checkpoints", "langgraph_blobs", "langgraph_writes"):
+        assert f"{table}: distributed by session_id" in result.output
+    for table in ("activities", "agent_summaries"):
+        assert f"{table}: distributed by identity_id" in result.output
     assert citus.distribute(url) == []
     with ik.Store(url, pool_size=2) as store:
         assert {sid: store.replay_session(sid) for sid in sessions} == before
         assert {sid: store.replay_agent(agents[sid]) for sid in sessions} == before_agents
         assert store.search("hello", limit=200) == found
         assert [i.mail.id for i in store.mail.inbox("bob")] == [sent.id]
+        assert store.activities.feed() == feed
+        assert store.activities.feed(identity="alice") == alice_feed
+        assert [s.summary for s in store.summaries.history("bob")] == ["bob's summary"]
+        saver = IkigaiSaver(store)
+        assert {t: _thread_state(saver, t) for t in threads} == threads
+        _counter_graph(saver).invoke({"total": 1}, _thread("lg"))
+        assert _thread_state(saver, "lg")[0] == threads["lg"][0] + 2  # input 1, node 1
         store.append(sessions[0], "user", "after distribution", agent_uuid=agents[sessions[0]])
         with store._connection() as conn:
             row = conn.execute(
                 "SELECT count(*) AS n, count(DISTINCT id) AS d FROM messages"
             ).fetchone()
         assert row is not None and row["n"] == row["d"] == 20 * 7 + 1
-    placed = {p.relation: p.kind for p in citus.placements(url)}
-    assert placed["messages"] == "distributed"
+    placed = {p.relation: p.column for p in citus.placements(url) if p.kind == "distributed"}
+    assert placed == DISTRIBUTED
+
+
+class _Count(TypedDict):
+    total: Annotated[int, operator.add]
+
+
+def _counter_graph(saver: IkigaiSaver) -> Any:
+    """A one-node graph adding its input to a running total, checkpointed by ``saver``."""
+    builder = StateGraph(_Count)
+    builder.add_node("add", lambda state: {"total": 1})
+    builder.add_edge(START, "add")
+    builder.add_edge("add", END)
+    return builder.compile(checkpointer=saver)
+
+
+def _thread(thread_id: str) -> Any:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def _thread_state(saver: IkigaiSaver, thread_id: str) -> tuple[int, list[str]]:
+    """A thread's total (its newest checkpoint) and its checkpoint ids, newest first."""
+    latest = saver.get_tuple(_thread(thread_id))
+    assert latest is not None
+    ids = [t.config["configurable"]["checkpoint_id"] for t in saver.list(_thread(thread_id))]
+    return latest.checkpoint["channel_values"]["total"], ids
 
 
 # Growing the cluster: the library's rebalance, then under load.

@@ -1,17 +1,27 @@
-"""On Citus, every named query serving one session or agent is routed to one shard.
+"""On Citus, every named query serving one session, agent, LangGraph thread or identity is
+routed to one shard.
 
-Only ``messages`` is distributed (docs/concepts/citus.md), so only a query that reads or writes
-it, or calls a function that does, can ask more than one shard. Each such query is classified
-here: ``ROUTED`` (with the parameters to run it with) or ``FAN_OUT`` (with the reason it asks
-every shard, as the design page documents). A query added to ``queries/`` that touches messages
-without a classification fails ``test_every_query_on_messages_is_classified`` (no database
-needed), so a new query cannot silently fan out.
+Only ``messages`` and LangGraph's checkpoint rows (``langgraph_checkpoints``, ``langgraph_blobs``,
+``langgraph_writes``, colocated with it by session), and the activity feed and agent summaries
+(``activities``, ``agent_summaries``, by identity) are distributed (docs/concepts/citus.md), so
+only a query that reads or writes them, or calls a function that does, can ask more than one
+shard. (``post_mail()``, which every mail, review and plan statement calls, writes the sender's
+activity: ``test_post_mail_asks_the_senders_shard`` checks it once, for all its callers.)
+
+Each such query is classified here: ``ROUTED`` (with the parameters to run it with) or
+``FAN_OUT`` (with the reason it asks every shard, as the design page documents). A query
+added to ``queries/`` that touches them without a classification fails
+``test_every_query_on_messages_is_classified`` (no database needed), so a new query cannot
+silently fan out.
 
 On the cluster, ``test_routed_queries_ask_one_shard`` runs each routed query (in a transaction
-rolled back afterwards) with ``citus.log_remote_commands`` on, and counts the distinct shards of
-messages named in the commands the coordinator sends: at most one. Running the query, not only
-``EXPLAIN``-ing it, also covers the functions (ikigai_append, agent_replay_events) whose
-statements an ``EXPLAIN`` of the call does not show. Off Citus it is skipped, saying so
+rolled back afterwards) with ``citus.log_remote_commands`` on, and counts the distinct shards
+named in the commands the coordinator sends (shards of one hash range count as one: the
+colocated shards of messages and the LangGraph tables hold the same sessions, on one node):
+at most one.
+Running the query, not only ``EXPLAIN``-ing it, also covers the functions (ikigai_append,
+agent_replay_events, the saver's functions of migration 0033) whose statements an ``EXPLAIN``
+of the call does not show. Off Citus it is skipped, saying so
 (``.ci/run`` runs it on the cluster, with ``IKIGAI_TEST_CITUS=1`` which turns that skip into a
 failure).
 """
@@ -34,28 +44,54 @@ from ikigai_store.sql import queries
 
 pytestmark = pytest.mark.db
 
-#: A statement that touches messages, or calls a function that reads it (migration 0030).
+#: The distributed tables (their shards are named ``<table>_<shard id>``).
+DISTRIBUTED = (
+    "messages",
+    "langgraph_checkpoints",
+    "langgraph_blobs",
+    "langgraph_writes",
+    "activities",
+    "agent_summaries",
+)
+
+#: A statement that touches a distributed table, or calls a function that does (migrations 0030
+#: and 0033).
 TOUCHES = re.compile(
-    r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+messages\b"
-    r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append)\s*\(",
+    r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+"
+    r"(?:messages|langgraph_(?:checkpoints|blobs|writes)|activities|agent_summaries)\b"
+    r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append|langgraph_put"
+    r"|langgraph_blob_chain|langgraph_get_checkpoint|langgraph_list_checkpoints"
+    r"|langgraph_delete_thread|langgraph_drop_unnamed|langgraph_delete_for_runs"
+    r"|langgraph_rebuild_latest|langgraph_delete_rows|ikigai_insert_activity"
+    r"|ikigai_record_activity|ikigai_identity_feed|ikigai_add_summary|ikigai_summary_history)"
+    r"\s*\(",
     re.IGNORECASE,
 )
+SHARD = re.compile(r"\b(?:" + "|".join(DISTRIBUTED) + r")_(\d{4,})\b")
 
 
 @dataclass(frozen=True)
 class World:
-    """One session with a root agent, a fork of it, and a few events of each."""
+    """One session with a root agent, a fork of it, and a few events of each; a LangGraph
+    thread with checkpoints, blobs and writes, a copy of it, and an unnamed thread."""
 
     session_id: int
     agent: str
     child: str
     message_id: int
     ended_session_id: int
+    thread: str = "routing-thread"
+    thread_session_id: int = 0
+    copy: str = "routing-copy"
+    unnamed_session_id: int = 0
 
 
 P = Callable[[World], dict[str, Any]]
 
 SEARCH = {"query": "hello", "phrase": None, "kinds": None, "since": None, "until": None}
+
+#: The identity whose activities, summaries and task the routed queries write and read.
+IDENTITY = "routing-ann"
 
 #: Queries of one session or agent: each asks at most one shard on the cluster.
 ROUTED: dict[str, P] = {
@@ -126,6 +162,83 @@ ROUTED: dict[str, P] = {
         "need": 10,
         "window": 100,
     },
+    "langgraph_put": lambda w: _put(w.thread, "c9", ["a"], ["3"], ["2"]),
+    "langgraph_get": lambda w: {
+        "thread_id": w.thread,
+        "checkpoint_ns": "",
+        "checkpoint_id": None,
+        "known_channels": [],
+        "known_versions": [],
+    },
+    "langgraph_list": lambda w: {
+        "thread_id": w.thread,
+        "checkpoint_ns": None,
+        "filter": None,
+        "before": None,
+        "lim": None,
+    },
+    "langgraph_blobs_for": lambda w: {
+        "session_id": w.thread_session_id,
+        "checkpoint_ns": "",
+        "channels": ["a"],
+        "versions": ["2"],
+        "known_channels": [],
+        "known_versions": [],
+    },
+    "langgraph_put_writes": lambda w: {
+        "thread_id": w.thread,
+        "title": "t",
+        "checkpoint_ns": "",
+        "checkpoint_id": "c2",
+        "task_id": "task2",
+        "task_path": "",
+        "idxs": [0],
+        "channels": ["a"],
+        "types": ["json"],
+        "blobs": [b"1"],
+        "upsert": True,
+    },
+    "langgraph_delete_thread": lambda w: {"thread_id": w.copy},
+    "langgraph_drop_unnamed": lambda w: {"session_id": w.unnamed_session_id},
+    "activities_record": lambda w: {
+        "identity": IDENTITY,
+        "type": "commit",
+        "description": "x",
+        "metadata": None,
+    },
+    "activities_feed_identity": lambda w: {
+        "identity": IDENTITY,
+        "since": None,
+        "before": None,
+        "limit": 10,
+    },
+    "activities_feed_identity_type": lambda w: {
+        "identity": IDENTITY,
+        "type": "commit",
+        "since": None,
+        "before": None,
+        "limit": 10,
+    },
+    "summaries_add": lambda w: {
+        "identity": IDENTITY,
+        "summary": "s",
+        "delta": None,
+        "transcript_hash": None,
+        "cost_usd": None,
+    },
+    "summaries_history": lambda w: {"identity": IDENTITY, "limit": 10},
+    "task_upsert": lambda w: {
+        "list_id": "routing-list",
+        "external_id": "t1",
+        "subject": "done",
+        "description": None,
+        "active_form": None,
+        "metadata": None,
+        "status": "completed",
+        "owner": IDENTITY,
+        "replace_deps": False,
+        "blocker_ids": [],
+    },
     "search_probe_session": lambda w: {
         **SEARCH,
         "session_id": w.session_id,
@@ -152,6 +265,14 @@ FAN_OUT: dict[str, str] = {
     "prune_sessions_count": "counts the ended sessions of every shard (retention)",
     "import_events": "routed (one session's events, the session id a constant) but reads the "
     "import's temporary tables: covered by tests/integration/test_portability.py on the cluster",
+    "langgraph_delete_for_runs": "checkpoints by metadata.run_id in every thread (every shard)",
+    "langgraph_rebuild_latest": "reads the old thread's lineage and writes a new thread's "
+    "session (prune keep_latest: a shard for each)",
+    "activities_feed": "the feed across identities (every shard, by design)",
+    "activities_feed_type": "the feed of one type across identities (every shard, by design)",
+    "activities_prune": "deletes by age, every identity's (every shard)",
+    "summaries_prune": "keeps the newest of each identity, or of one found by name in a "
+    "subquery (every shard)",
     "search_estimate": "search across sessions (every shard, by design)",
     "search_start": "search across sessions (every shard, by design)",
     "search_hits": "search across sessions (every shard, by design)",
@@ -164,6 +285,26 @@ FAN_OUT: dict[str, str] = {
     "search_probe_range": "search across sessions (every shard, by design)",
     "search_probe_time": "search across sessions by time (every shard, by design)",
 }
+
+
+def _put(
+    thread: str, checkpoint_id: str, channels: list[str], versions: list[str], bases: list[Any]
+) -> dict[str, Any]:
+    """langgraph_put's parameters: a checkpoint of ``thread`` and one blob per channel."""
+    return {
+        "thread_id": thread,
+        "title": "t",
+        "checkpoint_ns": "",
+        "checkpoint_id": checkpoint_id,
+        "parent_checkpoint_id": None,
+        "checkpoint": json.dumps({"channel_versions": dict(zip(channels, versions, strict=True))}),
+        "metadata": json.dumps({"run_id": "r1"}),
+        "channels": channels,
+        "versions": versions,
+        "types": ["json"] * len(channels),
+        "blobs": [b"x"] * len(channels),
+        "bases": bases,
+    }
 
 
 def _named_queries() -> dict[str, str]:
@@ -185,7 +326,7 @@ def test_every_query_on_messages_is_classified() -> None:
     }
     assert not set(ROUTED) & set(FAN_OUT)
     assert touching - set(ROUTED) - set(FAN_OUT) == set(), "classify these in ROUTED or FAN_OUT"
-    assert (set(ROUTED) | set(FAN_OUT)) - touching == set(), "these no longer touch messages"
+    assert (set(ROUTED) | set(FAN_OUT)) - touching == set(), "these touch no distributed table"
 
 
 @pytest.fixture(scope="module")
@@ -214,11 +355,57 @@ def world(cluster_url: str) -> Iterator[World]:
         ended = store.create_session("ended")
         store.append(ended, "user", "bye")
         store.end_session(ended)
-        yield World(sid, agent.uuid, child.uuid, mark.id, ended)
+        store.identities.register(IDENTITY)
+        store.identities.register("routing-bob")
+        store.activities.record(IDENTITY, "commit", "first")
+        store.summaries.add(IDENTITY, "first summary")
+    with psycopg.connect(cluster_url, autocommit=True) as conn:
+        run = lambda name, params: conn.execute(getattr(queries, name).sql, params).fetchone()  # noqa: E731
+        thread = run(
+            "langgraph_put", _put("routing-thread", "c1", ["a", "b"], ["1", "1"], [None, None])
+        )
+        run("langgraph_put", _put("routing-thread", "c2", ["a"], ["2"], ["1"]))
+        run(
+            "langgraph_put_writes",
+            {**ROUTED["langgraph_put_writes"](World(sid, "", "", 0, 0)), "upsert": False},
+        )
+        run(
+            "langgraph_copy_thread",
+            {
+                "source_thread_id": "routing-thread",
+                "target_thread_id": "routing-copy",
+                "title": "t",
+            },
+        )
+        run("langgraph_put", _put("routing-unnamed", "c1", ["a"], ["1"], [None]))
+        unnamed = run("langgraph_unname", {"thread_id": "routing-unnamed"})
+        run(
+            "task_create_list",
+            {"list_id": "routing-list", "owner": IDENTITY, "watch_path": None},
+        )
+    assert thread is not None and unnamed is not None
+    yield World(
+        sid,
+        agent.uuid,
+        child.uuid,
+        mark.id,
+        ended,
+        thread_session_id=thread[0],
+        unnamed_session_id=unnamed[0],
+    )
 
 
 def _shards(conn: psycopg.Connection[Any], name: str, params: dict[str, Any]) -> set[str]:
-    """The shards of messages the coordinator sent commands to while running ``name``."""
+    """The shard groups (colocated shards: one hash range) the coordinator sent commands to
+    while running ``name``."""
+    groups = {
+        str(shard): str(low)
+        for shard, low in conn.execute(
+            "SELECT shardid, shardminvalue FROM pg_dist_shard "
+            "WHERE logicalrelid = ANY (CAST(%s AS regclass[]))",
+            (list(DISTRIBUTED),),
+        )
+    }
     sent: list[str] = []
     conn.add_notice_handler(lambda d: sent.append(d.message_primary or ""))
     with conn.transaction(force_rollback=True):
@@ -231,12 +418,12 @@ def _shards(conn: psycopg.Connection[Any], name: str, params: dict[str, Any]) ->
                     pass
         else:
             conn.execute(text, params)
-    return {m for line in sent for m in re.findall(r"\bmessages_\d{4,}\b", line)}
+    return {groups[m] for line in sent for m in SHARD.findall(line)}
 
 
 @pytest.mark.parametrize("name", sorted(ROUTED))
 def test_routed_queries_ask_one_shard(cluster_url: str, world: World, name: str) -> None:
-    """The query asks at most one shard of messages on the cluster."""
+    """The query asks at most one shard (group) on the cluster."""
     with psycopg.connect(cluster_url, autocommit=True) as conn:
         shards = _shards(conn, name, ROUTED[name](world))
     assert len(shards) <= 1, f"{name} asked {sorted(shards)}"
@@ -250,3 +437,36 @@ def test_a_fan_out_query_is_seen_asking_every_shard(cluster_url: str, world: Wor
             "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'messages'::regclass"
         ).fetchone()
     assert total is not None and len(shards) == total[0] > 1
+
+
+def test_a_copied_thread_asks_its_lineage_shards(cluster_url: str, world: World) -> None:
+    """A copy's get reads its own session's rows and its source's: at most those two shards."""
+    with psycopg.connect(cluster_url, autocommit=True) as conn:
+        params = {**ROUTED["langgraph_get"](world), "thread_id": world.copy}
+        shards = _shards(conn, "langgraph_get", params)
+    assert 1 <= len(shards) <= 2, shards
+
+
+def test_post_mail_asks_the_senders_shard(cluster_url: str, world: World) -> None:
+    """A mail with an activity (what every review, plan and send with an activity writes
+    through post_mail) asks one shard: the sender's, for the activity."""
+    with psycopg.connect(cluster_url, autocommit=True) as conn:
+        sender, recipient = (
+            conn.execute("SELECT id FROM identities WHERE name = %s", (name,)).fetchone()[0]  # type: ignore[index]
+            for name in (IDENTITY, "routing-bob")
+        )
+        sent: list[str] = []
+        conn.add_notice_handler(lambda d: sent.append(d.message_primary or ""))
+        with conn.transaction(force_rollback=True):
+            conn.execute("SET LOCAL citus.log_remote_commands = on")
+            conn.execute("SET LOCAL client_min_messages = notice")
+            mail = conn.execute(
+                "SELECT (post_mail(thread_id => 'routing', sender_id => %s,"
+                " recipient_ids => ARRAY[%s]::bigint[], recipients => ARRAY['routing-bob'],"
+                " subject => 's', body => 'b', priority => 'normal', metadata => '{}',"
+                " activity_type => 'message', description => 'sent')).id",
+                (sender, recipient),
+            ).fetchone()
+        shards = {m for line in sent for m in SHARD.findall(line)}
+    assert mail is not None and mail[0] is not None
+    assert len(shards) == 1, shards

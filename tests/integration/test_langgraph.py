@@ -9,6 +9,7 @@ import operator
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -512,3 +513,42 @@ def test_list_without_a_config_spans_threads(store: ik.Store) -> None:
     ids = [t.config["configurable"]["checkpoint_id"] for t in listed]
     assert ids == sorted(ids, reverse=True)
     assert len(list(saver.list(None, limit=2))) == 2
+
+
+def _thread_rows(store: ik.Store, session_id: int) -> int:
+    """How many checkpoint, blob and write rows the session holds (one table at a time: on
+    Citus a distributed table is not joined with a coordinator one)."""
+    with store._connection() as conn:
+        return sum(
+            conn.execute(
+                f"SELECT count(*) AS n FROM {t} WHERE session_id = %s", (session_id,)
+            ).fetchone()["n"]
+            for t in ("langgraph_checkpoints", "langgraph_blobs", "langgraph_writes")
+        )
+
+
+def test_pruning_an_ended_threads_session_deletes_its_rows(store: ik.Store) -> None:
+    """Retention deleting a thread's ended session deletes its checkpoints, blobs and writes
+    too (on Citus, where they have no foreign key to cascade on, as on plain PostgreSQL), and
+    leaves other threads' rows alone."""
+    saver = IkigaiSaver(store)
+    p = f"pruned-{uuid.uuid4().hex[:8]}-"
+    config, _ = _steps(saver, p + "gone", 2)
+    saver.put_writes(config, [("messages", "pending")], "task-1")
+    _steps(saver, p + "kept", 1)
+    with store._connection() as conn:
+        sessions = {
+            r["thread_id"]: r["session_id"]
+            for r in conn.execute(
+                "SELECT thread_id, session_id FROM langgraph_threads WHERE thread_id LIKE %s",
+                (p + "%",),
+            )
+        }
+    gone, kept = sessions[p + "gone"], sessions[p + "kept"]
+    before = _thread_rows(store, kept)
+    assert _thread_rows(store, gone) >= 5 and before >= 2
+    store.end_session(gone)
+    store.prune_sessions(ended_before=datetime.now(UTC) + timedelta(days=1))
+    assert _thread_rows(store, gone) == 0
+    assert _thread_rows(store, kept) == before
+    assert saver.get_tuple({"configurable": {"thread_id": p + "gone"}}) is None

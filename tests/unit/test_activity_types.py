@@ -119,16 +119,23 @@ def type_expressions(sql: str) -> list[str]:
 NAMED = re.compile(r"\s*(\w+)\s*=>(.*)", re.S)
 
 
+#: The functions that write an activity, with the parameter naming its type (migrations 0016
+#: and 0033).
+WRITERS = {"post_mail": "activity_type", "ikigai_insert_activity": "act_type"}
+
+
 def post_mail_types(sql: str) -> list[str]:
-    """The expression each ``post_mail(...)`` call in ``sql`` passes as ``activity_type``
-    (calls name their arguments; a call without one writes no activity)."""
+    """The expression each ``post_mail(...)`` (or ``ikigai_insert_activity(...)``) call in
+    ``sql`` passes as the activity's type (calls name their arguments; a post_mail call
+    without one writes no activity)."""
     found = []
-    for match in re.finditer(r"\bpost_mail\s*\(", sql):
+    for match in re.finditer(r"\b(post_mail|ikigai_insert_activity)\s*\(", sql):
         open_at = match.end() - 1
         arguments = _split_top(sql[open_at + 1 : _closing(sql, open_at)])
         named = [NAMED.fullmatch(a) for a in arguments]
-        assert all(named), f"post_mail arguments must be named: {arguments}"
-        found += [m.group(2).strip() for m in named if m and m.group(1) == "activity_type"]
+        assert all(named), f"{match.group(1)} arguments must be named: {arguments}"
+        key = WRITERS[match.group(1)]
+        found += [m.group(2).strip() for m in named if m and m.group(1) == key]
     return found
 
 
@@ -201,3 +208,4 @@ def test_queries_still_write_activities_the_reader_sees() -> None:
     """The plan queries' literal types are found (this file cannot pass by reading nothing)."""
     found = post_mail_types((queries_dir() / "plans.sql").read_text())
     assert found == ["'plan_submitted'", "'plan_decided'", "'plan_submitted'"]
+    assert post_mail_types((queries_dir() / "tasks.sql").read_text()) == ["'task_complete'"]
