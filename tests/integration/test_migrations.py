@@ -54,8 +54,9 @@ ALL = [
     "0027-runtime-stores",
     "0028-topic-sequencer",
     "0030-citus-distribution",
+    "0031-lease-clock",
 ]
-LATEST = 30
+LATEST = 31
 
 
 def _since(migration: str) -> int:
