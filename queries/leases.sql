@@ -19,15 +19,20 @@
 -- or no such holder (leases_refusal says which), or neither: it holds a lease there, which
 -- leases_acquire replaces. No CTE, no sweep: the cheapest statement that keeps the invariants
 -- (issue 22). One probe of the resource's leases tests both the holder's own and, in the
--- snapshot, another holder's conflicting with the period (see the top of this file).
+-- snapshot, another holder's conflicting with the period (see the top of this file). The probe
+-- is an ordered LIMIT 1 so that it is a plain index scan of leases_resource_idx: that marks the
+-- entries of deleted leases dead, and later probes step over them (a bitmap scan, which the
+-- planner picks for NOT EXISTS, never does: on a resource acquired and released in a loop each
+-- probe visited every dead lease's heap page, issue 38).
 INSERT INTO leases (resource, holder_id, exclusive, acquired_at, expires_at)
 SELECT :resource, i.id, :exclusive, c.t, c.t + CAST(:ttl AS interval)
 FROM identities AS i, (SELECT ikigai_clock() AS t) AS c
 WHERE i.name = :holder AND i.retired_at IS NULL
-  AND NOT EXISTS (SELECT FROM leases AS l
-                  WHERE l.resource = :resource
-                    AND (l.holder_id = i.id
-                         OR (l.expires_at > c.t AND (l.exclusive OR :exclusive))))
+  AND (SELECT l.id FROM leases AS l
+       WHERE l.resource = :resource
+         AND (l.holder_id = i.id OR (l.expires_at > c.t AND (l.exclusive OR :exclusive)))
+       ORDER BY l.resource, l.id
+       LIMIT 1) IS NULL
 ON CONFLICT DO NOTHING
 RETURNING id, resource, CAST(:holder AS text) AS holder, exclusive, CAST(token AS text) AS token,
           acquired_at, expires_at, pg_notify('ikigai_lease', CAST(holder_id AS text)) AS notified;
@@ -71,9 +76,11 @@ WITH me AS (
     SELECT :resource, me.id, :exclusive, c.t, c.t + CAST(:ttl AS interval)
     FROM me, (SELECT ikigai_clock() AS t) AS c
     WHERE (SELECT count(*) FROM mine) >= 0 AND (SELECT count(*) FROM swept) >= 0
-      AND NOT EXISTS (SELECT FROM leases AS l
-                      WHERE l.resource = :resource AND l.holder_id <> me.id
-                        AND l.expires_at > c.t AND (l.exclusive OR :exclusive))
+      AND (SELECT l.id FROM leases AS l
+           WHERE l.resource = :resource AND l.holder_id <> me.id
+             AND l.expires_at > c.t AND (l.exclusive OR :exclusive)
+           ORDER BY l.resource, l.id
+           LIMIT 1) IS NULL
     ON CONFLICT DO NOTHING
     RETURNING id, resource, holder_id, exclusive, token, acquired_at, expires_at
 )
