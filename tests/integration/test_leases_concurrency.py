@@ -137,14 +137,15 @@ def test_32_acquirers_in_4_processes_one_wins(url: str) -> None:
 
 def test_renew_racing_expiry_and_takeover_never_two_live_holders(url: str) -> None:
     """Four holders fight over one resource with 50 ms leases for about three seconds: each
-    renews while it can (pausing at random, sometimes past its lease's end) and acquires again
-    when its renewal is refused, while a watcher lists the live leases. The watcher never sees
-    two; the periods the database granted (acquired_at to the last renewed end of each token)
-    never overlap; and the race really happened (takeovers and refused renewals)."""
+    renews while it can (pausing at random, sometimes past its lease's end), now and then
+    releases, and acquires again when its renewal is refused, while a watcher lists the live
+    leases. The watcher never sees two; the periods the database granted (acquired_at to the
+    last renewed end of each token, or to the database's time just before its release) never
+    overlap; and the race really happened (takeovers, releases and refused renewals)."""
     resource, ttl = "hot/file.c", timedelta(milliseconds=50)
     names = ["r0", "r1", "r2", "r3"]
     periods: dict[str, list[datetime]] = {}  # token -> [acquired_at, latest expires_at]
-    counts = {"acquired": 0, "renewed": 0, "renew_refused": 0, "acquire_refused": 0}
+    counts = {"acquired": 0, "renewed": 0, "released": 0, "renew_refused": 0, "acquire_refused": 0}
     lock = threading.Lock()
     seen_two: list[list[ik.Lease]] = []
     stop = time.monotonic() + 3.0
@@ -177,6 +178,14 @@ def test_renew_racing_expiry_and_takeover_never_two_live_holders(url: str) -> No
                 with lock:
                     counts["renewed"] += 1
                     periods[lease.token][1] = max(periods[lease.token][1], lease.expires_at)
+                if rng.random() < 0.2:
+                    with store._connection() as conn:
+                        before = conn.execute("SELECT clock_timestamp() AS t").fetchone()["t"]
+                    if store.leases.release(lease):
+                        with lock:
+                            counts["released"] += 1
+                            periods[lease.token][1] = min(periods[lease.token][1], before)
+                    lease = None
 
         def watcher() -> None:
             while time.monotonic() < stop:
@@ -198,6 +207,7 @@ def test_renew_racing_expiry_and_takeover_never_two_live_holders(url: str) -> No
         assert end <= start, f"two live leases overlap: one ends {end}, the next starts {start}"
     assert counts["acquired"] > 1 and counts["renewed"] > 0, counts
     assert counts["renew_refused"] > 0 and counts["acquire_refused"] > 0, counts
+    assert counts["released"] > 0, counts
 
 
 def test_every_lease_write_notifies_its_holders_on_commit(
