@@ -6,7 +6,9 @@ Usage: ``python scripts/bench_lease_anatomy.py [--database URL] [--pairs N]`` (w
 Each side acquires and releases one of 7 free resources in turn (what a holder looping over
 its files does, so the resources' index entries churn), on a table holding 1,000 other live
 leases, each on its own connection (``autocommit``: a commit per statement, as the library
-does). The sides run in turns of ``N / 8`` pairs, rotating, and report per pair:
+does) to a database of its own (the same identities and leases in each): the churn one side
+leaves in the indexes (dead entries, and the marks that let a scan skip them) never lands on
+another's. The sides run in turns of ``N / 8`` pairs, rotating, and report per pair:
 
 - the **server's CPU**: the side's backend process' user + system time, read from
   ``/proc/<pid>/stat`` (only when the server runs on this machine, as the embedded one does;
@@ -21,8 +23,7 @@ each with its ratio to the bare pair measured in the same run. The sides:
 2. ``leases floor``: the same two statements on the ``leases`` table (its holder foreign key,
    exclusion constraint, token and five indexes: the schema's floor);
 3. ``0.8.0 grant``: 0.8.0's ``leases_grant`` (its ``NOT EXISTS`` probe, planned as a bitmap
-   scan) + our ``leases_release``, in a database of its own (the same 1,000 leases): on a
-   shared table the other sides' plain index scans would mark the dead entries it walks;
+   scan) + our ``leases_release``;
 4. ``grant``: our ``leases_grant`` + ``leases_release``, raw;
 5. ``grant, no notify``: the same without their ``pg_notify`` (what the wake-ups cost);
 6. ``sweeping``: ``leases_acquire`` (replaces and sweeps; one acquire in 8) + release, raw;
@@ -98,13 +99,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def measure(scratch: Scratch, pairs: int) -> int:
-    url, old_url = scratch.create("x"), scratch.create("old")
     names = [f"holder-{k:02d}" for k in range(32)]
-    holder_id = register(url, *names)["holder-00"]
-    assert register(old_url, *names)["holder-00"] == holder_id
+    made = iter(range(100))
+    holder_ids: set[int] = set()
+
+    def database() -> str:
+        url = scratch.create(f"d{next(made)}")
+        holder_ids.add(register(url, *names)["holder-00"])
+        with ik.Store(url, pool_size=1) as store:
+            for k in range(1000):
+                store.leases.acquire(names[k % 32], f"busy/{k}", ttl=timedelta(hours=1))
+        return url
+
     conns: list[psycopg.Connection[Any]] = []
 
-    def connect(where: str = url) -> tuple[psycopg.Connection[Any], int]:
+    def connect(where: str) -> tuple[psycopg.Connection[Any], int]:
         conn = psycopg.connect(where, autocommit=True)
         conns.append(conn)
         row = conn.execute("SELECT pg_backend_pid()").fetchone()
@@ -116,14 +125,14 @@ def measure(scratch: Scratch, pairs: int) -> int:
     def params() -> dict[str, Any]:
         return {
             "holder": "holder-00",
-            "holder_id": holder_id,
+            "holder_id": min(holder_ids),
             "resource": f"free/{next(turn) % RESOURCES}",
             "exclusive": True,
             "ttl": timedelta(seconds=30),
         }
 
-    def pair(grant: str, release: str, where: str = url) -> tuple[Callable[[], None], int]:
-        conn, pid = connect(where)
+    def pair(grant: str, release: str) -> tuple[Callable[[], None], int]:
+        conn, pid = connect(database())
 
         def once() -> None:
             row = conn.execute(grant, params()).fetchone()
@@ -132,13 +141,8 @@ def measure(scratch: Scratch, pairs: int) -> int:
 
         return once, pid
 
-    with ik.Store(old_url, pool_size=1) as old:
-        for k in range(1000):
-            old.leases.acquire(names[k % 32], f"busy/{k}", ttl=timedelta(hours=1))
-    with ik.Store(url, pool_size=1) as store:
-        for k in range(1000):
-            store.leases.acquire(names[k % 32], f"busy/{k}", ttl=timedelta(hours=1))
-        bare_conn, bare_pid = connect()
+    with ik.Store(database(), pool_size=1) as store:
+        bare_conn, bare_pid = connect(database())
         bare_conn.execute(RAW)
 
         def bare() -> None:
@@ -167,7 +171,7 @@ def measure(scratch: Scratch, pairs: int) -> int:
         sides: dict[str, tuple[Callable[[], None], int]] = {
             "bare": (bare, bare_pid),
             "leases floor": pair(FLOOR_INSERT, FLOOR_DELETE),
-            "0.8.0 grant": pair(GRANT_080, release, old_url),
+            "0.8.0 grant": pair(GRANT_080, release),
             "grant": pair(grant, release),
             "grant, no notify": pair(grant.replace(GRANT_NOTIFY, ""), release.replace(NOTIFY, "")),
             "sweeping": pair(sweeping, release),
@@ -192,6 +196,7 @@ def measure(scratch: Scratch, pairs: int) -> int:
                 client[name] += time.process_time() - c0
     for conn in conns:
         conn.close()
+    assert len(holder_ids) == 1, "the same holder id in every database"
     n = (pairs // 8) * 8
     p50 = {name: statistics.median(w) for name, w in walls.items()}
     print(f"\nper acquire + release pair ({n} pairs a side; ratios vs bare, same run)")
