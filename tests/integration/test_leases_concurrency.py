@@ -279,7 +279,8 @@ def test_a_slowed_grant_never_starts_before_the_lease_it_outwaited_ends(
         psycopg.connect(url, autocommit=True) as gate,
     ):
         gate.execute(SLOW_GRANTS)
-        first = store.leases.acquire("r0", "slow/r", ttl=1.5)
+        # Swept: it must expire during the test; released: it must still be live when released.
+        first = store.leases.acquire("r0", "slow/r", ttl=1.5 if ender == "swept" else 60)
         gate.execute("SELECT pg_advisory_lock(3838)")
         monkeypatch.setattr(lease_ops, "_turns", itertools.count(1 if path == "fast" else 0))
         outcome: list[Any] = []
@@ -300,6 +301,8 @@ def test_a_slowed_grant_never_starts_before_the_lease_it_outwaited_ends(
                 time.sleep(0.05)
             monkeypatch.setattr(lease_ops, "_turns", itertools.count(0))  # the next one sweeps
             store.leases.acquire("r2", "elsewhere", ttl=60)
+            gone = gate.execute("SELECT count(*) FROM leases WHERE token = %s", (first.token,))
+            assert gone.fetchone()[0] == 0, "r0's expired lease was swept"
             ended = first.expires_at
         else:
             ended = gate.execute("SELECT clock_timestamp()").fetchone()[0]
