@@ -8,8 +8,15 @@ Invariants:
   acquirers of one free resource exactly one exclusive grant commits (the others wait for it,
   then get ``Conflict``);
 - a lease is live while ``expires_at`` is after ``ikigai_now()``; a grant's period starts at
-  ``ikigai_now()``, so an expired lease frees its resource by itself, with no cleanup job, and
-  is never live again: ``renew`` needs a live lease and its token, and keeps its start;
+  ``ikigai_clock()`` (migration 0031: read once by the granting statement, after its
+  snapshot), so an expired lease frees its resource by itself, with no cleanup job, and is
+  never live again: ``renew`` needs a live lease and its token, and keeps its start;
+- exclusive holders' periods never overlap: a lease's period is ``[acquired_at, end)``, its
+  end being its expiry or the commit that deleted it (released, force-released, replaced,
+  swept once expired), and a grant starts no earlier than the end of every conflicting lease
+  before it, also one deleted while the grant was on its way (the grant is refused while its
+  snapshot shows a conflicting lease; one deleted before the snapshot ended before the clock
+  was read);
 - an identity holds at most one lease per resource: acquiring again replaces its lease (a new
   token; the old one is dead), in the same statement, or not at all when refused;
 - every time comes from the database, never from this process.

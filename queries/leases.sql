@@ -2,20 +2,37 @@
 -- until a time. The exclusion constraint leases_exclusion is what refuses a second holder
 -- (whatever the code does); these statements only ask for grants, and a lease is live while
 -- expires_at > ikigai_now().
+-- A grant's period starts at ikigai_clock() (migration 0031: the time the statement reads it,
+-- once, after its snapshot was taken), and the grant is refused while its snapshot shows
+-- another holder's lease conflicting with that period. The exclusion constraint sees only the
+-- leases still there when it checks: a grant slowed after its start was taken could outwait a
+-- conflicting lease's deletion (swept once expired, released) and be stored with a start
+-- before that lease ended. With both rules a lease deleted before the snapshot ended before
+-- the grant's start and one deleted after it is seen: exclusive holders' periods (each ending
+-- when its lease expires or is deleted) never overlap.
 
 -- name: leases_grant(holder, resource, exclusive, ttl)^
 -- acquire's fast path, one INSERT: grant :holder (existing, not retired) a lease on a
 -- :resource it holds no lease on (live or expired), for :ttl from now, unless another holder's
--- live lease conflicts (leases_exclusion; ON CONFLICT DO NOTHING waits for a racing grant to
--- commit or roll back first). Notifies ikigai_lease (the holder) on commit. No row: refused,
+-- live lease conflicts (in the snapshot, or leases_exclusion; ON CONFLICT DO NOTHING waits for
+-- a racing grant to commit or roll back first). Notifies ikigai_lease (the holder) on commit. No row: refused,
 -- or no such holder (leases_refusal says which), or neither: it holds a lease there, which
 -- leases_acquire replaces. No CTE, no sweep: the cheapest statement that keeps the invariants
--- (issue 22).
-INSERT INTO leases (resource, holder_id, exclusive, expires_at)
-SELECT :resource, i.id, :exclusive, ikigai_now() + CAST(:ttl AS interval)
-FROM identities AS i
+-- (issue 22). One probe of the resource's leases tests both the holder's own and, in the
+-- snapshot, another holder's conflicting with the period (see the top of this file). The probe
+-- is an ordered LIMIT 1 so that it is a plain index scan of leases_resource_idx: that marks the
+-- entries of deleted leases dead, and later probes step over them (a bitmap scan, which the
+-- planner picks for NOT EXISTS, never does: on a resource acquired and released in a loop each
+-- probe visited every dead lease's heap page, issue 38).
+INSERT INTO leases (resource, holder_id, exclusive, acquired_at, expires_at)
+SELECT :resource, i.id, :exclusive, c.t, c.t + CAST(:ttl AS interval)
+FROM identities AS i, (SELECT ikigai_clock() AS t) AS c
 WHERE i.name = :holder AND i.retired_at IS NULL
-  AND NOT EXISTS (SELECT FROM leases AS l WHERE l.resource = :resource AND l.holder_id = i.id)
+  AND (SELECT l.id FROM leases AS l
+       WHERE l.resource = :resource
+         AND (l.holder_id = i.id OR (l.expires_at > c.t AND (l.exclusive OR :exclusive)))
+       ORDER BY l.resource, l.id
+       LIMIT 1) IS NULL
 ON CONFLICT DO NOTHING
 RETURNING id, resource, CAST(:holder AS text) AS holder, exclusive, CAST(token AS text) AS token,
           acquired_at, expires_at, pg_notify('ikigai_lease', CAST(holder_id AS text)) AS notified;
@@ -24,9 +41,10 @@ RETURNING id, resource, CAST(:holder AS text) AS holder, exclusive, CAST(token A
 -- Grant :holder (existing, not retired) a lease on :resource for :ttl from now, in one
 -- statement, atomic by itself (no transaction around it): the holder's own leases on the
 -- resource (any mode) are replaced, up to 32 expired leases anywhere are swept, and the
--- insert is refused by leases_exclusion (ON CONFLICT DO NOTHING: after waiting for a racing
--- grant to commit or roll back; a plain insert would deadlock with it) when another holder's
--- live lease conflicts. acquire runs this for one call in 8 (leases.SWEEP_EVERY), and when
+-- insert is refused when another holder's live lease conflicts: in the snapshot (where the
+-- swept leases, expired, conflict with nothing), or by leases_exclusion (ON CONFLICT DO
+-- NOTHING: after waiting for a racing grant to commit or roll back; a plain insert would
+-- deadlock with it). acquire runs this for one call in 8 (leases.SWEEP_EVERY), and when
 -- leases_grant granted nothing with nothing in the way: as a call adds at most one lease, the
 -- sweep keeps up, and no cleanup job is needed. A refusal that replaced one of the holder's
 -- own leases raises lease_refused() (exclusion_violation, migration 0022), which undoes the
@@ -54,10 +72,15 @@ WITH me AS (
                           FOR UPDATE SKIP LOCKED))
     RETURNING holder_id
 ), granted AS (
-    INSERT INTO leases (resource, holder_id, exclusive, expires_at)
-    SELECT :resource, me.id, :exclusive, ikigai_now() + CAST(:ttl AS interval)
-    FROM me
+    INSERT INTO leases (resource, holder_id, exclusive, acquired_at, expires_at)
+    SELECT :resource, me.id, :exclusive, c.t, c.t + CAST(:ttl AS interval)
+    FROM me, (SELECT ikigai_clock() AS t) AS c
     WHERE (SELECT count(*) FROM mine) >= 0 AND (SELECT count(*) FROM swept) >= 0
+      AND (SELECT l.id FROM leases AS l
+           WHERE l.resource = :resource AND l.holder_id <> me.id
+             AND l.expires_at > c.t AND (l.exclusive OR :exclusive)
+           ORDER BY l.resource, l.id
+           LIMIT 1) IS NULL
     ON CONFLICT DO NOTHING
     RETURNING id, resource, holder_id, exclusive, token, acquired_at, expires_at
 )

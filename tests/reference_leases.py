@@ -10,6 +10,13 @@ A lease: resource, holder, exclusive, token, acquired_at, expires_at. It is *liv
 ``expires_at > now``. Two leases of different holders on one resource *conflict* when either
 is exclusive. At most one lease per (holder, resource) exists.
 
+A lease's *period* is ``[acquired_at, end)``: it ends at ``expires_at``, or earlier when it is
+released, force-released or replaced (then ``end`` is that moment). The guarantee (issue 38):
+the periods of two conflicting leases, of every lease ever granted, never overlap — a grant
+starts no earlier than the end of every conflicting lease before it, also when that lease
+ended while the grant was on its way (``periods_overlap`` checks a list of periods; the
+concurrency tests apply it to what the store returned under real races).
+
 ``acquire(holder, resource, ttl, exclusive)``: checks in order: holder a name (``RefInvalid``),
 resource a string of 1-512 characters without NUL, ttl a timedelta or a number of seconds (not
 a bool, finite) in (0, 1 day] and at least a microsecond, exclusive a bool (all
@@ -56,6 +63,12 @@ class RefLease:
     acquired_at: datetime
     expires_at: datetime
     order: int
+    ended_at: datetime | None = None  # when released, force-released or replaced
+
+    @property
+    def end(self) -> datetime:
+        """Where its period ends: its expiry, or when it was ended, whichever is first."""
+        return self.expires_at if self.ended_at is None else min(self.expires_at, self.ended_at)
 
     def view(self) -> tuple[Any, ...]:
         return (
@@ -74,6 +87,7 @@ class RefLeaseWorld:
     identities: dict[str, bool] = field(default_factory=dict)  # name -> retired
     leases: list[RefLease] = field(default_factory=list)
     made: int = 0
+    history: list[RefLease] = field(default_factory=list)  # every lease ever granted
 
     # -- identities and time -------------------------------------------------------------------
 
@@ -178,11 +192,17 @@ class RefLeaseWorld:
         if blockers:
             raise RefConflict("held", res, *sorted({x.holder for x in blockers}))
         assert token is not None, "the store granted the lease: pass its token"
-        self.leases = [x for x in self.leases if not (x.resource == res and x.holder == name)]
+        self._end([x for x in self.leases if x.resource == res and x.holder == name])
         self.made += 1
         lease = RefLease(res, name, exclusive, token, self.now, self.now + length, self.made)
         self.leases.append(lease)
+        self.history.append(lease)
         return lease
+
+    def _end(self, gone: list[RefLease]) -> None:
+        for lease in gone:
+            lease.ended_at = self.now
+        self.leases = [x for x in self.leases if all(x is not g for g in gone)]
 
     def renew(self, resource: object, token: object, ttl: object) -> RefLease:
         res, tok = self.check_pair(resource, token)
@@ -198,18 +218,25 @@ class RefLeaseWorld:
         lease = self.by_token(tok)
         if lease is None or lease.resource != res:
             return False
-        self.leases.remove(lease)
-        return self.live(lease)
+        live = self.live(lease)
+        self._end([lease])
+        return live
 
     def force_release(self, resource: object) -> int:
         res = self.check_resource(resource)
         gone = [x for x in self.leases if x.resource == res]
-        self.leases = [x for x in self.leases if x.resource != res]
-        return sum(1 for x in gone if self.live(x))
+        live = sum(1 for x in gone if self.live(x))
+        self._end(gone)
+        return live
 
     def check(self) -> None:
         """The model's own invariants: one lease per (holder, resource); no two conflicting
-        live leases; tokens unique."""
+        live leases; tokens unique; no two conflicting leases ever granted whose periods
+        overlap."""
+        overlap = periods_overlap(
+            [(x.resource, x.holder, x.exclusive, x.acquired_at, x.end) for x in self.history]
+        )
+        assert overlap is None, overlap
         assert len({x.token for x in self.leases}) == len(self.leases)
         assert len({(x.holder, x.resource) for x in self.leases}) == len(self.leases)
         live = [x for x in self.leases if self.live(x)]
@@ -217,3 +244,17 @@ class RefLeaseWorld:
             for b in live:
                 if a is not b and a.resource == b.resource:
                     assert not (a.exclusive or b.exclusive), (a, b)
+
+
+Period = tuple[str, str, bool, datetime, datetime]  # resource, holder, exclusive, start, end
+
+
+def periods_overlap(periods: list[Period]) -> tuple[Period, Period] | None:
+    """Two periods of conflicting leases (one resource, different holders, one of them
+    exclusive) that overlap, or None: ``[start, end)`` each (an empty one overlaps nothing)."""
+    for k, a in enumerate(periods):
+        for b in periods[k + 1 :]:
+            conflict = a[0] == b[0] and a[1] != b[1] and (a[2] or b[2])
+            if conflict and max(a[3], b[3]) < min(a[4], b[4]):
+                return a, b
+    return None

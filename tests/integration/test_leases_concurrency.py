@@ -1,6 +1,7 @@
 """Leases under real races (committed databases, threads and processes): of 32 racing exclusive
 acquirers exactly one wins; shared and exclusive racers never mix; renewals racing expiry and
-takeover never leave two live holders."""
+takeover never leave two live holders; a grant held up while the lease in its way is swept or
+released never starts before that lease ended."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 
 import ikigai_store as ik
 from ikigai_store import leases as lease_ops
+from tests.reference_leases import periods_overlap
 
 pytestmark = pytest.mark.db
 
@@ -135,14 +137,15 @@ def test_32_acquirers_in_4_processes_one_wins(url: str) -> None:
 
 def test_renew_racing_expiry_and_takeover_never_two_live_holders(url: str) -> None:
     """Four holders fight over one resource with 50 ms leases for about three seconds: each
-    renews while it can (pausing at random, sometimes past its lease's end) and acquires again
-    when its renewal is refused, while a watcher lists the live leases. The watcher never sees
-    two; the periods the database granted (acquired_at to the last renewed end of each token)
-    never overlap; and the race really happened (takeovers and refused renewals)."""
+    renews while it can (pausing at random, sometimes past its lease's end), now and then
+    releases, and acquires again when its renewal is refused, while a watcher lists the live
+    leases. The watcher never sees two; the periods the database granted (acquired_at to the
+    last renewed end of each token, or to the database's time just before its release) never
+    overlap; and the race really happened (takeovers, releases and refused renewals)."""
     resource, ttl = "hot/file.c", timedelta(milliseconds=50)
     names = ["r0", "r1", "r2", "r3"]
     periods: dict[str, list[datetime]] = {}  # token -> [acquired_at, latest expires_at]
-    counts = {"acquired": 0, "renewed": 0, "renew_refused": 0, "acquire_refused": 0}
+    counts = {"acquired": 0, "renewed": 0, "released": 0, "renew_refused": 0, "acquire_refused": 0}
     lock = threading.Lock()
     seen_two: list[list[ik.Lease]] = []
     stop = time.monotonic() + 3.0
@@ -175,6 +178,14 @@ def test_renew_racing_expiry_and_takeover_never_two_live_holders(url: str) -> No
                 with lock:
                     counts["renewed"] += 1
                     periods[lease.token][1] = max(periods[lease.token][1], lease.expires_at)
+                if rng.random() < 0.2:
+                    with store._connection() as conn:
+                        before = conn.execute("SELECT clock_timestamp() AS t").fetchone()["t"]
+                    if store.leases.release(lease):
+                        with lock:
+                            counts["released"] += 1
+                            periods[lease.token][1] = min(periods[lease.token][1], before)
+                    lease = None
 
         def watcher() -> None:
             while time.monotonic() < stop:
@@ -196,6 +207,7 @@ def test_renew_racing_expiry_and_takeover_never_two_live_holders(url: str) -> No
         assert end <= start, f"two live leases overlap: one ends {end}, the next starts {start}"
     assert counts["acquired"] > 1 and counts["renewed"] > 0, counts
     assert counts["renew_refused"] > 0 and counts["acquire_refused"] > 0, counts
+    assert counts["released"] > 0, counts
 
 
 def test_every_lease_write_notifies_its_holders_on_commit(
@@ -231,3 +243,82 @@ def test_every_lease_write_notifies_its_holders_on_commit(
         assert heard() == sorted([str(ids["r2"]), str(ids["r3"])])
         assert store.leases.force_release("a.c") == 1
         assert heard() == [str(ids["r1"])]
+
+
+#: A test-only hold on grants: a grant of "slow/r" waits, after its row is built and before
+#: the exclusion constraint checks it, while the gate's advisory lock is held.
+SLOW_GRANTS = """
+CREATE FUNCTION test_slow_grant() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF NEW.resource = 'slow/r' THEN
+        PERFORM pg_advisory_xact_lock_shared(3838);
+    END IF;
+    RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER test_slow_grant BEFORE INSERT ON leases
+    FOR EACH ROW EXECUTE FUNCTION test_slow_grant();
+"""
+HELD_AT_GATE = """
+SELECT count(*) FROM pg_locks
+WHERE locktype = 'advisory' AND objid = 3838 AND NOT granted
+"""
+
+
+@pytest.mark.parametrize("path", ["fast", "sweeping"])
+@pytest.mark.parametrize("ender", ["swept", "released"])
+def test_a_slowed_grant_never_starts_before_the_lease_it_outwaited_ends(
+    url: str, monkeypatch: pytest.MonkeyPatch, ender: str, path: str
+) -> None:
+    """r1 asks for a resource while r0's lease on it is live; r1's statement is held (after
+    its row is built, before the exclusion check) until r0's lease has been swept once
+    expired, or released, and that committed: r1 is refused, or granted a period that starts
+    no earlier than r0's ended (exclusive holders' periods never overlap)."""
+    with (
+        ik.open(url, migrate=False, pool_size=4) as store,
+        psycopg.connect(url, autocommit=True) as gate,
+    ):
+        gate.execute(SLOW_GRANTS)
+        # Swept: it must expire during the test; released: it must still be live when released.
+        first = store.leases.acquire("r0", "slow/r", ttl=1.5 if ender == "swept" else 60)
+        gate.execute("SELECT pg_advisory_lock(3838)")
+        monkeypatch.setattr(lease_ops, "_turns", itertools.count(1 if path == "fast" else 0))
+        outcome: list[Any] = []
+
+        def second() -> None:
+            try:
+                outcome.append(store.leases.acquire("r1", "slow/r", ttl=60))
+            except ik.IkigaiStoreError as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        while thread.is_alive() and not gate.execute(HELD_AT_GATE).fetchone()[0]:
+            time.sleep(0.005)
+        held_up = thread.is_alive()
+        if ender == "swept":
+            while gate.execute("SELECT clock_timestamp()").fetchone()[0] <= first.expires_at:
+                time.sleep(0.05)
+            monkeypatch.setattr(lease_ops, "_turns", itertools.count(0))  # the next one sweeps
+            store.leases.acquire("r2", "elsewhere", ttl=60)
+            gone = gate.execute("SELECT count(*) FROM leases WHERE token = %s", (first.token,))
+            assert gone.fetchone()[0] == 0, "r0's expired lease was swept"
+            ended = first.expires_at
+        else:
+            ended = gate.execute("SELECT clock_timestamp()").fetchone()[0]
+            assert store.leases.release(first) is True
+        assert store.leases.held("slow/r", holder="r0") == []
+        gate.execute("SELECT pg_advisory_unlock(3838)")
+        thread.join(30)
+    [got] = outcome
+    if isinstance(got, ik.Lease):
+        periods = [
+            (first.resource, first.holder, True, first.acquired_at, ended),
+            (got.resource, got.holder, True, got.acquired_at, got.expires_at),
+        ]
+        assert periods_overlap(periods) is None, (
+            f"r1's lease starts at {got.acquired_at}, before r0's ended at {ended} "
+            f"(held up at the exclusion check: {held_up})"
+        )
+    else:
+        assert isinstance(got, ik.Conflict), got

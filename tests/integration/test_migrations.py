@@ -54,6 +54,7 @@ ALL = [
     "0027-runtime-stores",
     "0028-topic-sequencer",
     "0030-citus-distribution",
+    "0031-lease-clock",
     "0033-citus-more-distributed",
     "0035-langgraph-copies-own-special-writes",
 ]

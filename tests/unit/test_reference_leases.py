@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.reference_leases import EPOCH, RefLeaseWorld
+from tests.reference_leases import EPOCH, RefLeaseWorld, periods_overlap
 from tests.reference_mail import RefConflict, RefInvalid, RefNotFound
 
 SECOND = timedelta(seconds=1)
@@ -110,3 +110,36 @@ def test_held_is_literal_and_ordered() -> None:
     assert w.force_release("b_x") == 2
     with pytest.raises(RefNotFound):
         w.held("", "ghost")
+
+
+def test_periods_end_when_leases_end() -> None:
+    """A released, force-released or replaced lease's period ends then, not at its expiry;
+    the next holder's period starts no earlier, and the model's check holds."""
+    w = world("ann", "bob")
+    first = w.acquire("ann", "r", 10, True, tok(1))
+    w.advance(2 * SECOND)
+    assert w.release("r", tok(1)) is True
+    assert (first.acquired_at, first.end) == (EPOCH, EPOCH + 2 * SECOND)
+    second = w.acquire("bob", "r", 10, True, tok(2))
+    assert second.acquired_at == first.end
+    w.advance(SECOND)
+    w.acquire("bob", "r", 10, False, tok(3))  # replaced: ends now
+    assert second.end == EPOCH + 3 * SECOND
+    w.advance(20 * SECOND)  # expired: ends at its expiry, not later
+    assert w.history[-1].end == EPOCH + 13 * SECOND
+    w.check()
+
+
+def test_periods_overlap_names_the_pair() -> None:
+    """Periods overlap only for one resource, different holders, one exclusive, and a common
+    instant ([start, end): touching ends do not overlap)."""
+    t = [EPOCH + n * SECOND for n in range(4)]
+    a = ("r", "ann", True, t[0], t[2])
+    assert periods_overlap([a, ("r", "bob", False, t[2], t[3])]) is None
+    assert periods_overlap([a, ("s", "bob", True, t[1], t[3])]) is None
+    assert periods_overlap([a, ("r", "ann", True, t[1], t[3])]) is None
+    assert (
+        periods_overlap([("r", "ann", False, t[0], t[2]), ("r", "bob", False, t[1], t[3])]) is None
+    )
+    late = ("r", "bob", False, t[1], t[3])
+    assert periods_overlap([a, late]) == (a, late)
