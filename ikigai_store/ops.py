@@ -49,6 +49,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
+import re
 import warnings
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
@@ -67,6 +69,7 @@ from typing import (
 )
 
 import psycopg
+from psycopg import pq
 from psycopg.rows import tuple_row
 
 from .errors import IkigaiStoreError, translate
@@ -577,37 +580,156 @@ def _let_go(conn: Any, rows: list[Any]) -> None:
         pair[1].close()
 
 
-def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
-    """Run one call on a (dict-row) connection and shape its result."""
-    sql, params = _sql(call), call.params
+# ---------------------------------------------------------------- wake-ups after the commit
+
+#: What in a query's text may send a wake-up (migration 0032's ikigai_notify): a direct call,
+#: a function that notifies or writes the rows whose triggers do, or such a write itself
+#: (mail_recipients inserted or made unread, queue_items inserted: updates of queue_items notify
+#: only where the query says so (0025), tasks written, task lists deleted: their tasks go too).
+_WAKES = re.compile(
+    r"\b(ikigai_notify|ikigai_notify_ids|post_mail|sequence_topic|ikigai_append"
+    r"|mail_waiters_reap|mail_waiters_take|mail_waiters_drop|prune_identities)\s*\("
+    r"|\bINSERT\s+INTO\s+(mail_recipients|queue_items|tasks)\b"
+    r"|\bUPDATE\s+(mail_recipients|tasks)\b"
+    r"|\bDELETE\s+FROM\s+(tasks|task_lists)\b",
+    re.IGNORECASE,
+)
+#: Queries the pattern names that never wake anyone: they only move recipient rows away from
+#: unread (0023's trigger notifies a row made unread), on the mail hot paths.
+_NEVER_WAKE = frozenset({"claim_unread", "read_mail", "ack_mail"})
+
+
+def _waking() -> frozenset[str]:
+    names = queries.available_queries
+    return frozenset(
+        name
+        for name in names
+        if name not in _NEVER_WAKE and _WAKES.search(getattr(queries, name).sql)
+    )
+
+
+#: The queries whose statement may send wake-ups. On a pooled connection (which runs
+#: ``wake_after_commit`` once) their notifications are kept in the session until ``send_wakes``:
+#: in autocommit the driver sends that statement right after the write, in the same round trip
+#: (pipeline mode, a Sync between: the write commits first, alone); inside a transaction the
+#: connection is marked (``_WAKE_MARK``) and its face sends them at the transaction's end
+#: (``send_wakes``). Why: PostgreSQL serialises the commits of every transaction that issued
+#: NOTIFY, across their WAL flush (migration 0032).
+WAKING: frozenset[str] = _waking()
+_SEND_WAKES: str = queries.send_wakes.sql
+#: The attribute a connection carries while it may hold wake-ups not sent yet.
+_WAKE_MARK = "_ikigai_wakes"
+_IDLE = pq.TransactionStatus.IDLE
+_OK = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK)
+
+log = logging.getLogger("ikigai_store.ops")
+
+
+def mark_wakes(conn: Any) -> None:
+    """Note that ``conn`` may hold wake-ups not sent yet (raw SQL inside a transaction)."""
+    conn.__dict__[_WAKE_MARK] = True
+
+
+def has_wakes(conn: Any) -> bool:
+    """Whether ``conn`` may hold wake-ups not sent yet; forgets it (the caller sends them or
+    their transaction rolled back, which forgot them)."""
+    return conn.__dict__.pop(_WAKE_MARK, None) is not None
+
+
+def send_wakes(conn: psycopg.Connection[Any]) -> None:
+    """Send the wake-ups ``conn`` kept (``queries/mail.sql: send_wakes``): after an atomic
+    operation's commit, or inside ``store.transaction()`` before its COMMIT."""
+    _cursors(conn)[1].execute(_SEND_WAKES)
+
+
+async def asend_wakes(conn: psycopg.AsyncConnection[Any]) -> None:
+    """``send_wakes`` for an asyncio connection."""
+    await _cursors(conn)[1].execute(_SEND_WAKES)
+
+
+def send_committed_wakes(conn: psycopg.Connection[Any]) -> None:
+    """``send_wakes`` after a commit: a failure is logged, not raised (the writes are
+    committed; waiters find them when they look again)."""
+    try:
+        send_wakes(conn)
+    except psycopg.Error as exc:
+        log.warning("writes committed but their wake-ups were not sent: %s", exc)
+
+
+async def asend_committed_wakes(conn: psycopg.AsyncConnection[Any]) -> None:
+    """``send_committed_wakes`` for an asyncio connection."""
+    try:
+        await asend_wakes(conn)
+    except psycopg.Error as exc:
+        log.warning("writes committed but their wake-ups were not sent: %s", exc)
+
+
+def _wake_cursor(conn: Any) -> Any:
+    """``conn``'s reused cursor for ``send_wakes`` in a pipeline (its own: the write's cursor
+    keeps the write's result)."""
+    cur = conn.__dict__.get("_ikigai_wake_cursor")
+    if cur is None or cur.closed:
+        cur = conn._ikigai_wake_cursor = conn.cursor()
+    return cur
+
+
+def _target(conn: Any, shape: Shape) -> Any:
+    """The reused cursor a call of ``shape`` runs on (see ``execute``)."""
+    pair = _cursors(conn)
+    return pair[0] if shape in ("messages", "model", "value") else pair[1]
+
+
+def _wake_failed(cur: Any, exc: psycopg.Error) -> None:
+    """The pipeline of a waking write failed: re-raise unless the write itself succeeded
+    (committed: only its wake-ups were not sent; waiters find it when they look again)."""
+    result = cur.pgresult
+    if result is None or result.status not in _OK:
+        raise exc
+    log.warning("writes committed but their wake-ups were not sent: %s", exc)
+
+
+def _execute_then_wake(conn: psycopg.Connection[Any], call: Call) -> Any:
+    """Run a waking call in autocommit, then ``send_wakes`` after its commit: both sent in one
+    round trip (pipeline mode), with a Sync between them so that the write is a transaction of
+    its own (committed, without NOTIFY) before the wake-ups go in another (no transaction id,
+    no commit record: PostgreSQL's NOTIFY lock held briefly)."""
+    cur = _target(conn, call.shape)
+    try:
+        with conn.pipeline() as pipeline:
+            cur.execute(_sql(call), call.params)
+            pipeline._enqueue_sync()  # psycopg's Sync without waiting: ends the write's transaction
+            _wake_cursor(conn).execute(_SEND_WAKES)
+    except psycopg.Error as exc:
+        _wake_failed(cur, exc)
+    return _shape(call, conn, cur)
+
+
+async def _aexecute_then_wake(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
+    """``_execute_then_wake`` for an asyncio connection."""
+    cur = _target(conn, call.shape)
+    try:
+        async with conn.pipeline() as pipeline:
+            await cur.execute(_sql(call), call.params)
+            pipeline._enqueue_sync()
+            await _wake_cursor(conn).execute(_SEND_WAKES)
+    except psycopg.Error as exc:
+        _wake_failed(cur, exc)
+    return await _ashape(call, conn, cur)
+
+
+def _shape(call: Call, conn: Any, cur: Any) -> Any:
+    """The result of ``call`` from the cursor it ran on (``_target``): its rows as the call's
+    shape says."""
     shape = call.shape
     if shape == "messages":
-        # Event reads are replay's hot path: binary results skip timestamp parsing and tuple
-        # rows skip a dict per row.
-        tcur = _cursors(conn)[0]
-        tcur.execute(sql, params)
-        messages = _messages(call.name, tcur, rows := tcur.fetchall())
+        messages = _messages(call.name, cur, rows := cur.fetchall())
         _let_go(conn, rows)
         return messages
     if shape == "model" or shape == "value":
-        # One row as a binary tuple: no dict, no text parsing (the lease path, issue 38).
-        tcur = _cursors(conn)[0]
-        tcur.execute(sql, params)
-        row = tcur.fetchone()
+        row = cur.fetchone()
         if shape == "model":
-            return _model(call, tcur, row)
+            return _model(call, cur, row)
         return None if row is None else row[0]
-    if shape == "copy_out" or shape == "copy_in":
-        with conn.cursor() as ccur, ccur.copy(sql, params) as copy:
-            if shape == "copy_out":
-                for block in copy:
-                    call.stream(block)
-            else:
-                for block in call.stream:
-                    copy.write(block)
-        return ccur.rowcount
-    cur = _cursors(conn)[1]
-    cur.execute(sql, params)
     if shape == "one":
         return cur.fetchone()
     if shape == "many":
@@ -617,23 +739,61 @@ def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
     return cur.rowcount
 
 
-async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
-    """``execute`` for an asyncio connection: the same SQL, the same shaping."""
-    sql, params = _sql(call), call.params
+async def _ashape(call: Call, conn: Any, cur: Any) -> Any:
+    """``_shape`` for an asyncio cursor."""
     shape = call.shape
     if shape == "messages":
-        tcur = _cursors(conn)[0]
-        await tcur.execute(sql, params)
-        messages = _messages(call.name, tcur, rows := await tcur.fetchall())
+        messages = _messages(call.name, cur, rows := await cur.fetchall())
         await _alet_go(conn, rows)
         return messages
     if shape == "model" or shape == "value":
-        tcur = _cursors(conn)[0]
-        await tcur.execute(sql, params)
-        row = await tcur.fetchone()
+        row = await cur.fetchone()
         if shape == "model":
-            return _model(call, tcur, row)
+            return _model(call, cur, row)
         return None if row is None else row[0]
+    if shape == "one":
+        return await cur.fetchone()
+    if shape == "many":
+        rows = await cur.fetchall()
+        await _alet_go(conn, rows)
+        return rows
+    return cur.rowcount
+
+
+def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
+    """Run one call on a (dict-row) connection and shape its result. Event reads (``messages``)
+    and ``model``/``value`` calls run on the binary tuple-row cursor: binary results skip
+    timestamp parsing and tuple rows skip a dict per row (replay's and the lease path's hot
+    calls, issue 38). A waking call (``WAKING``) sends its wake-ups after its commit in
+    autocommit, or marks ``conn`` in a transaction (its face sends them at the end)."""
+    if call.name in WAKING:
+        if conn.pgconn.transaction_status == _IDLE:
+            return _execute_then_wake(conn, call)
+        mark_wakes(conn)
+    sql, params = _sql(call), call.params
+    shape = call.shape
+    if shape == "copy_out" or shape == "copy_in":
+        with conn.cursor() as ccur, ccur.copy(sql, params) as copy:
+            if shape == "copy_out":
+                for block in copy:
+                    call.stream(block)
+            else:
+                for block in call.stream:
+                    copy.write(block)
+        return ccur.rowcount
+    cur = _target(conn, shape)
+    cur.execute(sql, params)
+    return _shape(call, conn, cur)
+
+
+async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
+    """``execute`` for an asyncio connection: the same SQL, the same shaping."""
+    if call.name in WAKING:
+        if conn.pgconn.transaction_status == _IDLE:
+            return await _aexecute_then_wake(conn, call)
+        mark_wakes(conn)
+    sql, params = _sql(call), call.params
+    shape = call.shape
     if shape == "copy_out" or shape == "copy_in":
         async with conn.cursor() as ccur, ccur.copy(sql, params) as copy:
             if shape == "copy_out":
@@ -643,15 +803,9 @@ async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
                 for block in call.stream:
                     await copy.write(block)
         return ccur.rowcount
-    cur = _cursors(conn)[1]
+    cur = _target(conn, shape)
     await cur.execute(sql, params)
-    if shape == "one":
-        return await cur.fetchone()
-    if shape == "many":
-        rows = await cur.fetchall()
-        await _alet_go(conn, rows)
-        return rows
-    return cur.rowcount
+    return await _ashape(call, conn, cur)
 
 
 async def _alet_go(conn: Any, rows: list[Any]) -> None:

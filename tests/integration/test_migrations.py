@@ -54,8 +54,9 @@ ALL = [
     "0027-runtime-stores",
     "0028-topic-sequencer",
     "0030-citus-distribution",
+    "0032-wake-after-commit",
 ]
-LATEST = 30
+LATEST = 32
 
 
 def _since(migration: str) -> int:
