@@ -40,6 +40,9 @@ Invariants:
   thrown into the operation too, so it can undo what it left in the database (``mail.wait``
   withdraws its registration) before the interruption propagates;
 - no psycopg exception leaves a driver: everything is translated by ``errors.translate``;
+- a waking call (``WAKING``) sends its wake-ups after its commit: in autocommit with
+  ``send_wakes`` in the same round trip; in a transaction its face sends them at the end
+  (migration 0032: PostgreSQL serialises the commits of transactions that NOTIFY);
 - both drivers execute the same SQL text (aiosql's parse of ``queries/*.sql``) with the same
   row handling, so the faces return equal results for equal calls; each connection's cursors
   are reused from call to call (``_cursors``), except after a result of many rows.
