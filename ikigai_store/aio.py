@@ -177,7 +177,7 @@ class AsyncStore(AsyncFace, Operations[AsyncFace]):
                 except BaseException:
                     ops.has_wakes(conn)  # rolled back: nothing to send
                     raise
-                if ops.has_wakes(conn):  # committed: its wake-ups go now (ops.WAKING)
+                if ops.has_wakes(conn):  # committed: its wake-ups go now (ops.WAKES_NOTICE)
                     await ops.asend_committed_wakes(conn)
             else:
                 yield conn
@@ -189,10 +189,8 @@ class AsyncStore(AsyncFace, Operations[AsyncFace]):
         async with self._scope(False) as conn:
             try:
                 yield conn
-                if pinned is None:
+                if pinned is None and ops.has_wakes(conn):  # told by ops.WAKES_NOTICE
                     await ops.asend_wakes(conn)
-                else:
-                    ops.mark_wakes(conn)
             except psycopg.Error as exc:
                 raise self._on_error(exc, conn) from exc
 
@@ -222,7 +220,7 @@ class AsyncStore(AsyncFace, Operations[AsyncFace]):
                 try:
                     async with conn.transaction(force_rollback=force_rollback):
                         yield self
-                        # The wake-ups the block's writes kept (ops.WAKING) go in the
+                        # The wake-ups the block's writes kept (ops.WAKES_NOTICE) go in the
                         # transaction: delivered at its commit, as any NOTIFY.
                         if ops.has_wakes(conn) and not force_rollback:
                             await ops.asend_wakes(conn)

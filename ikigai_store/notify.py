@@ -16,7 +16,7 @@ notification names it. Invariants:
   ``RETRY`` seconds instead of sleeping blind;
 - notifications are delivered on commit only, so a waiter wakes for committed mail. The
   store's own writes send theirs right after their commit, in a statement of their own
-  (migration 0032, ``ops.WAKING``): a writer that dies in between loses the wake-up, never the
+  (migration 0032, ``ops.WAKES_NOTICE``): a writer that dies in between loses the wake-up, never the
   mail, and every waiter looks again at its deadline and whenever the listener reconnects.
 
 Each listener connection also holds a session-level advisory lock on a random key, its

@@ -40,9 +40,11 @@ Invariants:
   thrown into the operation too, so it can undo what it left in the database (``mail.wait``
   withdraws its registration) before the interruption propagates;
 - no psycopg exception leaves a driver: everything is translated by ``errors.translate``;
-- a waking call (``WAKING``) sends its wake-ups after its commit: in autocommit with
-  ``send_wakes`` in the same round trip; in a transaction its face sends them at the end
-  (migration 0032: PostgreSQL serialises the commits of transactions that NOTIFY);
+- a call's wake-ups go after its commit: on a pooled connection the server keeps them and says
+  so (``WAKES_NOTICE``); in autocommit the driver sends them right after the call
+  (``send_wakes``; in the same round trip for ``PIPELINED`` calls), in a transaction its face
+  sends them at the end (migration 0032: PostgreSQL serialises the commits of transactions
+  that NOTIFY);
 - both drivers execute the same SQL text (aiosql's parse of ``queries/*.sql``) with the same
   row handling, so the faces return equal results for equal calls; each connection's cursors
   are reused from call to call (``_cursors``), except after a result of many rows.
@@ -53,8 +55,8 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import re
 import warnings
+import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
@@ -585,40 +587,16 @@ def _let_go(conn: Any, rows: list[Any]) -> None:
 
 # ---------------------------------------------------------------- wake-ups after the commit
 
-#: What in a query's text may send a wake-up (migration 0032's ikigai_notify): a direct call,
-#: a function that notifies or writes the rows whose triggers do, or such a write itself
-#: (mail_recipients inserted or made unread, queue_items inserted: updates of queue_items notify
-#: only where the query says so (0025), tasks written, task lists deleted: their tasks go too).
-_WAKES = re.compile(
-    r"\b(ikigai_notify|ikigai_notify_ids|post_mail|sequence_topic|ikigai_append"
-    r"|mail_waiters_reap|mail_waiters_take|mail_waiters_drop|prune_identities)\s*\("
-    r"|\bINSERT\s+INTO\s+(mail_recipients|queue_items|tasks)\b"
-    r"|\bUPDATE\s+(mail_recipients|tasks)\b"
-    r"|\bDELETE\s+FROM\s+(tasks|task_lists)\b",
-    re.IGNORECASE,
-)
-#: Queries the pattern names that never wake anyone: they only move recipient rows away from
-#: unread (0023's trigger notifies a row made unread), on the mail hot paths.
-_NEVER_WAKE = frozenset({"claim_unread", "read_mail", "ack_mail"})
-
-
-def _waking() -> frozenset[str]:
-    names = queries.available_queries
-    return frozenset(
-        name
-        for name in names
-        if name not in _NEVER_WAKE and _WAKES.search(getattr(queries, name).sql)
-    )
-
-
-#: The queries whose statement may send wake-ups. On a pooled connection (which runs
-#: ``wake_after_commit`` once) their notifications are kept in the session until ``send_wakes``:
-#: in autocommit the driver sends that statement right after the write, in the same round trip
-#: (pipeline mode, a Sync between: the write commits first, alone); inside a transaction the
-#: connection is marked (``_WAKE_MARK``) and its face sends them at the transaction's end
-#: (``send_wakes``). Why: PostgreSQL serialises the commits of every transaction that issued
+#: The NOTICE migration 0032's ikigai_notify raises when it keeps a wake-up for after the
+#: commit (on a connection that ran ``wake_after_commit``: every pooled one).
+WAKES_NOTICE = "ikigai: wake-ups kept until after the commit"
+#: Queries that (nearly) always wake someone: in autocommit, ``send_wakes`` goes in the same
+#: round trip (pipeline mode, a Sync between: the write commits first, alone). Any other
+#: statement that kept wake-ups (told by ``WAKES_NOTICE``: an append to a listened session, a
+#: queue release, a task change, ...) has them sent right after it, in a round trip of its own.
+#: Why after the commit: PostgreSQL serialises the commits of every transaction that issued
 #: NOTIFY, across their WAL flush (migration 0032).
-WAKING: frozenset[str] = _waking()
+PIPELINED: frozenset[str] = frozenset({"send_mail", "publish_mail", "publish_mails"})
 _SEND_WAKES: str = queries.send_wakes.sql
 #: The attribute a connection carries while it may hold wake-ups not sent yet.
 _WAKE_MARK = "_ikigai_wakes"
@@ -628,20 +606,27 @@ _OK = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK)
 log = logging.getLogger("ikigai_store.ops")
 
 
-def mark_wakes(conn: Any) -> None:
-    """Note that ``conn`` may hold wake-ups not sent yet (raw SQL inside a transaction)."""
-    conn.__dict__[_WAKE_MARK] = True
+def watch_wakes(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
+    """Have ``conn`` marked whenever the server says it kept wake-ups (``WAKES_NOTICE``); run
+    once per pooled connection (``pool``), with ``wake_after_commit``."""
+    ref = weakref.ref(conn)
+
+    def noted(diagnostic: psycopg.errors.Diagnostic) -> None:
+        if diagnostic.message_primary == WAKES_NOTICE and (c := ref()) is not None:
+            c.__dict__[_WAKE_MARK] = True
+
+    conn.add_notice_handler(noted)
 
 
 def has_wakes(conn: Any) -> bool:
-    """Whether ``conn`` may hold wake-ups not sent yet; forgets it (the caller sends them or
+    """Whether ``conn`` may hold wake-ups not sent yet; forgets it (the caller sends them, or
     their transaction rolled back, which forgot them)."""
     return conn.__dict__.pop(_WAKE_MARK, None) is not None
 
 
 def send_wakes(conn: psycopg.Connection[Any]) -> None:
-    """Send the wake-ups ``conn`` kept (``queries/mail.sql: send_wakes``): after an atomic
-    operation's commit, or inside ``store.transaction()`` before its COMMIT."""
+    """Send the wake-ups ``conn`` kept (``queries/mail.sql: send_wakes``): inside
+    ``store.transaction()`` before its COMMIT."""
     _cursors(conn)[1].execute(_SEND_WAKES)
 
 
@@ -692,10 +677,10 @@ def _wake_failed(cur: Any, exc: psycopg.Error) -> None:
 
 
 def _execute_then_wake(conn: psycopg.Connection[Any], call: Call) -> Any:
-    """Run a waking call in autocommit, then ``send_wakes`` after its commit: both sent in one
-    round trip (pipeline mode), with a Sync between them so that the write is a transaction of
-    its own (committed, without NOTIFY) before the wake-ups go in another (no transaction id,
-    no commit record: PostgreSQL's NOTIFY lock held briefly)."""
+    """Run a ``PIPELINED`` call in autocommit, then ``send_wakes`` after its commit: both sent
+    in one round trip (pipeline mode), with a Sync between them so that the write is a
+    transaction of its own (committed, without NOTIFY) before the wake-ups go in another (no
+    transaction id, no commit record: PostgreSQL's NOTIFY lock held briefly)."""
     cur = _target(conn, call.shape)
     try:
         with conn.pipeline() as pipeline:
@@ -704,6 +689,8 @@ def _execute_then_wake(conn: psycopg.Connection[Any], call: Call) -> Any:
             _wake_cursor(conn).execute(_SEND_WAKES)
     except psycopg.Error as exc:
         _wake_failed(cur, exc)
+    finally:
+        has_wakes(conn)  # sent (or rolled back with the write)
     return _shape(call, conn, cur)
 
 
@@ -717,6 +704,8 @@ async def _aexecute_then_wake(conn: psycopg.AsyncConnection[Any], call: Call) ->
             await _wake_cursor(conn).execute(_SEND_WAKES)
     except psycopg.Error as exc:
         _wake_failed(cur, exc)
+    finally:
+        has_wakes(conn)
     return await _ashape(call, conn, cur)
 
 
@@ -767,12 +756,12 @@ def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
     """Run one call on a (dict-row) connection and shape its result. Event reads (``messages``)
     and ``model``/``value`` calls run on the binary tuple-row cursor: binary results skip
     timestamp parsing and tuple rows skip a dict per row (replay's and the lease path's hot
-    calls, issue 38). A waking call (``WAKING``) sends its wake-ups after its commit in
-    autocommit, or marks ``conn`` in a transaction (its face sends them at the end)."""
-    if call.name in WAKING:
-        if conn.pgconn.transaction_status == _IDLE:
-            return _execute_then_wake(conn, call)
-        mark_wakes(conn)
+    calls, issue 38). In autocommit, the wake-ups a call kept (``WAKES_NOTICE``) are sent
+    right after its commit (``PIPELINED`` calls: in the same round trip); in a transaction the
+    connection stays marked and its face sends them at the end (``has_wakes``)."""
+    idle = conn.pgconn.transaction_status == _IDLE  # autocommit: the call is a transaction
+    if idle and call.name in PIPELINED:
+        return _execute_then_wake(conn, call)
     sql, params = _sql(call), call.params
     shape = call.shape
     if shape == "copy_out" or shape == "copy_in":
@@ -783,18 +772,21 @@ def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
             else:
                 for block in call.stream:
                     copy.write(block)
-        return ccur.rowcount
-    cur = _target(conn, shape)
-    cur.execute(sql, params)
-    return _shape(call, conn, cur)
+        result: Any = ccur.rowcount
+    else:
+        cur = _target(conn, shape)
+        cur.execute(sql, params)
+        result = _shape(call, conn, cur)
+    if idle and _WAKE_MARK in conn.__dict__ and has_wakes(conn):
+        send_committed_wakes(conn)  # it committed and kept wake-ups (WAKES_NOTICE)
+    return result
 
 
 async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
     """``execute`` for an asyncio connection: the same SQL, the same shaping."""
-    if call.name in WAKING:
-        if conn.pgconn.transaction_status == _IDLE:
-            return await _aexecute_then_wake(conn, call)
-        mark_wakes(conn)
+    idle = conn.pgconn.transaction_status == _IDLE
+    if idle and call.name in PIPELINED:
+        return await _aexecute_then_wake(conn, call)
     sql, params = _sql(call), call.params
     shape = call.shape
     if shape == "copy_out" or shape == "copy_in":
@@ -805,10 +797,14 @@ async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
             else:
                 for block in call.stream:
                     await copy.write(block)
-        return ccur.rowcount
-    cur = _target(conn, shape)
-    await cur.execute(sql, params)
-    return await _ashape(call, conn, cur)
+        result: Any = ccur.rowcount
+    else:
+        cur = _target(conn, shape)
+        await cur.execute(sql, params)
+        result = await _ashape(call, conn, cur)
+    if idle and _WAKE_MARK in conn.__dict__ and has_wakes(conn):
+        await asend_committed_wakes(conn)
+    return result
 
 
 async def _alet_go(conn: Any, rows: list[Any]) -> None:

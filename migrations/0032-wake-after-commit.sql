@@ -11,12 +11,15 @@
 --   ikigai.wake_after_commit is 'on'. Then it adds (channel, payload) to the session setting
 --   ikigai.wakes instead (once: an equal pair already there is not added again). A setting
 --   is transactional: what a rolled-back transaction or savepoint added is gone with it.
+--   Each pair it keeps raises the NOTICE 'ikigai: wake-ups kept until after the commit', which
+--   tells the client that it has wake-ups to send.
 -- - ikigai_send_wakes() sends what ikigai.wakes holds, in the order it was added, and empties
 --   it; it returns how many notifications it sent. The library's connections set
---   ikigai.wake_after_commit to 'on' and run it right after each waking statement's commit, as a
---   statement (and transaction) of its own sent in the same round trip (ikigai_store/ops.py),
---   or, inside the caller's transaction (store.transaction()), just before its COMMIT, so that
---   they are delivered on commit as PostgreSQL delivers any NOTIFY.
+--   ikigai.wake_after_commit to 'on' and, when told by the NOTICE, run it right after the
+--   statement's commit as a statement (and transaction) of its own (ikigai_store/ops.py; sent
+--   in the same round trip for the writes that always wake: a send, a publish), or, inside the
+--   caller's transaction (store.transaction()), just before its COMMIT, so that they are
+--   delivered on commit as PostgreSQL delivers any NOTIFY.
 -- - Every other writer (raw SQL, other languages, psql) does not set the setting: the triggers
 --   notify in its transaction as before.
 -- ikigai_notify_ids (0017) keeps its meaning (payload '*' over 7000 characters) through
@@ -44,6 +47,8 @@ BEGIN
     pending := COALESCE(current_setting('ikigai.wakes', true), '');
     IF strpos(E'\n' || pending, E'\n' || line) = 0 THEN
         PERFORM set_config('ikigai.wakes', pending || line, false);
+        -- Tells the client it has wake-ups to send after the commit (ops.py's notice handler).
+        RAISE NOTICE 'ikigai: wake-ups kept until after the commit';
     END IF;
 END
 $fn$;

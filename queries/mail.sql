@@ -459,11 +459,15 @@ LISTEN ikigai_lease;
 LISTEN ikigai_thread;
 LISTEN ikigai_session;
 
--- name: wake_after_commit()!
+-- name: wake_after_commit()^
 -- Have this connection's wake-ups sent after the commit (migration 0032): every notification of
--- the library's writes is kept in the session setting ikigai.wakes, for send_wakes. Run once
--- on each pooled connection (pool.py); ops.py then runs send_wakes after each waking write.
-SET ikigai.wake_after_commit = on;
+-- the library's writes is kept in the session setting ikigai.wakes, for send_wakes, and each
+-- one kept raises a NOTICE that tells ops.py to send them; so notices reach the client (they
+-- do unless client_min_messages was raised above notice). Run once on each pooled connection
+-- (pool.py).
+SELECT set_config('ikigai.wake_after_commit', 'on', false) AS wake,
+       CASE WHEN current_setting('client_min_messages') IN ('warning', 'error')
+            THEN set_config('client_min_messages', 'notice', false) END AS messages;
 
 -- name: send_wakes()^
 -- Send the wake-ups this connection kept (migration 0032's ikigai_send_wakes: in their order,

@@ -6,7 +6,9 @@ whose durable commit is slow (``-c commit_delay=2000 -c commit_siblings=0``: a ~
 as on a cloud disk) and uses the default server too (the embedded one, or ``--database``),
 and measures on each, with 16 connections (4 processes of 4 threads), for three waking
 writes: appends to listened sessions (one session per connection), mail sends (one recipient
-per connection) and publishes (one queue topic per connection: no shared sequencer lock).
+per connection) and publishes (one queue topic per connection: no shared sequencer lock); and
+appends to sessions nobody listens to, which notify nothing either way (what the extra
+statement after each append costs).
 
 Two ways, alternated in the same run on the same database:
 - ``inside``: 0.8.0's way. The connections do not set ``ikigai.wake_after_commit`` and the
@@ -40,7 +42,7 @@ import ikigai_store as ik
 
 PROCESSES = 4
 THREADS = 4  # 16 connections
-WORKLOADS = ("append", "send", "publish")
+WORKLOADS = ("append", "append-unlistened", "send", "publish")
 BODY = "x" * 1000
 
 
@@ -52,8 +54,8 @@ def _way(way: str) -> None:
     from ikigai_store import ops, pool
 
     if way == "inside":
-        ops.WAKING = frozenset()
-        pool._WAKE_AFTER_COMMIT = "SELECT 1"
+        ops.PIPELINED = frozenset()
+        pool._WAKE_AFTER_COMMIT = "SELECT 1"  # no ikigai.wake_after_commit: no notice either
 
 
 def _worker(args: tuple[str, str, str, int, float, float]) -> int:
@@ -79,6 +81,8 @@ def _worker(args: tuple[str, str, str, int, float, float]) -> int:
             while time.time() < end:
                 if workload == "append":
                     store.append(SESSIONS[n], "user", BODY)
+                elif workload == "append-unlistened":  # notifies nothing either way
+                    store.append(SESSIONS[PROCESSES * THREADS + n], "user", BODY)
                 elif workload == "send":
                     store.mail.send("sender", f"r{n}", "hi", BODY)
                 else:
@@ -104,7 +108,7 @@ def _init(sessions: list[int]) -> None:
 
 
 def prepare(url: str) -> list[int]:
-    """Identities, 16 listened sessions, 16 queue topics; the session ids."""
+    """Identities, 16 queue topics, 16 listened sessions then 16 others; the session ids."""
     n = PROCESSES * THREADS
     with ik.Store(url, pool_size=1) as store:
         store.identities.register("sender")
@@ -112,12 +116,12 @@ def prepare(url: str) -> list[int]:
             store.identities.register(f"r{i}")
             store.topics.create(f"q{i}", "queue")
             store.topics.subscribe(f"r{i}", f"q{i}")
-        sessions = [store.create_session(f"s{i}") for i in range(n)]
+        sessions = [store.create_session(f"s{i}") for i in range(2 * n)]
     with psycopg.connect(url, autocommit=True) as conn:
         # Listened: appends wake the servers showing them (migration 0024).
         conn.execute(
             "UPDATE sessions SET listened_until = now() + interval '1 hour' WHERE id = ANY(%s)",
-            (sessions,),
+            (sessions[:n],),
         )
     return sessions
 
