@@ -32,6 +32,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -58,53 +59,55 @@ def _way(way: str) -> None:
         pool._WAKE_AFTER_COMMIT = "SELECT 1"  # no ikigai.wake_after_commit: no notice either
 
 
-def _worker(args: tuple[str, str, str, int, float, float]) -> int:
-    """One process: THREADS connections doing ``workload`` from ``start`` for ``seconds``;
-    how many writes they acknowledged."""
-    url, way, workload, index, start, seconds = args
+def _worker(
+    url: str,
+    way: str,
+    workload: str,
+    index: int,
+    seconds: float,
+    sessions: list[int],
+    barrier: Any,
+    results: Any,
+) -> None:
+    """One process: THREADS connections, each warmed up by one write, then (once all 16 are)
+    doing ``workload`` for ``seconds``; puts how many writes they acknowledged in ``results``
+    (or the first error's text)."""
     _way(way)
     counts = [0] * THREADS
     errors: list[BaseException] = []
     with ik.Store(url, pool_size=THREADS) as store:
 
+        def write(n: int) -> None:
+            if workload == "append":
+                store.append(sessions[n], "user", BODY)
+            elif workload == "append-unlistened":  # notifies nothing either way
+                store.append(sessions[PROCESSES * THREADS + n], "user", BODY)
+            elif workload == "send":
+                store.mail.send("sender", f"r{n}", "hi", BODY)
+            else:
+                store.mail.publish("sender", f"q{n}", "job", BODY)
+
         def loop(t: int) -> None:
+            n = index * THREADS + t
             try:
-                work(t)
+                write(n)  # a connection of its own, warm
+                barrier.wait()
+                end = time.perf_counter() + seconds
+                done = 0
+                while time.perf_counter() < end:
+                    write(n)
+                    done += 1
+                counts[t] = done
             except BaseException as exc:
                 errors.append(exc)
-
-        def work(t: int) -> None:
-            n = index * THREADS + t
-            time.sleep(max(0.0, start - time.time()))
-            end = start + seconds
-            done = 0
-            while time.time() < end:
-                if workload == "append":
-                    store.append(SESSIONS[n], "user", BODY)
-                elif workload == "append-unlistened":  # notifies nothing either way
-                    store.append(SESSIONS[PROCESSES * THREADS + n], "user", BODY)
-                elif workload == "send":
-                    store.mail.send("sender", f"r{n}", "hi", BODY)
-                else:
-                    store.mail.publish("sender", f"q{n}", "job", BODY)
-                done += 1
-            counts[t] = done
+                barrier.abort()
 
         threads = [threading.Thread(target=loop, args=(t,)) for t in range(THREADS)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-    if errors:
-        raise RuntimeError(f"a {workload} failed: {errors[0]!r}")
-    return sum(counts)
-
-
-SESSIONS: list[int] = []
-
-
-def _init(sessions: list[int]) -> None:
-    SESSIONS[:] = sessions
+    results.put(repr(errors[0]) if errors else sum(counts))
 
 
 def prepare(url: str) -> list[int]:
@@ -129,11 +132,24 @@ def prepare(url: str) -> list[int]:
 def measure(url: str, sessions: list[int], way: str, workload: str, seconds: float) -> float:
     """Writes/s of 16 connections doing ``workload`` the ``way`` says."""
     ctx = multiprocessing.get_context("spawn")
-    start = time.time() + 2.5  # every process imported and connected by then
-    jobs = [(url, way, workload, i, start, seconds) for i in range(PROCESSES)]
-    with ctx.Pool(PROCESSES, initializer=_init, initargs=(sessions,)) as workers:
-        total = sum(workers.map(_worker, jobs))
-    return total / seconds
+    barrier = ctx.Barrier(PROCESSES * THREADS)
+    results = ctx.Queue()
+    processes = [
+        ctx.Process(
+            target=_worker,
+            args=(url, way, workload, i, seconds, sessions, barrier, results),
+        )
+        for i in range(PROCESSES)
+    ]
+    for process in processes:
+        process.start()
+    got = [results.get(timeout=120) for _ in processes]
+    for process in processes:
+        process.join()
+    failed = [g for g in got if isinstance(g, str)]
+    if failed:
+        raise RuntimeError(f"a {workload} failed: {failed[0]}")
+    return sum(got) / seconds
 
 
 # ------------------------------------------------------------------------------ the servers
