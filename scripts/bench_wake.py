@@ -199,14 +199,16 @@ def stop_server(pg_bin: Path, directory: Path) -> None:
     )
 
 
-def run_server(name: str, server: str, seconds: float, rounds: int) -> list[benchkit.Row]:
+def run_server(
+    name: str, server: str, seconds: float, rounds: int, workloads: list[str]
+) -> list[benchkit.Row]:
     """Both ways, alternated ``rounds`` times, for every workload, on one server."""
     scratch = benchkit.Scratch(server, f"wake_{name}")
     rows: list[benchkit.Row] = []
     try:
         url = scratch.create("db")
         sessions = prepare(url)
-        for workload in WORKLOADS:
+        for workload in workloads:
             results: dict[str, list[float]] = {"inside": [], "after": []}
             for r in range(rounds):
                 order = ("inside", "after") if r % 2 == 0 else ("after", "inside")
@@ -242,22 +244,26 @@ def main() -> int:
     parser.add_argument("--pg-bin", default="/usr/lib/postgresql/15/bin")
     parser.add_argument("--port", type=int, default=55499)
     parser.add_argument("--only", choices=("slow", "default"), help="one server only")
+    parser.add_argument(
+        "--workload", action="append", choices=WORKLOADS, help="only these (repeatable)"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
+    workloads = args.workload or list(WORKLOADS)
     rows: list[benchkit.Row] = []
     if args.only != "default":
         directory = Path(tempfile.mkdtemp(prefix="ikigai-bench-wake-"))
         pg_bin = Path(args.pg_bin)
         try:
             server = start_slow_server(pg_bin, directory, args.port)
-            rows += run_server("slow", server, args.seconds, args.rounds)
+            rows += run_server("slow", server, args.seconds, args.rounds, workloads)
         finally:
             stop_server(pg_bin, directory)
             shutil.rmtree(directory, ignore_errors=True)
     if args.only != "slow":
         server = benchkit.server_url(args.database)
         benchkit.environment(server)
-        rows += run_server("default", server, args.seconds, args.rounds)
+        rows += run_server("default", server, args.seconds, args.rounds, workloads)
     return benchkit.summary(rows, started)
 
 
