@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 import ikigai_store as ik
 from ikigai_store import ops
@@ -314,3 +315,21 @@ def test_async_face_wakes_after_commit_and_at_the_callers_commit(
     heard = _heard(listener, 1.0)
     assert ("ikigai_mail", str(bob)) in heard
     assert ("ikigai_mail", str(carol)) not in heard
+
+
+def test_wakes_are_sent_when_notices_were_silenced(
+    ikigai_db_url: str, listener: psycopg.Connection[Any]
+) -> None:
+    """A store whose connections start with client_min_messages = warning (notices silenced)
+    lowers it on its own connections: an append to a listened session still wakes."""
+    url = make_conninfo(ikigai_db_url, options="-c client_min_messages=warning")
+    with ik.open(url, pool_size=1) as store:
+        session = store.create_session("w10")
+        with psycopg.connect(ikigai_db_url, autocommit=True) as raw:
+            raw.execute(
+                "UPDATE sessions SET listened_until = now() + interval '1 hour' WHERE id = %s",
+                (session,),
+            )
+        store.append(session, "user", "hello")
+        _hear(listener, ("ikigai_session", str(session)))
+        assert _pending(store) == ("on", "")
