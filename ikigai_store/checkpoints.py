@@ -7,10 +7,12 @@ and return serialised values: serialising is the framework's business). The data
 - a *thread* is one of our sessions (``langgraph_threads``), made on first use; its
   checkpoints, channel values (*blobs*, one per (namespace, channel, version)) and pending
   writes are rows of that session;
-- ``copy_thread`` writes one row, whatever the source's length: the copy reads its source's
+- ``copy_thread`` writes one row, whatever the source's length (plus the special writes, which
+  a put replaces in place, so the copy owns them: migration 0035): the copy reads its source's
   rows up to a bound (and its source's sources'), its own rows shadowing inherited ones with
-  the same key; every read walks that lineage in the same statement (``langgraph_lineage``),
-  so a thread is read in one round trip at any depth of copies;
+  the same key (a plain write is not stored over an inherited one); every read walks that
+  lineage in the same statement (``langgraph_lineage``), so a thread is read in one round trip
+  at any depth of copies;
 - a blob may be an *append*: the items added to a list channel since an older version of it
   (``base_version``), so a step that adds one message to a 1,000-message state stores one
   message; a chain of appends ends at a whole blob (``base_version < version``, checked by the
@@ -339,8 +341,8 @@ def put_writes(
 
 def copy_thread(source_thread_id: str, target_thread_id: str) -> Op[int | None]:
     """Make ``target_thread_id`` a copy of ``source_thread_id`` in one row (no checkpoint is
-    copied); returns its session id, or None when the source does not exist. ``Conflict``
-    when the target exists."""
+    copied; the special writes are, which a put replaces in place); returns its session id, or
+    None when the source does not exist. ``Conflict`` when the target exists."""
     _check_key(source_thread_id, "source_thread_id")
     _check_key(target_thread_id, "target_thread_id")
     if source_thread_id == target_thread_id:

@@ -7,7 +7,10 @@ Owns preparing a database on a Citus cluster and distributing its tables. Invari
   (migration 0030); migration 0030 calls it when citus is installed, and ``distribute`` calls
   it for a database that was migrated before citus was (existing rows move to the shards);
 - every application session connects to the coordinator: notifications (LISTEN/NOTIFY) and
-  advisory locks are per node, and only the coordinator's are the store's.
+  advisory locks are per node, and only the coordinator's are the store's;
+- ``rebalance`` never starts a logical-replication move from a node that acknowledges commits
+  before writing them (``synchronous_commit = off``): Citus 13.2 switches a moved shard once
+  its copy has reached the source's WAL *write* position, and such a commit can lie past it.
 
 Citus is a test tool here (AGPL-3.0): it is never a dependency of the package.
 """
@@ -24,7 +27,19 @@ from .pool import connect, create_database
 from .pool import drop_database as drop_one
 from .sql import queries
 
-__all__ = ["Placement", "distribute", "is_citus", "placements", "prepare_database"]
+__all__ = [
+    "TRANSFER_MODES",
+    "Placement",
+    "distribute",
+    "is_citus",
+    "placements",
+    "prepare_database",
+    "rebalance",
+]
+
+#: Citus' shard transfer modes: ``auto`` and ``force_logical`` move by logical replication
+#: (writes go on during the copy), ``block_writes`` copies with the shard's writes blocked.
+TRANSFER_MODES = ("auto", "force_logical", "block_writes")
 
 
 @dataclass(frozen=True)
@@ -140,3 +155,45 @@ def placements(url: str) -> list[Placement]:
             )
             for r in queries.citus_tables(conn)
         ]
+
+
+def rebalance(url: str, *, mode: str = "auto", wait: bool = True) -> int | None:
+    """Move shards of the Citus database at ``url`` onto its nodes evenly
+    (``citus_rebalance_start``), refusing a move that could lose acknowledged writes.
+
+    ``mode`` is Citus' ``shard_transfer_mode``: ``auto`` and ``force_logical`` move by logical
+    replication, writes continuing during the copy; ``block_writes`` blocks a shard's writes
+    while it is copied. A logical move is refused (``InvalidArgument``, nothing moved) when a
+    node commits with ``synchronous_commit = off`` for this database and user, or cannot be
+    asked: Citus switches a moved shard once its copy has reached the source's WAL write
+    position, and a commit acknowledged before it was written can lie past that position and
+    be left on the old placement (docs/concepts/citus.md, "Growing the cluster"). Set
+    ``synchronous_commit`` to ``local`` (or ``on``) on the nodes, or use ``block_writes``.
+
+    Returns the rebalance job's id, or ``None`` when no shard needs to move; with ``wait``
+    (the default) it returns once the job has finished. Raises ``InvalidArgument`` for an
+    unknown mode or a database without citus.
+    """
+    if mode not in TRANSFER_MODES:
+        raise InvalidArgument(f"mode must be one of {', '.join(TRANSFER_MODES)}, not {mode!r}")
+    with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
+        if not queries.citus_installed(conn)["installed"]:
+            raise InvalidArgument("this database has no citus extension: nothing to rebalance")
+        if mode != "block_writes":
+            unsafe = [
+                f"{r['nodename']}:{r['nodeport']}"
+                + ("" if r["success"] else f" (not asked: {r['result']})")
+                for r in queries.citus_async_commit_nodes(conn)
+            ]
+            if unsafe:
+                raise InvalidArgument(
+                    f"a {mode} rebalance moves shards by logical replication, which can lose "
+                    "acknowledged writes from a node committing with synchronous_commit = off: "
+                    f"{', '.join(unsafe)}; set synchronous_commit to local or on there (for "
+                    "example ALTER DATABASE ... SET synchronous_commit = local on the "
+                    "coordinator), or use mode='block_writes'"
+                )
+        job = queries.citus_rebalance_start(conn, mode=mode)["job_id"]
+        if wait and job is not None:
+            queries.citus_rebalance_wait(conn)
+        return None if job is None else int(job)

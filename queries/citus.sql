@@ -54,3 +54,28 @@ JOIN pg_namespace AS n ON n.oid = c.relnamespace AND n.nspname = current_schema(
 LEFT JOIN citus_tables AS t ON t.table_name = CAST(c.oid AS regclass)
 WHERE c.relkind IN ('r', 'p') AND c.relname NOT LIKE '\_yoyo%%'
 ORDER BY c.relname;
+
+-- name: citus_async_commit_nodes()
+-- The primary nodes that hold or may get shards on which a new session of this user in this database commits with
+-- synchronous_commit = off (acknowledged before its commit record is written), and those that
+-- could not be asked (success false, result the error). A shard moved by logical replication
+-- from such a node can leave acknowledged writes behind: Citus waits for the source's
+-- pg_current_wal_lsn(), the WAL write position (docs/concepts/citus.md, "Growing the cluster").
+SELECT n.nodename, n.nodeport, r.success, r.result
+FROM run_command_on_all_nodes('SHOW synchronous_commit') AS r
+JOIN pg_dist_node AS n ON n.nodeid = r.nodeid
+WHERE n.noderole = 'primary'
+  AND (n.shouldhaveshards OR EXISTS (SELECT 1 FROM pg_dist_placement AS p
+                                     WHERE p.groupid = n.groupid))
+  AND (NOT r.success OR r.result = 'off')
+ORDER BY n.groupid, n.nodeport;
+
+-- name: citus_rebalance_start(mode)^
+-- Start Citus' background rebalancer with this shard transfer mode ('auto', 'force_logical'
+-- or 'block_writes'); job_id is NULL when no shard needs to move.
+SELECT citus_rebalance_start(shard_transfer_mode => CAST(:mode AS citus.shard_transfer_mode))
+       AS job_id;
+
+-- name: citus_rebalance_wait()^
+-- Wait until the running rebalance job (if any) has finished; an error if it failed.
+SELECT citus_rebalance_wait() IS NULL AS done;

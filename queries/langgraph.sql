@@ -137,10 +137,13 @@ FROM langgraph_blob_chain(:session_id, :checkpoint_ns, CAST(:channels AS text[])
 -- name: langgraph_put_writes(thread_id, title, checkpoint_ns, checkpoint_id, task_id, task_path, idxs, channels, types, blobs, upsert)^
 -- Store a task's writes for a checkpoint in one statement (the thread made on first use, as by
 -- langgraph_put). A write already stored under (task_id, idx) is kept, or replaced when
--- :upsert (the special channels: errors, interrupts, whose idx is negative). Returns the
--- thread's session id.
+-- :upsert (the special channels: errors, interrupts, whose idx is negative). On a copy, a write
+-- it inherited counts as stored: a plain write under the same (task_id, idx) is not added
+-- (it would shadow the inherited one: langgraph_get reads the thread's own first), as on the
+-- source itself. Returns the thread's session id.
 WITH found AS (
-    SELECT session_id FROM langgraph_threads WHERE thread_id = :thread_id FOR KEY SHARE
+    SELECT session_id, source_session_id FROM langgraph_threads
+    WHERE thread_id = :thread_id FOR KEY SHARE
 ),
 created AS (
     INSERT INTO sessions (title)
@@ -153,7 +156,8 @@ named AS (
     RETURNING session_id
 ),
 thread AS (
-    SELECT session_id FROM found UNION ALL SELECT session_id FROM named
+    SELECT session_id, source_session_id FROM found
+    UNION ALL SELECT session_id, NULL FROM named
 ),
 stored AS (
     INSERT INTO langgraph_writes (session_id, checkpoint_ns, checkpoint_id, task_id, task_path,
@@ -164,6 +168,15 @@ stored AS (
     CROSS JOIN unnest(CAST(:idxs AS integer[]), CAST(:channels AS text[]),
                       CAST(:types AS text[]), CAST(:blobs AS bytea[])) AS w (idx, channel, type,
                                                                              blob)
+    WHERE CAST(:upsert AS boolean) OR t.source_session_id IS NULL
+       OR NOT EXISTS (
+           SELECT 1
+           FROM langgraph_lineage(t.session_id) AS l
+           JOIN langgraph_writes AS o
+             ON o.session_id = l.session_id AND o.checkpoint_ns = :checkpoint_ns
+            AND o.checkpoint_id = :checkpoint_id AND o.task_id = :task_id AND o.idx = w.idx
+            AND o.id <= l.bound
+           WHERE l.depth > 0)
     ON CONFLICT (session_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE
     SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob,
         task_path = EXCLUDED.task_path
@@ -173,26 +186,15 @@ stored AS (
 SELECT session_id, (SELECT count(*) FROM stored) AS stored FROM thread;
 
 -- name: langgraph_copy_thread(source_thread_id, target_thread_id, title)^
--- Make target a copy of source in one row: a new thread (and session) reading the source's
--- rows (and its sources') up to a bound drawn after the source's row is locked FOR UPDATE:
--- puts in flight (FOR KEY SHARE) finish first and later ones draw higher ids, so the copy holds
--- exactly what was committed. Nothing when the source does not exist; Conflict
--- (langgraph_threads_thread_id_key) when the target exists.
-WITH source AS (
-    SELECT session_id FROM langgraph_threads WHERE thread_id = :source_thread_id FOR UPDATE
-),
-created AS (
-    INSERT INTO sessions (title)
-    SELECT :title FROM source
-    RETURNING id
-),
-named AS (
-    INSERT INTO langgraph_threads (session_id, thread_id, source_session_id, source_bound)
-    SELECT c.id, :target_thread_id, s.session_id, nextval('langgraph_row_id')
-    FROM created AS c CROSS JOIN source AS s
-    RETURNING session_id
-)
-SELECT session_id FROM named;
+-- Make target a copy of source (migration 0035's langgraph_copy_thread): a new thread (and
+-- session) reading the source's rows (and its sources') up to a bound drawn after the source's
+-- row is locked FOR UPDATE: puts in flight (FOR KEY SHARE) finish first and later ones draw
+-- higher ids, so the copy holds exactly what was committed. Its own rows: the special writes
+-- (negative idx) it would read, which a put in the source may replace in place. Nothing when
+-- the source does not exist; Conflict (langgraph_threads_thread_id_key) when the target exists.
+SELECT c.session_id
+FROM langgraph_copy_thread(:source_thread_id, :target_thread_id, :title) AS c (session_id)
+WHERE c.session_id IS NOT NULL;
 
 -- name: langgraph_delete_thread(thread_id)^
 -- Delete a thread: its rows go with its langgraph_threads row (ON DELETE CASCADE) and its

@@ -66,11 +66,6 @@ LEFT_OUT = {
     "test_strategy_agrees_with_the_oracle": "hundreds of cross-session searches (slow there)",
     "test_rank_pages_do_not_shift_when_messages_arrive": "hundreds of searches (slow there)",
     "test_recent_pages_walk_every_match_once": "hundreds of searches (slow there)",
-    "test_saver_agrees_with_the_reference_model": (
-        "fails on plain PostgreSQL 15 too, without Citus (a copied thread's pending write on "
-        "PostgreSQL 15 differs from the model): a PostgreSQL 15 difference in the LangGraph "
-        "saver, not a Citus one; the cluster's PostgreSQL is 15"
-    ),
     "test_schema_enforces_agent_session": (
         "inserts events by hand to hit messages' foreign keys, which a distributed messages "
         "does not have (the appends check the same in their statement)"

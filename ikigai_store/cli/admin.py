@@ -120,3 +120,29 @@ def tables() -> None:
     for p in rows:
         how = f"distributed by {p.column}" if p.kind.startswith("distributed") else p.kind
         click.echo(f"{p.relation:<24}{how}")
+
+
+@citus.command(short_help="Spread the shards over the nodes, refusing a move that can lose writes.")
+@click.option(
+    "--mode",
+    type=click.Choice(citus_ops.TRANSFER_MODES),
+    default="auto",
+    show_default=True,
+    help="Citus' shard_transfer_mode: auto and force_logical move by logical replication, "
+    "block_writes blocks a shard's writes while it is copied.",
+)
+@click.option("--wait/--no-wait", default=True, help="Return when the rebalance has finished.")
+def rebalance(mode: str, wait: bool) -> None:
+    """Start Citus' rebalancer (citus_rebalance_start) after adding a node.
+
+    A logical move (auto, force_logical) is refused, moving nothing, while a node that holds
+    shards commits with synchronous_commit = off: Citus could leave acknowledged writes on the
+    old placement (docs/concepts/citus.md, "Growing the cluster"). Prints the job's id, or
+    "nothing to move".
+    """
+    with open_store(migrate=False) as store:
+        job = citus_ops.rebalance(store.url, mode=mode, wait=wait)
+    if job is None:
+        click.echo("nothing to move")
+    else:
+        click.echo(f"rebalance job {job}: {'done' if wait else 'started'}")

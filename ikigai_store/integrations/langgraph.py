@@ -515,7 +515,8 @@ class IkigaiSaver(_Core):
         self.store._run(self._delete_for_runs_op(run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Make ``target_thread_id`` a copy of ``source_thread_id``: one row, nothing copied.
+        """Make ``target_thread_id`` a copy of ``source_thread_id``: one row and the special
+        writes (errors, interrupts), nothing else copied.
         ``Conflict`` when the target exists; nothing happens when the source does not."""
         self.store._run(self._copy_thread_op(source_thread_id, target_thread_id))
 

@@ -55,7 +55,8 @@ def test_migrations_place_the_tables(cluster: str, ikigai_db_url: str) -> None:
 def test_distribute_refuses_a_plain_database(
     ikigai_server_url: str, request: pytest.FixtureRequest
 ) -> None:
-    """distribute on a database without citus raises InvalidArgument and changes nothing."""
+    """distribute (and rebalance) on a database without citus raise InvalidArgument and
+    change nothing."""
     name = test_database_name(request.path, "plain")
     drop_test_database(ikigai_server_url, name)
     create_database(ikigai_server_url, name)
@@ -64,6 +65,8 @@ def test_distribute_refuses_a_plain_database(
         migrate.apply(url)
         with pytest.raises(ik.InvalidArgument, match="no citus extension"):
             citus.distribute(url)
+        with pytest.raises(ik.InvalidArgument, match="no citus extension"):
+            citus.rebalance(url, mode="block_writes")
         with psycopg.connect(url) as conn:
             keys = conn.execute(
                 "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
@@ -127,7 +130,52 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
     assert placed["messages"] == "distributed"
 
 
-# Growing the cluster under load.
+# Growing the cluster: the library's rebalance, then under load.
+
+
+def test_rebalance_refuses_logical_moves_from_async_commit_nodes(
+    cluster: str, request: pytest.FixtureRequest
+) -> None:
+    """citus.rebalance and ``citus rebalance`` refuse a logical move, moving nothing, while the
+    workers commit with synchronous_commit = off (the test cluster's setting); block_writes, or
+    a logical move once the database sets it to local, goes ahead."""
+    name = test_database_name(request.path, "rebalance")
+    url = fresh_database(cluster, name)
+    try:
+        migrate.apply(url)
+        with psycopg.connect(url, autocommit=True) as conn:
+            if conn.execute(
+                "SELECT bool_or(result = 'off') FROM run_command_on_workers("
+                "'SHOW synchronous_commit')"
+            ).fetchone() != (True,):
+                pytest.skip("the cluster's nodes commit synchronously: nothing to refuse")
+            before = conn.execute(
+                "SELECT shardid, groupid FROM pg_dist_placement ORDER BY shardid"
+            ).fetchall()
+        for mode in ("auto", "force_logical"):
+            with pytest.raises(ik.InvalidArgument, match=r"synchronous_commit = off: 127\.0"):
+                citus.rebalance(url, mode=mode)
+        result = CliRunner().invoke(cli, ["--database", url, "citus", "rebalance"])
+        assert result.exit_code != 0 and "synchronous_commit = off" in result.output
+        with pytest.raises(ik.InvalidArgument, match="mode must be one of"):
+            citus.rebalance(url, mode="logical")
+        with psycopg.connect(url, autocommit=True) as conn:
+            jobs = conn.execute("SELECT count(*) FROM pg_dist_background_job").fetchone()
+            after = conn.execute(
+                "SELECT shardid, groupid FROM pg_dist_placement ORDER BY shardid"
+            ).fetchall()
+        assert jobs == (0,) and after == before
+        # The shards are already spread over the two workers: nothing to move either way.
+        assert citus.rebalance(url, mode="block_writes") is None
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = local')
+        result = CliRunner().invoke(
+            cli, ["--database", url, "citus", "rebalance", "--mode", "force_logical"]
+        )
+        assert result.exit_code == 0, result.output
+        assert result.output == "nothing to move\n"
+    finally:
+        drop_test_database(cluster, name)
 
 
 def _as_pg(*args: str) -> None:
@@ -183,31 +231,20 @@ def extra_worker(cluster: str, moving_db: str) -> Iterator[tuple[str, int]]:
         shutil.rmtree(data, ignore_errors=True)
 
 
-#: Logical-replication moves lost one acknowledged append (of about 16,000) in 3 of 9 runs here
-#: (plan_cache_mode force_custom_plan made no difference); block_writes moves lost nothing in
-#: 11 of 11. Not settled whose defect it is: docs/concepts/citus.md, "Growing the cluster".
-LOGICAL_MOVES_LOSE = (
-    "a force_logical shard move lost one acknowledged append in 3 of 9 runs on the test "
-    "cluster (not settled; docs/concepts/citus.md, 'Growing the cluster')"
-)
-
-
-@pytest.mark.parametrize(
-    "mode",
-    [
-        "block_writes",
-        pytest.param(
-            "force_logical", marks=pytest.mark.xfail(reason=LOGICAL_MOVES_LOSE, strict=False)
-        ),
-    ],
-)
+@pytest.mark.parametrize("mode", ["block_writes", "force_logical"])
 def test_rebalance_under_load_loses_and_duplicates_nothing(
     cluster: str, moving_db: str, extra_worker: tuple[str, int], mode: str
 ) -> None:
     """Appends, mail and queue claims run while a worker is added and shards move to it (in
     ``mode``): afterwards every acknowledged write is there exactly once, and every claim is
-    unique."""
+    unique. A logical move needs the workers to flush each commit before acknowledging it
+    (``synchronous_commit`` not ``off``; the test cluster's is): docs/concepts/citus.md."""
     url = moving_db
+    if mode != "block_writes":
+        with psycopg.connect(url, autocommit=True) as conn:
+            # This database only (Citus propagates it to the workers), before any write.
+            name = url.split("dbname=")[1].split()[0]
+            conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = local')
     with ik.Store(url, pool_size=8) as store:
         sessions = [store.create_session(f"load{n}") for n in range(16)]
         for name in ("boss", "w0", "w1", "reader"):

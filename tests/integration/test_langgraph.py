@@ -221,6 +221,36 @@ def test_copy_thread_writes_one_row(store: ik.Store) -> None:
     assert [w[1:] for w in tup.pending_writes or []] == [("messages", "pending")]
 
 
+def test_a_copy_keeps_an_inherited_write_as_a_thread_keeps_its_own(store: ik.Store) -> None:
+    """A copy holds its source's writes as they were when it was made: a plain write put
+    again under the same task and idx keeps the first (the inherited one, on the copy), a
+    special (error) write put again replaces the thread's own, and neither reaches the other
+    thread, the other way round too (a copy of a copy included)."""
+    saver = IkigaiSaver(store)
+    config, _ = _steps(saver, "src", 1)
+    saver.put_writes(config, [("messages", "first")], "task-1")
+    saver.put_writes(config, [("__error__", "boom")], "task-2")
+    saver.copy_thread("src", "dst")
+    saver.copy_thread("dst", "deep")
+    at = {"configurable": {**config["configurable"], "thread_id": "dst"}}
+    saver.put_writes(at, [("messages", "second")], "task-1")
+    saver.put_writes(at, [("__error__", "again")], "task-2")
+    saver.put_writes(config, [("__error__", "later")], "task-2")
+    expected = {
+        "src": [("task-1", "messages", "first"), ("task-2", "__error__", "later")],
+        "dst": [("task-1", "messages", "first"), ("task-2", "__error__", "again")],
+        "deep": [("task-1", "messages", "first"), ("task-2", "__error__", "boom")],
+    }
+    for fresh in (saver, IkigaiSaver(store)):
+        for thread, writes in expected.items():
+            where: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+            tup = fresh.get_tuple(where)
+            assert tup is not None
+            assert sorted(tup.pending_writes or []) == writes, thread
+            (listed,) = fresh.list(where)
+            assert sorted(listed.pending_writes or []) == writes, thread
+
+
 def test_prune_a_copy_leaves_its_source(store: ik.Store) -> None:
     """prune(keep_latest) on a copy keeps its newest checkpoint (values rebuilt whole) and does
     not touch the source it was copied from."""

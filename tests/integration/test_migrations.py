@@ -55,8 +55,9 @@ ALL = [
     "0028-topic-sequencer",
     "0030-citus-distribution",
     "0032-wake-after-commit",
+    "0035-langgraph-copies-own-special-writes",
 ]
-LATEST = 32
+LATEST = 35
 
 
 def _since(migration: str) -> int:
