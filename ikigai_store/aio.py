@@ -171,17 +171,26 @@ class AsyncStore(AsyncFace, Operations[AsyncFace]):
             return
         async with self._pool.connection() as conn:
             if atomic:
-                async with conn.transaction():
-                    yield conn
+                try:
+                    async with conn.transaction():
+                        yield conn
+                except BaseException:
+                    ops.has_wakes(conn)  # rolled back: nothing to send
+                    raise
+                if ops.has_wakes(conn):  # committed: its wake-ups go now (ops.WAKES_NOTICE)
+                    await ops.asend_committed_wakes(conn)
             else:
                 yield conn
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AConn]:
         """Internal: a connection for raw SQL (see ``Store._connection``)."""
+        pinned = self._pinned.get()
         async with self._scope(False) as conn:
             try:
                 yield conn
+                if pinned is None and ops.has_wakes(conn):  # told by ops.WAKES_NOTICE
+                    await ops.asend_wakes(conn)
             except psycopg.Error as exc:
                 raise self._on_error(exc, conn) from exc
 
@@ -211,7 +220,12 @@ class AsyncStore(AsyncFace, Operations[AsyncFace]):
                 try:
                     async with conn.transaction(force_rollback=force_rollback):
                         yield self
+                        # The wake-ups the block's writes kept (ops.WAKES_NOTICE) go in the
+                        # transaction: delivered at its commit, as any NOTIFY.
+                        if ops.has_wakes(conn) and not force_rollback:
+                            await ops.asend_wakes(conn)
                 finally:
+                    ops.has_wakes(conn)
                     self._pinned.reset(token)
         except psycopg.Error as exc:
             raise self._on_error(exc, pinned) from exc

@@ -14,7 +14,10 @@ notification names it. Invariants:
   every (re)connection of the listener wakes every waiter, because notifications sent while
   it was not listening are gone; while the listener cannot connect, waiters look again every
   ``RETRY`` seconds instead of sleeping blind;
-- notifications are delivered on commit only, so a waiter wakes for committed mail.
+- notifications are delivered on commit only, so a waiter wakes for committed mail. The
+  store's own writes send theirs right after their commit, in a statement of their own
+  (migration 0032, ``ops.WAKES_NOTICE``): a writer that dies in between loses the wake-up, never the
+  mail, and every waiter looks again at its deadline and whenever the listener reconnects.
 
 Each listener connection also holds a session-level advisory lock on a random key, its
 ``liveness`` (None while not connected): ``mail.wait`` registers under it in ``mail_waiters``

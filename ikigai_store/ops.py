@@ -40,6 +40,11 @@ Invariants:
   thrown into the operation too, so it can undo what it left in the database (``mail.wait``
   withdraws its registration) before the interruption propagates;
 - no psycopg exception leaves a driver: everything is translated by ``errors.translate``;
+- a call's wake-ups go after its commit: on a pooled connection the server keeps them and says
+  so (``WAKES_NOTICE``); in autocommit the driver sends them right after the call
+  (``send_wakes``; in the same round trip for ``PIPELINED`` calls), in a transaction its face
+  sends them at the end (migration 0032: PostgreSQL serialises the commits of transactions
+  that NOTIFY);
 - both drivers execute the same SQL text (aiosql's parse of ``queries/*.sql``) with the same
   row handling, so the faces return equal results for equal calls; each connection's cursors
   are reused from call to call (``_cursors``), except after a result of many rows.
@@ -49,7 +54,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import warnings
+import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
@@ -67,6 +74,7 @@ from typing import (
 )
 
 import psycopg
+from psycopg import pq
 from psycopg.rows import tuple_row
 
 from .errors import IkigaiStoreError, translate
@@ -577,37 +585,143 @@ def _let_go(conn: Any, rows: list[Any]) -> None:
         pair[1].close()
 
 
-def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
-    """Run one call on a (dict-row) connection and shape its result."""
-    sql, params = _sql(call), call.params
+# ---------------------------------------------------------------- wake-ups after the commit
+
+#: The NOTICE migration 0032's ikigai_notify raises when it keeps a wake-up for after the
+#: commit (on a connection that ran ``wake_after_commit``: every pooled one).
+WAKES_NOTICE = "ikigai: wake-ups kept until after the commit"
+#: Queries that (nearly) always wake someone: in autocommit, ``send_wakes`` goes in the same
+#: round trip (pipeline mode, a Sync between: the write commits first, alone). Any other
+#: statement that kept wake-ups (told by ``WAKES_NOTICE``: an append to a listened session, a
+#: queue release, a task change, ...) has them sent right after it, in a round trip of its own.
+#: Why after the commit: PostgreSQL serialises the commits of every transaction that issued
+#: NOTIFY, across their WAL flush (migration 0032).
+PIPELINED: frozenset[str] = frozenset({"send_mail", "publish_mail", "publish_mails"})
+_SEND_WAKES: str = queries.send_wakes.sql
+#: The attribute a connection carries while it may hold wake-ups not sent yet.
+_WAKE_MARK = "_ikigai_wakes"
+_IDLE = pq.TransactionStatus.IDLE
+_OK = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK)
+
+log = logging.getLogger("ikigai_store.ops")
+
+
+def watch_wakes(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
+    """Have ``conn`` marked whenever the server says it kept wake-ups (``WAKES_NOTICE``); run
+    once per pooled connection (``pool``), with ``wake_after_commit``."""
+    ref = weakref.ref(conn)
+
+    def noted(diagnostic: psycopg.errors.Diagnostic) -> None:
+        if diagnostic.message_primary == WAKES_NOTICE and (c := ref()) is not None:
+            c.__dict__[_WAKE_MARK] = True
+
+    conn.add_notice_handler(noted)
+
+
+def has_wakes(conn: Any) -> bool:
+    """Whether ``conn`` may hold wake-ups not sent yet; forgets it (the caller sends them, or
+    their transaction rolled back, which forgot them)."""
+    return conn.__dict__.pop(_WAKE_MARK, None) is not None
+
+
+def send_wakes(conn: psycopg.Connection[Any]) -> None:
+    """Send the wake-ups ``conn`` kept (``queries/mail.sql: send_wakes``): inside
+    ``store.transaction()`` before its COMMIT."""
+    _cursors(conn)[1].execute(_SEND_WAKES)
+
+
+async def asend_wakes(conn: psycopg.AsyncConnection[Any]) -> None:
+    """``send_wakes`` for an asyncio connection."""
+    await _cursors(conn)[1].execute(_SEND_WAKES)
+
+
+def send_committed_wakes(conn: psycopg.Connection[Any]) -> None:
+    """``send_wakes`` after a commit: a failure is logged, not raised (the writes are
+    committed; waiters find them when they look again)."""
+    try:
+        send_wakes(conn)
+    except psycopg.Error as exc:
+        log.warning("writes committed but their wake-ups were not sent: %s", exc)
+
+
+async def asend_committed_wakes(conn: psycopg.AsyncConnection[Any]) -> None:
+    """``send_committed_wakes`` for an asyncio connection."""
+    try:
+        await asend_wakes(conn)
+    except psycopg.Error as exc:
+        log.warning("writes committed but their wake-ups were not sent: %s", exc)
+
+
+def _wake_cursor(conn: Any) -> Any:
+    """``conn``'s reused cursor for ``send_wakes`` in a pipeline (its own: the write's cursor
+    keeps the write's result)."""
+    cur = conn.__dict__.get("_ikigai_wake_cursor")
+    if cur is None or cur.closed:
+        cur = conn._ikigai_wake_cursor = conn.cursor()
+    return cur
+
+
+def _target(conn: Any, shape: Shape) -> Any:
+    """The reused cursor a call of ``shape`` runs on (see ``execute``)."""
+    pair = _cursors(conn)
+    return pair[0] if shape in ("messages", "model", "value") else pair[1]
+
+
+def _wake_failed(cur: Any, exc: psycopg.Error) -> None:
+    """The pipeline of a waking write failed: re-raise unless the write itself succeeded
+    (committed: only its wake-ups were not sent; waiters find it when they look again)."""
+    result = cur.pgresult
+    if result is None or result.status not in _OK:
+        raise exc
+    log.warning("writes committed but their wake-ups were not sent: %s", exc)
+
+
+def _execute_then_wake(conn: psycopg.Connection[Any], call: Call) -> Any:
+    """Run a ``PIPELINED`` call in autocommit, then ``send_wakes`` after its commit: both sent
+    in one round trip (pipeline mode), with a Sync between them so that the write is a
+    transaction of its own (committed, without NOTIFY) before the wake-ups go in another (no
+    transaction id, no commit record: PostgreSQL's NOTIFY lock held briefly)."""
+    cur = _target(conn, call.shape)
+    try:
+        with conn.pipeline() as pipeline:
+            cur.execute(_sql(call), call.params)
+            pipeline._enqueue_sync()  # psycopg's Sync without waiting: ends the write's transaction
+            _wake_cursor(conn).execute(_SEND_WAKES)
+    except psycopg.Error as exc:
+        _wake_failed(cur, exc)
+    finally:
+        has_wakes(conn)  # sent (or rolled back with the write)
+    return _shape(call, conn, cur)
+
+
+async def _aexecute_then_wake(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
+    """``_execute_then_wake`` for an asyncio connection."""
+    cur = _target(conn, call.shape)
+    try:
+        async with conn.pipeline() as pipeline:
+            await cur.execute(_sql(call), call.params)
+            pipeline._enqueue_sync()
+            await _wake_cursor(conn).execute(_SEND_WAKES)
+    except psycopg.Error as exc:
+        _wake_failed(cur, exc)
+    finally:
+        has_wakes(conn)
+    return await _ashape(call, conn, cur)
+
+
+def _shape(call: Call, conn: Any, cur: Any) -> Any:
+    """The result of ``call`` from the cursor it ran on (``_target``): its rows as the call's
+    shape says."""
     shape = call.shape
     if shape == "messages":
-        # Event reads are replay's hot path: binary results skip timestamp parsing and tuple
-        # rows skip a dict per row.
-        tcur = _cursors(conn)[0]
-        tcur.execute(sql, params)
-        messages = _messages(call.name, tcur, rows := tcur.fetchall())
+        messages = _messages(call.name, cur, rows := cur.fetchall())
         _let_go(conn, rows)
         return messages
     if shape == "model" or shape == "value":
-        # One row as a binary tuple: no dict, no text parsing (the lease path, issue 38).
-        tcur = _cursors(conn)[0]
-        tcur.execute(sql, params)
-        row = tcur.fetchone()
+        row = cur.fetchone()
         if shape == "model":
-            return _model(call, tcur, row)
+            return _model(call, cur, row)
         return None if row is None else row[0]
-    if shape == "copy_out" or shape == "copy_in":
-        with conn.cursor() as ccur, ccur.copy(sql, params) as copy:
-            if shape == "copy_out":
-                for block in copy:
-                    call.stream(block)
-            else:
-                for block in call.stream:
-                    copy.write(block)
-        return ccur.rowcount
-    cur = _cursors(conn)[1]
-    cur.execute(sql, params)
     if shape == "one":
         return cur.fetchone()
     if shape == "many":
@@ -617,23 +731,64 @@ def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
     return cur.rowcount
 
 
-async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
-    """``execute`` for an asyncio connection: the same SQL, the same shaping."""
-    sql, params = _sql(call), call.params
+async def _ashape(call: Call, conn: Any, cur: Any) -> Any:
+    """``_shape`` for an asyncio cursor."""
     shape = call.shape
     if shape == "messages":
-        tcur = _cursors(conn)[0]
-        await tcur.execute(sql, params)
-        messages = _messages(call.name, tcur, rows := await tcur.fetchall())
+        messages = _messages(call.name, cur, rows := await cur.fetchall())
         await _alet_go(conn, rows)
         return messages
     if shape == "model" or shape == "value":
-        tcur = _cursors(conn)[0]
-        await tcur.execute(sql, params)
-        row = await tcur.fetchone()
+        row = await cur.fetchone()
         if shape == "model":
-            return _model(call, tcur, row)
+            return _model(call, cur, row)
         return None if row is None else row[0]
+    if shape == "one":
+        return await cur.fetchone()
+    if shape == "many":
+        rows = await cur.fetchall()
+        await _alet_go(conn, rows)
+        return rows
+    return cur.rowcount
+
+
+def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
+    """Run one call on a (dict-row) connection and shape its result. Event reads (``messages``)
+    and ``model``/``value`` calls run on the binary tuple-row cursor: binary results skip
+    timestamp parsing and tuple rows skip a dict per row (replay's and the lease path's hot
+    calls, issue 38). In autocommit, the wake-ups a call kept (``WAKES_NOTICE``) are sent
+    right after its commit (``PIPELINED`` calls: in the same round trip); in a transaction the
+    connection stays marked and its face sends them at the end (``has_wakes``)."""
+    idle = conn.pgconn.transaction_status == _IDLE  # autocommit: the call is a transaction
+    if idle and call.name in PIPELINED:
+        return _execute_then_wake(conn, call)
+    sql, params = _sql(call), call.params
+    shape = call.shape
+    if shape == "copy_out" or shape == "copy_in":
+        with conn.cursor() as ccur, ccur.copy(sql, params) as copy:
+            if shape == "copy_out":
+                for block in copy:
+                    call.stream(block)
+            else:
+                for block in call.stream:
+                    copy.write(block)
+        result: Any = ccur.rowcount
+    else:
+        cur = _target(conn, shape)
+        cur.execute(sql, params)
+        result = _shape(call, conn, cur)
+    if idle and _WAKE_MARK in conn.__dict__ and has_wakes(conn):
+        send_committed_wakes(conn)  # it committed and kept wake-ups (WAKES_NOTICE)
+    return result
+
+
+async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
+    """``execute`` for an asyncio connection: the same SQL, the same shaping."""
+    idle = conn.pgconn.transaction_status == _IDLE
+    if idle and call.name in PIPELINED:
+        return await _aexecute_then_wake(conn, call)
+    sql, params = _sql(call), call.params
+    shape = call.shape
     if shape == "copy_out" or shape == "copy_in":
         async with conn.cursor() as ccur, ccur.copy(sql, params) as copy:
             if shape == "copy_out":
@@ -642,16 +797,14 @@ async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
             else:
                 for block in call.stream:
                     await copy.write(block)
-        return ccur.rowcount
-    cur = _cursors(conn)[1]
-    await cur.execute(sql, params)
-    if shape == "one":
-        return await cur.fetchone()
-    if shape == "many":
-        rows = await cur.fetchall()
-        await _alet_go(conn, rows)
-        return rows
-    return cur.rowcount
+        result: Any = ccur.rowcount
+    else:
+        cur = _target(conn, shape)
+        await cur.execute(sql, params)
+        result = await _ashape(call, conn, cur)
+    if idle and _WAKE_MARK in conn.__dict__ and has_wakes(conn):
+        await asend_committed_wakes(conn)
+    return result
 
 
 async def _alet_go(conn: Any, rows: list[Any]) -> None:

@@ -19,7 +19,9 @@ its steps (probe, hook, renew, take), on a thread or on the event loop. Invarian
   background reconnection attempts may be backing off for minutes);
 - a connection handed out is returned to the pool it came from; psycopg_pool closes broken ones
   and rolls back any that are left in a transaction;
-- nothing is printed: psycopg_pool's warnings go to ``logging`` only.
+- nothing is printed: psycopg_pool's warnings go to ``logging`` only;
+- every pooled connection keeps the wake-ups of its writes for after their commit
+  (``wake_after_commit``, migration 0032): ``ops`` sends them (``ops.WAKES_NOTICE``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTi
 from .config import redact, scrub
 from .errors import ConnectError, StoreClosed, first_line, translate_errors
 from .models import decode_json
+from .ops import watch_wakes
 from .sql import queries
 
 __all__ = [
@@ -433,13 +436,22 @@ class AsyncPool(_BasePool[AsyncConnectionPool[AConn], AConn]):
             await self._pool.close()
 
 
+_WAKE_AFTER_COMMIT = queries.wake_after_commit.sql
+
+
 def _configure(conn: Conn) -> None:
-    """Every pooled connection decodes jsonb with ``decode_json`` (never fails on a row)."""
+    """Every pooled connection decodes jsonb with ``decode_json`` (never fails on a row) and
+    keeps its wake-ups for after the commit (``wake_after_commit``), told by the server's
+    ``ops.WAKES_NOTICE`` (``ops.watch_wakes``)."""
     set_json_loads(decode_json, conn)
+    conn.execute(_WAKE_AFTER_COMMIT)
+    watch_wakes(conn)
 
 
 async def _aconfigure(conn: AConn) -> None:
     set_json_loads(decode_json, conn)
+    await conn.execute(_WAKE_AFTER_COMMIT)
+    watch_wakes(conn)
 
 
 def _close_in_background(pool: ConnectionPool[Conn]) -> None:

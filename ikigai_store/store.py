@@ -161,18 +161,28 @@ class Store(SyncFace, Operations[SyncFace]):
             return
         with self._pool.connection() as conn:
             if atomic:
-                with conn.transaction():
-                    yield conn
+                try:
+                    with conn.transaction():
+                        yield conn
+                except BaseException:
+                    ops.has_wakes(conn)  # rolled back: nothing to send
+                    raise
+                if ops.has_wakes(conn):  # committed: its wake-ups go now (ops.WAKES_NOTICE)
+                    ops.send_committed_wakes(conn)
             else:
                 yield conn
 
     @contextmanager
     def _connection(self) -> Iterator[Conn]:
         """Internal: a connection for raw SQL (the transaction's, in a savepoint, or a pooled
-        autocommit one); psycopg errors raised in the block are translated."""
+        autocommit one); psycopg errors raised in the block are translated. What the block's
+        writes notify is sent after it (in autocommit) or at the transaction's commit."""
+        pinned = self._pinned.get()
         with self._scope(False) as conn:
             try:
                 yield conn
+                if pinned is None and ops.has_wakes(conn):  # told by ops.WAKES_NOTICE
+                    ops.send_wakes(conn)
             except psycopg.Error as exc:
                 raise self._on_error(exc, conn) from exc
 
@@ -201,7 +211,12 @@ class Store(SyncFace, Operations[SyncFace]):
                 try:
                     with conn.transaction(force_rollback=force_rollback):
                         yield self
+                        # The wake-ups the block's writes kept (ops.WAKES_NOTICE) go in the
+                        # transaction: delivered at its commit, as any NOTIFY.
+                        if ops.has_wakes(conn) and not force_rollback:
+                            ops.send_wakes(conn)
                 finally:
+                    ops.has_wakes(conn)
                     self._pinned.reset(token)
         except psycopg.Error as exc:
             raise self._on_error(exc, pinned) from exc

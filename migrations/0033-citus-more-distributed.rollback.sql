@@ -302,4 +302,4 @@ BEGIN
 END
 $fn$;
 
-UPDATE schema_metadata SET schema_version = 31 WHERE schema_version = 33;
+UPDATE schema_metadata SET schema_version = 32 WHERE schema_version = 33;

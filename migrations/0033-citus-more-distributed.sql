@@ -32,7 +32,7 @@
 --   - post_mail() (0016, 0026) becomes PL/pgSQL, with the same arguments and result: Citus
 --     cannot plan a SQL function's parameterised statement on a distributed table.
 -- ikigai_distribute() stays idempotent and returns one row per table it changed.
--- depends: 0031-lease-clock
+-- depends: 0032-wake-after-commit
 
 -- The saver's statements (queries/langgraph.sql), as functions whose every statement reads or
 -- writes one session's rows of the three tables: on Citus each is routed to that session's

@@ -60,7 +60,7 @@ appended AS (
     CROSS JOIN fresh AS f
     WHERE s.id = :session_id AND s.ended_at IS NULL
       AND ((s.listened_until > ikigai_now()) IS NOT TRUE
-           OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
+           OR ikigai_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
     ORDER BY f.n
     FOR UPDATE OF s
     RETURNING id

@@ -74,7 +74,7 @@ WITH s AS (
     SET handed_mail_id = m.id, handed_at = ikigai_now()
     FROM w, m
     WHERE mw.id = w.id
-    RETURNING pg_notify(
+    RETURNING ikigai_notify(
         'ikigai_handoff_' || mw.liveness,
         (SELECT CASE WHEN octet_length(p.full) < 8000 THEN p.full
                      ELSE CAST(json_build_object('w', mw.id, 'i', mw.identity_id) AS text) END
@@ -458,3 +458,20 @@ LISTEN ikigai_task;
 LISTEN ikigai_lease;
 LISTEN ikigai_thread;
 LISTEN ikigai_session;
+
+-- name: wake_after_commit()^
+-- Have this connection's wake-ups sent after the commit (migration 0032): every notification of
+-- the library's writes is kept in the session setting ikigai.wakes, for send_wakes, and each
+-- one kept raises a NOTICE that tells ops.py to send them; so notices reach the client (they
+-- do unless client_min_messages was raised above notice). Run once on each pooled connection
+-- (pool.py).
+SELECT set_config('ikigai.wake_after_commit', 'on', false) AS wake,
+       CASE WHEN current_setting('client_min_messages') IN ('warning', 'error')
+            THEN set_config('client_min_messages', 'notice', false) END AS messages;
+
+-- name: send_wakes()^
+-- Send the wake-ups this connection kept (migration 0032's ikigai_send_wakes: in their order,
+-- then forgotten); returns how many. Run by ops.py right after the commit of a waking write, in
+-- a transaction of its own that writes nothing (PostgreSQL's NOTIFY lock is then held only
+-- briefly), or inside store.transaction() just before its COMMIT.
+SELECT ikigai_send_wakes() AS sent;

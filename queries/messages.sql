@@ -52,7 +52,7 @@ WITH s AS (
     FROM sessions AS s
     WHERE s.id = :session_id AND s.ended_at IS NULL
       AND ((s.listened_until > ikigai_now()) IS NOT TRUE
-           OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
+           OR ikigai_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
     FOR UPDATE OF s
 ),
 appended AS (
@@ -80,7 +80,7 @@ WITH s AS (
             WHERE a.uuid = :agent_uuid AND a.session_id = :session_id AND a.status = 'running'
             FOR SHARE)
       AND ((s.listened_until > ikigai_now()) IS NOT TRUE
-           OR pg_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
+           OR ikigai_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
     FOR UPDATE OF s
 ),
 appended AS (

@@ -425,7 +425,7 @@ WITH r AS (
 SELECT state
 FROM r
 WHERE CASE WHEN state = 'available'  -- CASE: no notification for a dead letter
-           THEN pg_notify('ikigai_queue', CAST(topic_id AS text)) IS NOT NULL
+           THEN ikigai_notify('ikigai_queue', CAST(topic_id AS text)) IS NOT NULL
            ELSE true END;
 
 -- name: extend_claim(mail_id, token, lease)^
@@ -457,7 +457,7 @@ WITH r AS (
     WHERE mail_id = :mail_id AND state = 'dead'
     RETURNING mail_id, topic_id
 )
-SELECT mail_id FROM r WHERE pg_notify('ikigai_queue', CAST(topic_id AS text)) IS NOT NULL;
+SELECT mail_id FROM r WHERE ikigai_notify('ikigai_queue', CAST(topic_id AS text)) IS NOT NULL;
 
 -- name: queue_item_state(mail_id)^
 -- A queue row's state (rare path of requeue).

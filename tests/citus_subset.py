@@ -37,6 +37,7 @@ FILES = {
     "integration/test_plans.py",
     "integration/test_activities.py",
     "integration/test_watch.py",
+    "integration/test_wake.py",
     # the cluster itself
     "integration/test_citus.py",
     "integration/test_citus_routing.py",

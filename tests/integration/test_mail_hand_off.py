@@ -345,6 +345,10 @@ class _CancelAfterExecute:
     def cursor(self, **kwargs: Any) -> Any:
         return _CancelledCursor(self, self.conn.cursor(**kwargs))
 
+    @property
+    def pgconn(self) -> Any:  # the driver reads the transaction status (ops.execute)
+        return self.conn.pgconn
+
 
 class _CancelledCursor:
     """A cursor whose ``execute`` runs its statement, then cancels the current task."""

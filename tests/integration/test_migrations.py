@@ -55,6 +55,7 @@ ALL = [
     "0028-topic-sequencer",
     "0030-citus-distribution",
     "0031-lease-clock",
+    "0032-wake-after-commit",
     "0033-citus-more-distributed",
     "0035-langgraph-copies-own-special-writes",
 ]
