@@ -520,8 +520,19 @@ def test_a_live_registration_is_kept_by_the_reaper(store: ik.Store) -> None:
         assert len(_registrations(store)) == 1
         sent = store.mail.send("alice", ["bob"], "s", "b")  # handed to the live registration
         assert [r["handed_mail_id"] for r in _registrations(store)] == [sent.id]
+        holder_pid = holder.info.backend_pid
+    _wait_gone(store, holder_pid)  # its lock goes when its backend has exited, not at close()
     store.mail.prune()  # the holder is gone: reaped, unread again
     assert _registrations(store) == [] and _state(store, sent.id) == "unread"
+
+
+def _wait_gone(store: ik.Store, pid: int) -> None:
+    """Wait (at most 10 s) until the backend ``pid`` has exited, its session locks with it."""
+    deadline = time.monotonic() + 10
+    with store._connection() as conn:
+        while conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+            assert time.monotonic() < deadline, f"backend {pid} did not exit"
+            time.sleep(0.01)
 
 
 def _collect(store: ik.Store, got: list[int], stop: threading.Event) -> None:
