@@ -58,8 +58,9 @@ ALL = [
     "0032-wake-after-commit",
     "0033-citus-more-distributed",
     "0035-langgraph-copies-own-special-writes",
+    "0037-langgraph-chain-reads",
 ]
-LATEST = 35
+LATEST = 37
 
 
 def _since(migration: str) -> int:
