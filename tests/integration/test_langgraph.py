@@ -22,9 +22,10 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 
 import ikigai_store as ik
-from ikigai_store import ops
+from ikigai_store import migrate, ops
 from ikigai_store.errors import Conflict, InvalidArgument
 from ikigai_store.integrations.langgraph import AsyncIkigaiSaver, IkigaiSaver
+from ikigai_store.testing import drop_test_database, fresh_database, test_database_name
 
 pytestmark = [pytest.mark.db]
 
@@ -513,6 +514,52 @@ def test_list_without_a_config_spans_threads(store: ik.Store) -> None:
     ids = [t.config["configurable"]["checkpoint_id"] for t in listed]
     assert ids == sorted(ids, reverse=True)
     assert len(list(saver.list(None, limit=2))) == 2
+
+
+@pytest.fixture
+def own_store(request: pytest.FixtureRequest, ikigai_server_url: str) -> Iterator[ik.Store]:
+    """A store on a migrated database of its own (every thread in it is the test's)."""
+    name = test_database_name(request.path, "_own")
+    url = fresh_database(ikigai_server_url, name)
+    migrate.apply(url)
+    with ik.Store(url, pool_size=2) as store:
+        yield store
+    drop_test_database(ikigai_server_url, name)
+
+
+def test_every_threads_list_is_the_threads_lists_merged(own_store: ik.Store) -> None:
+    """list(None) is every thread's own list merged newest first (ties by thread name), copies
+    and copies of copies included, and list(None, limit=k) is its first k (migration 0037
+    reads the threads' own rows in one statement and walks only copies)."""
+    saver = IkigaiSaver(own_store)
+    p = "merged-"
+    _steps(saver, p + "a", 3)
+    _steps(saver, p + "b", 2)
+    saver.copy_thread(p + "a", p + "a2")  # the copy shares a's checkpoint ids: ties
+    _steps(saver, p + "a2", 1)
+    saver.copy_thread(p + "a2", p + "a3")
+    _steps(saver, p + "b", 1)
+
+    def key(t: Any) -> tuple[str, str]:
+        c = t.config["configurable"]
+        return c["thread_id"], c["checkpoint_id"]
+
+    every = [key(t) for t in saver.list(None)]
+    threads = {thread for thread, _ in every}
+    merged = [
+        key(t)
+        for thread in threads
+        for t in saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+    ]
+    merged.sort(key=lambda k: k[0])
+    merged.sort(key=lambda k: k[1], reverse=True)  # stable: newest first, then by thread
+    assert every == merged
+    for k in range(1, len(every) + 1):
+        assert [key(t) for t in saver.list(None, limit=k)] == every[:k]
+    older = every[len(every) // 2][1]
+    assert [
+        key(t) for t in saver.list(None, before={"configurable": {"checkpoint_id": older}})
+    ] == [x for x in every if x[1] < older]
 
 
 def _thread_rows(store: ik.Store, session_id: int) -> int:
