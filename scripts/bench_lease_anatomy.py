@@ -40,11 +40,10 @@ import statistics
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import psycopg
-from benchkit import Scratch, arguments, environment, register, run, server_url
+from benchkit import Scratch, arguments, backend_cpu, environment, register, run, server_url
 
 import ikigai_store as ik
 
@@ -74,15 +73,6 @@ CREATE TABLE raw_leases (id bigserial PRIMARY KEY, resource text UNIQUE, holder_
 """
 NOTIFY = ",\n          pg_notify('ikigai_lease', CAST(holder_id AS text)) AS notified"
 GRANT_NOTIFY = ", pg_notify('ikigai_lease', CAST(holder_id AS text)) AS notified"
-
-
-def backend_cpu(pid: int) -> float | None:
-    """Seconds of CPU (user + system) the process ``pid`` has used; None if not readable."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str] | None = None) -> int:

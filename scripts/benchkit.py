@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn
 
 import psycopg
@@ -296,3 +297,13 @@ def what_backends_do(url: str, stop: threading.Event, counts: collections.Counte
 def describe_waits(counts: collections.Counter[str], top: int = 5) -> str:
     total = sum(counts.values()) or 1
     return "; ".join(f"{v / total:.0%} {k}" for k, v in counts.most_common(top))
+
+
+def backend_cpu(pid: int) -> float | None:
+    """Seconds of CPU (user + system) the process ``pid`` has used (a server backend, from
+    ``/proc``); None if not readable (the server runs on another machine)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
