@@ -10,6 +10,8 @@
 -- session's chain is collected by one statement (array_agg) and added to what was seen in one
 -- append (0033 appended a row at a time, each append copying the array). Same arguments,
 -- same rows; on Citus each statement still reads one session's rows (routed to its shard).
+-- langgraph_list_checkpoints() (below) no longer runs a statement per thread to list every
+-- thread's checkpoints.
 -- depends: 0035-langgraph-copies-own-special-writes
 
 CREATE OR REPLACE FUNCTION langgraph_blob_chain(
