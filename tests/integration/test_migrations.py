@@ -58,8 +58,9 @@ ALL = [
     "0032-wake-after-commit",
     "0033-citus-more-distributed",
     "0035-langgraph-copies-own-special-writes",
+    "0036-citus-tasks-by-list",
 ]
-LATEST = 35
+LATEST = 36
 
 
 def _since(migration: str) -> int:

@@ -286,11 +286,11 @@ def test_racing_completers_record_one_activity(url: str) -> None:
 
 def _waiting_to_complete(url: str) -> bool:
     """Whether a completing upsert waits for a lock (another transaction's row). Matched on
-    its "pre" CTE: pg_stat_activity keeps only the first 1024 bytes of a query."""
+    the function task_upsert calls (migration 0036)."""
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock' AND query LIKE '%), pre AS (%'"
+            "AND wait_event_type = 'Lock' AND query LIKE '%ikigai_task_upsert(%'"
         ).fetchone()
     return bool(row and row[0])
 
