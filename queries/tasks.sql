@@ -117,6 +117,8 @@ SELECT (SELECT id FROM me) AS task_id,
 -- "pre" did not see (a racing creator committed it after this statement's snapshot) is left
 -- alone and no row comes back: tasks.py runs the statement again, whose snapshot sees it.
 -- No row: the list does not exist, or that race (tasks.py tells them apart).
+-- ikigai_task_upsert (migration 0036) does it in steps, each on one list's rows: "pre" is a
+-- read of its own before the INSERT (a row committed after it is the race above).
 SELECT * FROM ikigai_task_upsert(
     lname => :list_id, ext => :external_id, p_subject => :subject,
     p_description => :description, p_active_form => :active_form,
