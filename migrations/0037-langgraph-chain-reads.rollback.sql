@@ -140,4 +140,4 @@ BEGIN
 END
 $fn$;
 
-UPDATE schema_metadata SET schema_version = 35 WHERE schema_version = 37;
+UPDATE schema_metadata SET schema_version = 36 WHERE schema_version = 37;

@@ -12,7 +12,7 @@
 -- same rows; on Citus each statement still reads one session's rows (routed to its shard).
 -- langgraph_list_checkpoints() (below) no longer runs a statement per thread to list every
 -- thread's checkpoints.
--- depends: 0035-langgraph-copies-own-special-writes
+-- depends: 0036-citus-tasks-by-list
 
 CREATE OR REPLACE FUNCTION langgraph_blob_chain(
     leaf BIGINT, ns TEXT, channels TEXT[], versions TEXT[], known_channels TEXT[],

@@ -2,6 +2,12 @@
 -- A task row is read through task_view (its list's public id, blocked_by and blocks as arrays
 -- of external ids). Times come from ikigai_now(); order is by id. task_upsert writes the
 -- task_complete activity of a first completion in the same statement (no outbox).
+-- The statements that serve one list named by its public id are functions (migration 0036):
+-- each finds the list's row, then reads or writes that list's tasks and edges with its id as a
+-- value, every reference of tasks and task_deps filtered by it, so that on Citus (where tasks
+-- and task_deps are distributed by list_id) each is routed to the list's shard; the ones that
+-- change tasks send the ikigai_task wake-up themselves (on Citus the tasks' triggers are gone).
+-- Every join of task_deps with tasks is on list_id too (an edge's tasks are of its list).
 
 -- name: task_create_list(list_id, owner, watch_path)^
 -- Create a list owned by an identity that is not retired. No row: the list id is taken, or
@@ -55,6 +61,7 @@ SELECT id FROM task_lists WHERE list_id = :list_id FOR NO KEY UPDATE;
 -- new blocker (the cycle is found there). "back" follows the reached-from pointers from the
 -- first blocker found back to the task; it terminates because each step moves along an edge of
 -- the stored graph, which has no cycle, and it is cut at |up| steps regardless.
+-- Every reference of tasks and task_deps names the list (on Citus: routed to its shard).
 WITH RECURSIVE me AS (
     SELECT id FROM tasks WHERE list_id = :list_pk AND external_id = :external_id
 ), wanted AS (
@@ -69,7 +76,7 @@ WITH RECURSIVE me AS (
     UNION
     SELECT d.task_id, up.id
     FROM up
-    JOIN task_deps AS d ON d.blocked_by_id = up.id
+    JOIN task_deps AS d ON d.list_id = :list_pk AND d.blocked_by_id = up.id
     WHERE up.id NOT IN (SELECT id FROM found)
 ), hit AS (
     SELECT found.id FROM found WHERE found.id IN (SELECT id FROM up) ORDER BY found.id LIMIT 1
@@ -85,7 +92,8 @@ SELECT (SELECT id FROM me) AS task_id,
        ARRAY(SELECT external_id FROM wanted
              WHERE external_id NOT IN (SELECT external_id FROM found)
              ORDER BY external_id) AS missing,
-       ARRAY(SELECT t.external_id FROM back JOIN tasks AS t ON t.id = back.id
+       ARRAY(SELECT t.external_id
+             FROM back JOIN tasks AS t ON t.list_id = :list_pk AND t.id = back.id
              ORDER BY back.n) AS cycle;
 
 -- name: task_upsert(list_id, external_id, subject, description, active_form, metadata, status, owner, replace_deps, blocker_ids)^
@@ -109,92 +117,22 @@ SELECT (SELECT id FROM me) AS task_id,
 -- "pre" did not see (a racing creator committed it after this statement's snapshot) is left
 -- alone and no row comes back: tasks.py runs the statement again, whose snapshot sees it.
 -- No row: the list does not exist, or that race (tasks.py tells them apart).
-WITH l AS (
-    SELECT id FROM task_lists WHERE list_id = :list_id
-), pre AS (
-    SELECT t.id, t.completed_at
-    FROM tasks AS t
-    WHERE CAST(:status AS text) = 'completed'
-      AND t.list_id = (SELECT id FROM l) AND t.external_id = :external_id
-    FOR NO KEY UPDATE
-), up AS (
-    INSERT INTO tasks AS t (list_id, external_id, subject, description, active_form, metadata,
-                            status, owner, started_at, completed_at)
-    SELECT l.id, :external_id, COALESCE(:subject, ''), :description, :active_form,
-           COALESCE(CAST(:metadata AS jsonb), '{}'), COALESCE(CAST(:status AS text), 'pending'),
-           :owner,
-           CASE WHEN CAST(:status AS text) = 'in_progress' THEN ikigai_now() END,
-           CASE WHEN CAST(:status AS text) = 'completed' THEN ikigai_now() END
-    FROM l
-    ON CONFLICT (list_id, external_id) DO UPDATE
-    SET subject = COALESCE(:subject, t.subject),
-        description = COALESCE(EXCLUDED.description, t.description),
-        active_form = COALESCE(EXCLUDED.active_form, t.active_form),
-        metadata = t.metadata || EXCLUDED.metadata,
-        status = COALESCE(CAST(:status AS text), t.status),
-        owner = COALESCE(EXCLUDED.owner, t.owner),
-        started_at = COALESCE(t.started_at, EXCLUDED.started_at),
-        completed_at = COALESCE(t.completed_at, EXCLUDED.completed_at),
-        updated_at = ikigai_now()
-    WHERE CAST(:status AS text) IS DISTINCT FROM 'completed' OR t.id IN (SELECT id FROM pre)
-    RETURNING t.*, (t.xmax = 0) AS inserted
-), dropped AS (
-    DELETE FROM task_deps AS d
-    USING up
-    WHERE :replace_deps AND d.task_id = up.id
-      AND d.blocked_by_id <> ALL (CAST(:blocker_ids AS bigint[]))
-), added AS (
-    INSERT INTO task_deps (list_id, task_id, blocked_by_id)
-    SELECT up.list_id, up.id, b
-    FROM up, unnest(CAST(:blocker_ids AS bigint[])) AS b
-    WHERE :replace_deps
-    ON CONFLICT DO NOTHING
-), done AS (
-    -- The first completion: a new task made completed, or a locked row that had none. The
-    -- activity is inserted by a function (migration 0033: on Citus, a routed insert with the
-    -- owner's id); a select CTE runs only when read, so the main query reads it.
-    SELECT ikigai_insert_activity(
-               who => i.id, act_type => 'task_complete',
-               act_description => 'completed task ' || up.external_id || ' "' || up.subject
-                   || '" in list ' || CAST(:list_id AS text),
-               act_metadata => jsonb_build_object('list_id', CAST(:list_id AS text),
-                                                  'external_id', up.external_id,
-                                                  'task_id', up.id)) AS id
-    FROM up
-    JOIN identities AS i ON i.name = up.owner AND i.retired_at IS NULL
-    WHERE CAST(:status AS text) = 'completed'
-      AND (up.inserted OR up.id IN (SELECT id FROM pre WHERE completed_at IS NULL))
-)
-SELECT up.id, CAST(:list_id AS text) AS list_id, up.external_id, up.subject, up.description,
-       up.active_form, up.metadata, up.status, up.owner,
-       CASE WHEN :replace_deps
-            THEN ARRAY(SELECT b.external_id FROM tasks AS b
-                       WHERE b.id = ANY (CAST(:blocker_ids AS bigint[])) ORDER BY b.id)
-            ELSE ARRAY(SELECT b.external_id
-                       FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id
-                       WHERE d.task_id = up.id ORDER BY b.id)
-       END AS blocked_by,
-       ARRAY(SELECT a.external_id
-             FROM task_deps AS d JOIN tasks AS a ON a.id = d.task_id
-             WHERE d.blocked_by_id = up.id ORDER BY a.id) AS blocks,
-       up.created_at, up.updated_at, up.started_at, up.completed_at, up.inserted
-FROM up
-CROSS JOIN (SELECT count(*) FROM done) AS recorded;
+-- ikigai_task_upsert (migration 0036) does it in steps, each on one list's rows: "pre" is a
+-- read of its own before the INSERT (a row committed after it is the race above).
+SELECT * FROM ikigai_task_upsert(
+    lname => :list_id, ext => :external_id, p_subject => :subject,
+    p_description => :description, p_active_form => :active_form,
+    p_metadata => CAST(:metadata AS jsonb), p_status => CAST(:status AS text),
+    p_owner => :owner, replace_deps => :replace_deps,
+    blocker_ids => CAST(:blocker_ids AS bigint[]));
 
 -- name: task_get(list_id, external_id)^
 -- One task of a list.
-SELECT v.*
-FROM task_view AS v
-WHERE v.list_pk = (SELECT id FROM task_lists WHERE list_id = :list_id)
-  AND v.external_id = :external_id;
+SELECT * FROM ikigai_list_tasks(:list_id, :external_id, NULL, false, NULL);
 
 -- name: task_list_tasks(list_id, status)
 -- A list's tasks in id order, all of them or those of one status.
-SELECT v.*
-FROM task_view AS v
-WHERE v.list_pk = (SELECT id FROM task_lists WHERE list_id = :list_id)
-  AND (CAST(:status AS text) IS NULL OR v.status = :status)
-ORDER BY v.id;
+SELECT * FROM ikigai_list_tasks(:list_id, NULL, :status, false, NULL);
 
 -- name: task_owned(owner, status)
 -- The tasks of every list held by one owner, all of them or those of one status, in id order.
@@ -214,19 +152,7 @@ ORDER BY v.id;
 -- it a per-candidate probe: PostgreSQL would otherwise turn it into an anti-join, which it may
 -- run by hashing every unfinished edge of the database, so the cost of a small list would
 -- follow the size of the others.
-SELECT v.*
-FROM task_view AS v
-WHERE v.list_pk = (SELECT l.id
-                   FROM task_lists AS l JOIN identities AS i ON i.id = l.owner_id
-                   WHERE l.list_id = :list_id
-                     AND (CAST(:project_key AS text) IS NULL OR i.project_key IS NULL
-                          OR i.project_key = :project_key))
-  AND v.status = 'pending' AND v.owner IS NULL
-  AND NOT EXISTS (SELECT 1
-                  FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id
-                  WHERE d.task_id = v.id AND b.status NOT IN ('completed', 'deleted')
-                  OFFSET 0)
-ORDER BY v.id;
+SELECT * FROM ikigai_list_tasks(:list_id, NULL, NULL, true, :project_key);
 
 -- name: task_available_all(project_key)
 -- task_available_in_list over every list (:project_key not NULL: every list of that project or
@@ -239,8 +165,10 @@ WHERE v.status = 'pending' AND v.owner IS NULL
                         FROM task_lists AS l JOIN identities AS i ON i.id = l.owner_id
                         WHERE i.project_key IS NULL OR i.project_key = :project_key))
   AND NOT EXISTS (SELECT 1
-                  FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id
-                  WHERE d.task_id = v.id AND b.status NOT IN ('completed', 'deleted'))
+                  FROM task_deps AS d
+                  JOIN tasks AS b ON b.list_id = d.list_id AND b.id = d.blocked_by_id
+                  WHERE d.list_id = v.list_pk AND d.task_id = v.id
+                    AND b.status NOT IN ('completed', 'deleted'))
 ORDER BY v.id;
 
 -- name: task_claim(list_id, external_id, owner)^
@@ -249,55 +177,19 @@ ORDER BY v.id;
 -- :owner, and started_at is set unless it was. Racing claimers queue on the row lock and
 -- re-check the guard on the winner's committed row, so exactly one wins. No row: not
 -- claimable (task_claim_refusal says why).
-WITH c AS (
-    UPDATE tasks AS t
-    SET status = 'in_progress', owner = :owner,
-        started_at = COALESCE(t.started_at, ikigai_now()), updated_at = ikigai_now()
-    WHERE t.list_id = (SELECT id FROM task_lists WHERE list_id = :list_id)
-      AND t.external_id = :external_id
-      AND t.status = 'pending'
-      AND (t.owner IS NULL OR t.owner = :owner)
-      AND NOT EXISTS (SELECT 1
-                      FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id
-                      WHERE d.task_id = t.id AND b.status NOT IN ('completed', 'deleted'))
-    RETURNING t.*
-)
-SELECT c.id, CAST(:list_id AS text) AS list_id, c.external_id, c.subject, c.description,
-       c.active_form, c.metadata, c.status, c.owner,
-       ARRAY(SELECT b.external_id
-             FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id
-             WHERE d.task_id = c.id ORDER BY b.id) AS blocked_by,
-       ARRAY(SELECT a.external_id
-             FROM task_deps AS d JOIN tasks AS a ON a.id = d.task_id
-             WHERE d.blocked_by_id = c.id ORDER BY a.id) AS blocks,
-       c.created_at, c.updated_at, c.started_at, c.completed_at
-FROM c;
+SELECT * FROM ikigai_task_claim(:list_id, :external_id, :owner);
 
 -- name: task_claim_refusal(list_id, external_id)^
 -- Why task_claim or task_release changed nothing (rare path): whether the list and the task
 -- exist, the task's status and owner, and its blockers that are neither completed nor
 -- deleted.
-SELECT l.id AS list_pk, t.id AS task_id, t.status, t.owner,
-       ARRAY(SELECT b.external_id
-             FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id
-             WHERE d.task_id = t.id AND b.status NOT IN ('completed', 'deleted')
-             ORDER BY b.id) AS waiting_on
-FROM (SELECT 1) AS one
-LEFT JOIN task_lists AS l ON l.list_id = :list_id
-LEFT JOIN tasks AS t ON t.list_id = l.id AND t.external_id = :external_id;
+SELECT * FROM ikigai_task_state(:list_id, :external_id, false);
 
 -- name: task_lock_task(list_id, external_id)^
 -- Lock one task's row (held to commit) and read its status and owner: complete_task checks the
 -- holder, then completes it in the same transaction, so no claim or release slips in between.
 -- A missing list or task reads as NULLs (task_claim_refusal's shape).
-SELECT l.id AS list_pk, t.id AS task_id, t.status, t.owner
-FROM (SELECT 1) AS one
-LEFT JOIN task_lists AS l ON l.list_id = :list_id
-LEFT JOIN LATERAL (
-    SELECT id, status, owner FROM tasks
-    WHERE list_id = l.id AND external_id = :external_id
-    FOR UPDATE
-) AS t ON true;
+SELECT * FROM ikigai_task_state(:list_id, :external_id, true);
 
 -- name: task_release(list_id, external_id, owner)^
 -- Give an in_progress task back, in one guarded statement: only while it is in_progress and
@@ -306,25 +198,7 @@ LEFT JOIN LATERAL (
 -- claim, an upsert or another release, the row lock orders them and the guard is re-checked
 -- on the committed row, so a release never clears an owner it did not see. No row: not
 -- releasable by :owner (task_claim_refusal says why).
-WITH r AS (
-    UPDATE tasks AS t
-    SET status = 'pending', owner = NULL, updated_at = ikigai_now()
-    WHERE t.list_id = (SELECT id FROM task_lists WHERE list_id = :list_id)
-      AND t.external_id = :external_id
-      AND t.status = 'in_progress'
-      AND t.owner = :owner
-    RETURNING t.*
-)
-SELECT r.id, CAST(:list_id AS text) AS list_id, r.external_id, r.subject, r.description,
-       r.active_form, r.metadata, r.status, r.owner,
-       ARRAY(SELECT b.external_id
-             FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id
-             WHERE d.task_id = r.id ORDER BY b.id) AS blocked_by,
-       ARRAY(SELECT a.external_id
-             FROM task_deps AS d JOIN tasks AS a ON a.id = d.task_id
-             WHERE d.blocked_by_id = r.id ORDER BY a.id) AS blocks,
-       r.created_at, r.updated_at, r.started_at, r.completed_at
-FROM r;
+SELECT * FROM ikigai_task_release(:list_id, :external_id, :owner);
 
 -- name: task_stats_in_list(list_id)^
 -- A list's counts in one pass: per status, available (what task_available_in_list returns)
@@ -332,31 +206,7 @@ FROM r;
 -- s is MATERIALIZED so each pending task's blockers are probed once (inlined, the expression
 -- would be evaluated once per FILTER that names it); OFFSET 0 keeps that a probe of the
 -- task's edges rather than a hash of every edge of the database (see task_available_in_list).
-WITH l AS (
-    SELECT id FROM task_lists WHERE list_id = :list_id
-), s AS MATERIALIZED (
-    SELECT t.status, t.owner,
-           CASE WHEN t.status = 'pending'
-                THEN EXISTS (SELECT 1
-                             FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id
-                             WHERE d.task_id = t.id
-                               AND b.status NOT IN ('completed', 'deleted')
-                             OFFSET 0)
-                ELSE false
-           END AS blocked
-    FROM tasks AS t
-    WHERE t.list_id = (SELECT id FROM l)
-)
-SELECT (SELECT id FROM l) AS list_pk,
-       count(*) AS total,
-       count(*) FILTER (WHERE status = 'pending') AS pending,
-       count(*) FILTER (WHERE status = 'in_progress') AS in_progress,
-       count(*) FILTER (WHERE status = 'completed') AS completed,
-       count(*) FILTER (WHERE status = 'deleted') AS deleted,
-       count(*) FILTER (WHERE status = 'pending' AND owner IS NULL AND NOT blocked)
-           AS available,
-       count(*) FILTER (WHERE blocked) AS blocked
-FROM s;
+SELECT * FROM ikigai_task_stats(:list_id);
 
 -- name: task_stats_all()^
 -- task_stats_in_list over every list.
@@ -364,8 +214,9 @@ WITH s AS MATERIALIZED (
     SELECT t.status, t.owner,
            CASE WHEN t.status = 'pending'
                 THEN EXISTS (SELECT 1
-                             FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id
-                             WHERE d.task_id = t.id
+                             FROM task_deps AS d
+                             JOIN tasks AS b ON b.list_id = d.list_id AND b.id = d.blocked_by_id
+                             WHERE d.list_id = t.list_id AND d.task_id = t.id
                                AND b.status NOT IN ('completed', 'deleted')
                              OFFSET 0)
                 ELSE false
@@ -385,28 +236,10 @@ FROM s;
 -- name: task_sync_list(list_id, active)^
 -- Mirror the source's list: every task of the list whose external id is not in :active and
 -- that is not deleted yet becomes deleted; last_synced_at is set. list_pk NULL: no list.
-WITH l AS (
-    UPDATE task_lists SET last_synced_at = ikigai_now()
-    WHERE list_id = :list_id
-    RETURNING id
-), gone AS (
-    UPDATE tasks AS t
-    SET status = 'deleted', updated_at = ikigai_now()
-    FROM l
-    WHERE t.list_id = l.id AND t.status <> 'deleted'
-      AND t.external_id <> ALL (CAST(:active AS text[]))
-    RETURNING t.id
-)
-SELECT (SELECT id FROM l) AS list_pk, (SELECT count(*) FROM gone) AS deleted;
+SELECT * FROM ikigai_task_sync(:list_id, CAST(:active AS text[]));
 
 -- name: task_prune(older_than)^
 -- Delete the completed and deleted tasks last updated more than :older_than ago, with their
 -- dependency edges (ON DELETE CASCADE), so a pruned blocker blocks nothing, as a completed or
 -- deleted one did not.
-WITH gone AS (
-    DELETE FROM tasks
-    WHERE status IN ('completed', 'deleted')
-      AND updated_at < ikigai_now() - CAST(:older_than AS interval)
-    RETURNING id
-)
-SELECT count(*) AS deleted FROM gone;
+SELECT ikigai_task_prune(CAST(:older_than AS interval)) AS deleted;

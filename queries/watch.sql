@@ -43,7 +43,8 @@ ORDER BY r.mail_id;
 -- The tasks the identity may claim (pending, unowned, every blocker done: task_available_in_list)
 -- in the task lists of its project and in those of no project, which are shared (as
 -- tasks.available with its project_key: lists whose owner has its project_key or none; its
--- own lists are either), in id order.
+-- own lists are either), in id order. Edges join their tasks on list_id too (on Citus, where
+-- tasks and task_deps are distributed by it, this asks every shard: migration 0036).
 SELECT v.id, v.list_id, v.external_id, v.subject
 FROM task_view AS v
 WHERE v.list_pk IN (SELECT l.id
@@ -53,8 +54,10 @@ WHERE v.list_pk IN (SELECT l.id
                     WHERE o.project_key IS NULL OR o.project_key = me.project_key)
   AND v.status = 'pending' AND v.owner IS NULL
   AND NOT EXISTS (SELECT 1
-                  FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id
-                  WHERE d.task_id = v.id AND b.status NOT IN ('completed', 'deleted')
+                  FROM task_deps AS d
+                  JOIN tasks AS b ON b.list_id = d.list_id AND b.id = d.blocked_by_id
+                  WHERE d.list_id = v.list_pk AND d.task_id = v.id
+                    AND b.status NOT IN ('completed', 'deleted')
                   OFFSET 0)
 ORDER BY v.id;
 

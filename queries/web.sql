@@ -155,13 +155,19 @@ LIMIT :lim;
 
 -- name: web_task_lists(lim)
 -- Task lists, oldest first, at most :lim, with their owner and counts as task_stats_in_list
--- counts them (blocked: pending with a blocker neither completed nor deleted).
-SELECT l.id, l.list_id, i.name AS owner, l.watch_path, l.created_at, l.last_synced_at,
-       c.total, c.pending, c.in_progress, c.completed, c.deleted, c.available, c.blocked
-FROM task_lists AS l
-JOIN identities AS i ON i.id = l.owner_id
-CROSS JOIN LATERAL (
-    SELECT count(*) AS total,
+-- counts them (blocked: pending with a blocker neither completed nor deleted). The counts are
+-- one aggregate grouped by list over the tasks of those lists (on Citus, where tasks are
+-- distributed by list: every shard asked once, migration 0036), a list without tasks counting
+-- zeros.
+WITH shown AS MATERIALIZED (
+    SELECT l.id, l.list_id, i.name AS owner, l.watch_path, l.created_at, l.last_synced_at
+    FROM task_lists AS l
+    JOIN identities AS i ON i.id = l.owner_id
+    ORDER BY l.id
+    LIMIT :lim
+), c AS (
+    SELECT s.list_id,
+           count(*) AS total,
            count(*) FILTER (WHERE s.status = 'pending') AS pending,
            count(*) FILTER (WHERE s.status = 'in_progress') AS in_progress,
            count(*) FILTER (WHERE s.status = 'completed') AS completed,
@@ -169,14 +175,22 @@ CROSS JOIN LATERAL (
            count(*) FILTER (WHERE s.status = 'pending' AND s.owner IS NULL AND NOT s.blocked)
                AS available,
            count(*) FILTER (WHERE s.blocked) AS blocked
-    FROM (SELECT t.status, t.owner,
+    FROM (SELECT t.list_id, t.status, t.owner,
                  t.status = 'pending'
                  AND EXISTS (SELECT 1
-                             FROM task_deps AS d JOIN tasks AS b ON b.id = d.blocked_by_id
-                             WHERE d.task_id = t.id
+                             FROM task_deps AS d
+                             JOIN tasks AS b ON b.list_id = d.list_id AND b.id = d.blocked_by_id
+                             WHERE d.list_id = t.list_id AND d.task_id = t.id
                                AND b.status NOT IN ('completed', 'deleted')) AS blocked
           FROM tasks AS t
-          WHERE t.list_id = l.id) AS s
-) AS c
-ORDER BY l.id
-LIMIT :lim;
+          WHERE t.list_id IN (SELECT id FROM shown)) AS s
+    GROUP BY s.list_id
+)
+SELECT l.id, l.list_id, l.owner, l.watch_path, l.created_at, l.last_synced_at,
+       COALESCE(c.total, 0) AS total, COALESCE(c.pending, 0) AS pending,
+       COALESCE(c.in_progress, 0) AS in_progress, COALESCE(c.completed, 0) AS completed,
+       COALESCE(c.deleted, 0) AS deleted, COALESCE(c.available, 0) AS available,
+       COALESCE(c.blocked, 0) AS blocked
+FROM shown AS l
+LEFT JOIN c ON c.list_id = l.id
+ORDER BY l.id;

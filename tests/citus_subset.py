@@ -3,12 +3,13 @@ the coordinator (docs/concepts/citus.md, "Testing on a cluster"; .ci/run does it
 
 Every area is covered: the event store (appends, replay, agents, sessions, search, export and
 import), every coordination area (with the queue-claim and lease races: exactly-once claims, one
-winner per exclusive lease), and the property tests and state machines. The mail and task race
-tests are left out for time (CI's budget): those tables are plain tables on the coordinator,
-where the same tests run on plain PostgreSQL, and their state machines run here. Only the sync
-face runs there: both faces run the same SQL, and the cluster's budget in CI is small. A test
-that checks something only plain PostgreSQL has is left out here, each with the reason (the rest
-of its file runs). ``tests/conftest.py`` applies the marker.
+winner per exclusive lease, the task races: one claimer, one completion activity), and the
+property tests and state machines. The mail race tests are left out for time (CI's budget):
+those tables are plain tables on the coordinator, where the same tests run on plain
+PostgreSQL, and the mail state machine runs here. Only the sync face runs there: both faces
+run the same SQL, and the cluster's budget in CI is small. A test that checks something only
+plain PostgreSQL has is left out here, each with the reason (the rest of its file runs).
+``tests/conftest.py`` applies the marker.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ FILES = {
     "integration/test_leases.py",
     "integration/test_leases_concurrency.py",
     "integration/test_tasks.py",
+    "integration/test_tasks_concurrency.py",
     "integration/test_reviews.py",
     "integration/test_plans.py",
     "integration/test_activities.py",

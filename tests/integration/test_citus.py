@@ -56,13 +56,16 @@ DISTRIBUTED = {
     "langgraph_writes": "session_id",
     "activities": "identity_id",
     "agent_summaries": "identity_id",
+    "tasks": "list_id",
+    "task_deps": "list_id",
 }
 
 
 def test_migrations_place_the_tables(cluster: str, ikigai_db_url: str) -> None:
     """Migrating a Citus database distributes messages and LangGraph's checkpoint rows by
     session_id (colocated), the activity feed and agent summaries by identity_id (colocated,
-    apart from the sessions); the rest stays local."""
+    apart from the sessions), tasks and their edges by list_id (colocated, a group of their
+    own); the rest stays local."""
     placed = {p.relation: p for p in citus.placements(ikigai_db_url)}
     assert {n: p.column for n, p in placed.items() if p.kind == "distributed"} == DISTRIBUTED
     groups = {
@@ -70,7 +73,7 @@ def test_migrations_place_the_tables(cluster: str, ikigai_db_url: str) -> None:
         for column in set(DISTRIBUTED.values())
     }
     assert all(len(ids) == 1 for ids in groups.values()), groups
-    assert groups["session_id"] != groups["identity_id"]
+    assert len(set().union(*groups.values())) == 3, groups
     assert {p.kind for name, p in placed.items() if name not in DISTRIBUTED} == {"local"}
 
 
@@ -113,8 +116,8 @@ def filled_plain(cluster: str, request: pytest.FixtureRequest) -> Iterator[str]:
 
 def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain: str) -> None:
     """Rows written before distribution move to the shards; replays, search, mail, the
-    activity feed, summaries and a LangGraph thread and its copy are the same after;
-    distributing again changes nothing."""
+    activity feed, summaries, a LangGraph thread and its copy, and task lists (tasks, edges,
+    claims) are the same after; distributing again changes nothing."""
     url = filled_plain
     with ik.Store(url, pool_size=2) as store:
         sessions = [store.create_session(f"s{n}") for n in range(20)]
@@ -138,6 +141,14 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
         threads = {t: _thread_state(saver, t) for t in ("lg", "lg-copy")}
         store.activities.record("alice", "commit", "before distribution")
         store.summaries.add("bob", "bob's summary")
+        for n in range(3):
+            store.tasks.create_list(f"list{n}", "alice")
+            store.tasks.upsert(f"list{n}", "a", subject="first")
+            store.tasks.upsert(f"list{n}", "b", subject="second", blocked_by=["a"])
+            store.tasks.upsert(f"list{n}", "c", subject="third", blocked_by=["a", "b"])
+        store.tasks.claim("list0", "a", "alice")
+        tasks_before = {n: store.tasks.list(f"list{n}") for n in range(3)}
+        stats_before = store.tasks.stats()
         feed = store.activities.feed()
         alice_feed = store.activities.feed(identity="alice")
         before = {sid: store.replay_session(sid) for sid in sessions}
@@ -152,6 +163,8 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
         assert f"{table}: distributed by session_id" in result.output
     for table in ("activities", "agent_summaries"):
         assert f"{table}: distributed by identity_id" in result.output
+    for table in ("tasks", "task_deps"):
+        assert f"{table}: distributed by list_id" in result.output
     assert citus.distribute(url) == []
     with ik.Store(url, pool_size=2) as store:
         assert {sid: store.replay_session(sid) for sid in sessions} == before
@@ -161,6 +174,12 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
         assert store.activities.feed() == feed
         assert store.activities.feed(identity="alice") == alice_feed
         assert [s.summary for s in store.summaries.history("bob")] == ["bob's summary"]
+        assert {n: store.tasks.list(f"list{n}") for n in range(3)} == tasks_before
+        assert store.tasks.stats() == stats_before
+        with pytest.raises(ik.InvalidArgument, match="cycle"):
+            store.tasks.upsert("list1", "a", blocked_by=["c"])
+        store.tasks.complete("list0", "a", "alice")
+        assert [t.external_id for t in store.tasks.available("list0")] == ["b"]
         saver = IkigaiSaver(store)
         assert {t: _thread_state(saver, t) for t in threads} == threads
         _counter_graph(saver).invoke({"total": 1}, _thread("lg"))

@@ -1,9 +1,10 @@
-"""On Citus, every named query serving one session, agent, LangGraph thread or identity is
-routed to one shard.
+"""On Citus, every named query serving one session, agent, LangGraph thread, identity or task
+list is routed to one shard.
 
 Only ``messages`` and LangGraph's checkpoint rows (``langgraph_checkpoints``, ``langgraph_blobs``,
 ``langgraph_writes``, colocated with it by session), and the activity feed and agent summaries
-(``activities``, ``agent_summaries``, by identity) are distributed (docs/concepts/citus.md), so
+(``activities``, ``agent_summaries``, by identity), and tasks and their edges (``tasks``,
+``task_deps``, by task list: migration 0036) are distributed (docs/concepts/citus.md), so
 only a query that reads or writes them, or calls a function that does, can ask more than one
 shard. (``post_mail()``, which every mail, review and plan statement calls, writes the sender's
 activity: ``test_post_mail_asks_the_senders_shard`` checks it once, for all its callers.)
@@ -52,18 +53,24 @@ DISTRIBUTED = (
     "langgraph_writes",
     "activities",
     "agent_summaries",
+    "tasks",
+    "task_deps",
 )
 
-#: A statement that touches a distributed table, or calls a function that does (migrations 0030
-#: and 0033).
+#: A statement that touches a distributed table (or task_view, over tasks), or calls a function
+#: that does (migrations 0030, 0033 and 0036).
 TOUCHES = re.compile(
     r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+"
-    r"(?:messages|langgraph_(?:checkpoints|blobs|writes)|activities|agent_summaries)\b"
+    r"(?:messages|langgraph_(?:checkpoints|blobs|writes)|activities|agent_summaries"
+    r"|tasks|task_deps|task_view)\b"
     r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append|langgraph_put"
     r"|langgraph_blob_chain|langgraph_get_checkpoint|langgraph_list_checkpoints"
     r"|langgraph_delete_thread|langgraph_drop_unnamed|langgraph_delete_for_runs"
     r"|langgraph_rebuild_latest|langgraph_delete_rows|ikigai_insert_activity"
-    r"|ikigai_record_activity|ikigai_identity_feed|ikigai_add_summary|ikigai_summary_history)"
+    r"|ikigai_record_activity|ikigai_identity_feed|ikigai_add_summary|ikigai_summary_history"
+    r"|ikigai_task_rows|ikigai_list_tasks|ikigai_task_upsert|ikigai_task_claim"
+    r"|ikigai_task_release|ikigai_task_state|ikigai_task_stats|ikigai_task_sync"
+    r"|ikigai_task_prune)"
     r"\s*\(",
     re.IGNORECASE,
 )
@@ -84,6 +91,7 @@ class World:
     thread_session_id: int = 0
     copy: str = "routing-copy"
     unnamed_session_id: int = 0
+    list_pk: int = 0
 
 
 P = Callable[[World], dict[str, Any]]
@@ -92,6 +100,9 @@ SEARCH = {"query": "hello", "phrase": None, "kinds": None, "since": None, "until
 
 #: The identity whose activities, summaries and task the routed queries write and read.
 IDENTITY = "routing-ann"
+#: The task list of the routed task queries: t1 pending, t2 blocked by t1, t3 in progress held
+#: by IDENTITY.
+LIST = "routing-list"
 
 #: Queries of one session or agent: each asks at most one shard on the cluster.
 ROUTED: dict[str, P] = {
@@ -228,17 +239,31 @@ ROUTED: dict[str, P] = {
     },
     "summaries_history": lambda w: {"identity": IDENTITY, "limit": 10},
     "task_upsert": lambda w: {
-        "list_id": "routing-list",
-        "external_id": "t1",
-        "subject": "done",
+        "list_id": LIST,
+        "external_id": "t4",
+        "subject": "new",
         "description": None,
         "active_form": None,
         "metadata": None,
-        "status": "completed",
+        "status": "in_progress",
         "owner": IDENTITY,
-        "replace_deps": False,
+        "replace_deps": True,
         "blocker_ids": [],
     },
+    "task_dependency_check": lambda w: {
+        "list_pk": w.list_pk,
+        "external_id": "t1",
+        "blocked_by": ["t2", "nope"],
+    },
+    "task_get": lambda w: {"list_id": LIST, "external_id": "t2"},
+    "task_list_tasks": lambda w: {"list_id": LIST, "status": None},
+    "task_available_in_list": lambda w: {"list_id": LIST, "project_key": None},
+    "task_claim": lambda w: {"list_id": LIST, "external_id": "t1", "owner": "routing-bob"},
+    "task_claim_refusal": lambda w: {"list_id": LIST, "external_id": "t2"},
+    "task_lock_task": lambda w: {"list_id": LIST, "external_id": "t3"},
+    "task_release": lambda w: {"list_id": LIST, "external_id": "t3", "owner": IDENTITY},
+    "task_stats_in_list": lambda w: {"list_id": LIST},
+    "task_sync_list": lambda w: {"list_id": LIST, "active": ["t1", "t3"]},
     "search_probe_session": lambda w: {
         **SEARCH,
         "session_id": w.session_id,
@@ -284,6 +309,12 @@ FAN_OUT: dict[str, str] = {
     "search_probe_kinds": "search across sessions by kind (every shard, by design)",
     "search_probe_range": "search across sessions (every shard, by design)",
     "search_probe_time": "search across sessions by time (every shard, by design)",
+    "task_owned": "one owner's tasks in every list (every shard)",
+    "task_available_all": "the available tasks of every list (every shard, by design)",
+    "task_stats_all": "the counts of every list (every shard, by design)",
+    "task_prune": "deletes by age, every list's (every shard)",
+    "watch_tasks": "the available tasks of every list of the identity's project (every shard)",
+    "web_task_lists": "the counts of the lists shown (every shard, once)",
 }
 
 
@@ -359,6 +390,11 @@ def world(cluster_url: str) -> Iterator[World]:
         store.identities.register("routing-bob")
         store.activities.record(IDENTITY, "commit", "first")
         store.summaries.add(IDENTITY, "first summary")
+        task_list = store.tasks.create_list(LIST, IDENTITY)
+        store.tasks.upsert(LIST, "t1", subject="one")
+        store.tasks.upsert(LIST, "t2", subject="two", blocked_by=["t1"])
+        store.tasks.upsert(LIST, "t3", subject="three")
+        store.tasks.claim(LIST, "t3", IDENTITY)
     with psycopg.connect(cluster_url, autocommit=True) as conn:
         run = lambda name, params: conn.execute(getattr(queries, name).sql, params).fetchone()  # noqa: E731
         thread = run(
@@ -379,10 +415,6 @@ def world(cluster_url: str) -> Iterator[World]:
         )
         run("langgraph_put", _put("routing-unnamed", "c1", ["a"], ["1"], [None]))
         unnamed = run("langgraph_unname", {"thread_id": "routing-unnamed"})
-        run(
-            "task_create_list",
-            {"list_id": "routing-list", "owner": IDENTITY, "watch_path": None},
-        )
     assert thread is not None and unnamed is not None
     yield World(
         sid,
@@ -392,6 +424,7 @@ def world(cluster_url: str) -> Iterator[World]:
         ended,
         thread_session_id=thread[0],
         unnamed_session_id=unnamed[0],
+        list_pk=task_list.id,
     )
 
 
@@ -470,3 +503,32 @@ def test_post_mail_asks_the_senders_shard(cluster_url: str, world: World) -> Non
         shards = {m for line in sent for m in SHARD.findall(line)}
     assert mail is not None and mail[0] is not None
     assert len(shards) == 1, shards
+
+
+def test_a_first_completion_asks_the_lists_and_the_owners_shards(
+    cluster_url: str, world: World
+) -> None:
+    """A task's first completion writes its task (the list's one tasks shard) and its owner's
+    task_complete activity (the owner's one activities shard): nothing else."""
+    with psycopg.connect(cluster_url, autocommit=True) as conn:
+        sent: list[str] = []
+        conn.add_notice_handler(lambda d: sent.append(d.message_primary or ""))
+        params = {
+            **ROUTED["task_upsert"](world),
+            "external_id": "t3",
+            "status": "completed",
+            "replace_deps": False,
+        }
+        with conn.transaction(force_rollback=True):
+            conn.execute("SET LOCAL citus.log_remote_commands = on")
+            conn.execute("SET LOCAL client_min_messages = notice")
+            row = conn.execute(queries.task_upsert.sql, params).fetchone()
+            upsert_sent = list(sent)
+            done = conn.execute(
+                "SELECT count(*) FROM activities WHERE type = 'task_complete'"
+            ).fetchone()
+        shards = {m.group(0) for line in upsert_sent for m in SHARD.finditer(line)}
+    assert row is not None and done is not None and done[0] == 1
+    tables = sorted(name.rsplit("_", 1)[0] for name in shards)
+    assert set(tables) <= {"tasks", "task_deps", "activities"}, shards
+    assert tables.count("tasks") == 1 and tables.count("activities") == 1, shards

@@ -58,6 +58,7 @@ ALL = [
     "0032-wake-after-commit",
     "0033-citus-more-distributed",
     "0035-langgraph-copies-own-special-writes",
+    "0036-citus-tasks-by-list",
     "0037-langgraph-chain-reads",
 ]
 LATEST = 37

@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import psycopg
 import pytest
 
 import ikigai_store as ik
@@ -286,13 +285,9 @@ def test_racing_completers_record_one_activity(url: str) -> None:
 
 def _waiting_to_complete(url: str) -> bool:
     """Whether a completing upsert waits for a lock (another transaction's row). Matched on
-    its "pre" CTE: pg_stat_activity keeps only the first 1024 bytes of a query."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock' AND query LIKE '%), pre AS (%'"
-        ).fetchone()
-    return bool(row and row[0])
+    the function task_upsert calls (migration 0036); on Citus the wait is on the list's
+    worker (``waiting_on_a_lock`` asks there too)."""
+    return waiting_on_a_lock(url, "%ikigai_task_upsert(%")
 
 
 @pytest.mark.parametrize(

@@ -333,3 +333,36 @@ def test_wakes_are_sent_when_notices_were_silenced(
         store.append(session, "user", "hello")
         _hear(listener, ("ikigai_session", str(session)))
         assert _pending(store) == ("on", "")
+
+
+def test_every_task_write_wakes_its_list_and_a_refused_one_nothing(
+    store: ik.Store, listener: psycopg.Connection[Any]
+) -> None:
+    """Each task write (upsert, claim, release, completion, sync, prune) wakes ikigai_task with
+    its list's row id: on Citus the task functions send it (migration 0036: tasks' triggers
+    are gone there); a refused claim sends nothing."""
+    owner = f"tasker-{uuid.uuid4().hex[:8]}"
+    store.identities.register(owner)
+    board = store.tasks.create_list(f"wake-{uuid.uuid4().hex[:8]}", owner)
+    wanted = ("ikigai_task", str(board.id))
+    name = board.list_id
+    steps: list[Any] = [
+        lambda: store.tasks.upsert(name, "a", subject="first"),
+        lambda: store.tasks.upsert(name, "b", subject="second", blocked_by=["a"]),
+        lambda: store.tasks.claim(name, "a", owner),
+        lambda: store.tasks.release(name, "a", owner),
+        lambda: store.tasks.claim(name, "a", owner),
+        lambda: store.tasks.complete(name, "a", owner),
+    ]
+    for step in steps:
+        step()
+        _hear(listener, wanted)
+    with pytest.raises(ik.InvalidArgument, match="completed"):
+        store.tasks.claim(name, "a", owner)
+    assert not {n for n in _heard(listener, 0.5) if n[0] == "ikigai_task"}
+    for step in (
+        lambda: store.tasks.sync(name, ["a"]),
+        lambda: store.tasks.prune(older_than=0),
+    ):
+        step()
+        _hear(listener, wanted)
