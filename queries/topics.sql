@@ -147,9 +147,8 @@ FROM m;
 -- Append a batch of mails to a topic in one statement (as publish_mail, one mail per element
 -- of the arrays, which have one length; mail ids follow the arrays' order): with the
 -- sequencer lock when it is free, at the next offsets in id order; else pending. No row:
--- missing topic, missing or retired sender. The mails and the subscribers' copies are written
--- by one INSERT each (what post_mail() writes for a mail without idempotency key, activity or
--- parent), not by a post_mail() call per element: about a quarter less server CPU per message.
+-- missing topic, missing or retired sender. One call of post_mail's batch overload writes
+-- every mail and copy (one INSERT a table, not a call a mail: a quarter less CPU a message).
 WITH t AS (
     SELECT id, kind FROM topics WHERE name = :topic
 ), s AS (
@@ -163,22 +162,17 @@ WITH t AS (
     SELECT ARRAY(SELECT subs.id FROM subs) AS ids,
            ARRAY(SELECT subs.name FROM subs ORDER BY subs.name COLLATE "C") AS names
 ), m AS (
-    INSERT INTO mail (thread_id, sender_id, recipients, subject, body, priority, attachments,
-                      metadata, request_hash, topic_id)
-    SELECT a.thread_id, s.id, r.names, a.subject, a.body, a.priority, a.attachments,
-           a.metadata, a.request_hash, t.id
+    -- The mails and the subscribers' copies: post_mail's batch overload (migration 0039),
+    -- ids in the arrays' order.
+    SELECT p.*
     FROM t, s, r,
-         unnest(CAST(:subjects AS text[]), CAST(:bodies AS text[]),
-                CAST(:priorities AS text[]), CAST(:attachments AS jsonb[]),
-                CAST(:metadata AS jsonb[]), CAST(:request_hashes AS text[]),
-                CAST(:new_thread_ids AS text[]))
-             WITH ORDINALITY
-             AS a(subject, body, priority, attachments, metadata, request_hash, thread_id, n)
-    ORDER BY a.n
-    RETURNING *
-), copies AS (
-    INSERT INTO mail_recipients (mail_id, identity_id)
-    SELECT m.id, x.id FROM m, r, unnest(r.ids) AS x (id)
+         post_mail(thread_ids => CAST(:new_thread_ids AS text[]), sender_id => s.id,
+                   recipient_ids => r.ids, recipients => r.names,
+                   subjects => CAST(:subjects AS text[]), bodies => CAST(:bodies AS text[]),
+                   priorities => CAST(:priorities AS text[]),
+                   attachments => CAST(:attachments AS jsonb[]),
+                   metadata => CAST(:metadata AS jsonb[]),
+                   request_hashes => CAST(:request_hashes AS text[]), topic_id => t.id) AS p
 ), bump AS (
     UPDATE topics AS u SET next_offset = u.next_offset + (SELECT count(*) FROM m)
     FROM t
