@@ -60,8 +60,9 @@ ALL = [
     "0035-langgraph-copies-own-special-writes",
     "0036-citus-tasks-by-list",
     "0037-langgraph-chain-reads",
+    "0038-citus-reviews-by-review",
 ]
-LATEST = 37
+LATEST = 38
 
 
 def _since(migration: str) -> int:
