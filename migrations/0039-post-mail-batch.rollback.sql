@@ -2,4 +2,4 @@
 -- calls the single-mail post_mail() per element).
 DROP FUNCTION IF EXISTS post_mail(TEXT[], BIGINT, BIGINT[], TEXT[], TEXT[], TEXT[], TEXT[],
                                   JSONB[], JSONB[], TEXT[], BIGINT);
-UPDATE schema_metadata SET schema_version = 37 WHERE schema_version = 39;
+UPDATE schema_metadata SET schema_version = 38 WHERE schema_version = 39;

@@ -10,7 +10,7 @@
 -- for every mail; mail ids follow the arrays' order (the INSERT reads the elements in order);
 -- the rows are returned in id order. Arrays of different lengths are refused (the INSERT would
 -- pad the shorter ones with NULLs).
--- depends: 0037-langgraph-chain-reads
+-- depends: 0038-citus-reviews-by-review
 
 CREATE OR REPLACE FUNCTION post_mail(
     thread_ids     TEXT[],

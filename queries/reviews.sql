@@ -2,7 +2,9 @@
 -- state change is one conditional UPDATE (WHERE state = ANY(allowed sources); reviews.py holds
 -- the table) that also writes the change's mail (on the review's thread) and its activity, in
 -- the same statement: a refused change writes nothing at all. Reads return reviews with the
--- requester's name; order is id.
+-- requester's name; order is id. On Citus (migration 0038) reviews stays on the coordinator
+-- and a review's iterations and issues are on one shard (by review_id): the statements that
+-- touch them and a coordinator table are functions of 0038, one step a table.
 
 -- name: review_create(review_id, requester, reviewers, pr_number, branch, base_branch, commit_sha, repo_path, remote_url, review_type, priority)^
 -- Create a review in state new. The requester and every reviewer must exist and not be
@@ -180,108 +182,34 @@ JOIN identities AS q ON q.id = r.requester_id
 WHERE r.review_id = CAST(:review_id AS uuid);
 
 -- name: review_record_iteration(review_id, reviewer, decision, to_state, summary, suggestions, files_reviewed, lines_analyzed, duration_ms, cost_usd, reviewer_session_id, issues, text, subject, body, activity_type, description)
--- Record one review iteration, in one statement: only while the review is under_review, bump
--- its iteration counter (the UPDATE's row lock serialises concurrent recorders, and the SET
--- sees the newest counter: numbers are 1, 2, 3... without gaps or duplicates) and move it to
--- to_state (NULL: stay, for a comment); insert the iteration numbered by the counter and its
--- issues (the issues parameter, a JSON array, in order); mail the requester (not the reviewer
--- itself, not when retired) on the review's thread and record the activity. One row per issue
--- (issue columns NULL when there is none). No row: unknown review, reviewer missing or
--- retired, or the review is not under review.
-WITH actor AS (
-    SELECT id, name FROM identities WHERE name = :reviewer AND retired_at IS NULL FOR SHARE
-), u AS (
-    UPDATE reviews AS r
-    SET iterations = r.iterations + 1,
-        state = COALESCE(CAST(:to_state AS text), r.state),
-        updated_at = ikigai_now(),
-        completed_at = CASE WHEN CAST(:to_state AS text) IN ('approved', 'rejected')
-                            THEN ikigai_now() END
-    FROM actor
-    WHERE r.review_id = CAST(:review_id AS uuid) AND r.state = 'under_review'
-    RETURNING r.*, actor.id AS actor_id, actor.name AS actor_name
-), q AS (
-    SELECT i.name FROM u JOIN identities AS i ON i.id = u.requester_id
-), it AS (
-    INSERT INTO review_iterations (review_id, iteration_num, reviewer_id, reviewer_session_id,
-                                   decision, summary, suggestions, files_reviewed,
-                                   lines_analyzed, duration_ms, cost_usd)
-    SELECT u.review_id, u.iterations, u.actor_id, :reviewer_session_id, :decision, :summary,
-           CAST(:suggestions AS jsonb), :files_reviewed, :lines_analyzed, :duration_ms, :cost_usd
-    FROM u
-    RETURNING *
-), iss AS (
-    INSERT INTO review_issues (review_id, iteration_num, issue_type, severity, file_path,
-                               line_start, line_end, title, description, code_snippet,
-                               suggestion, claude_md_ref)
-    SELECT it.review_id, it.iteration_num, e.doc ->> 'issue_type', e.doc ->> 'severity',
-           e.doc ->> 'file_path', CAST(e.doc ->> 'line_start' AS integer),
-           CAST(e.doc ->> 'line_end' AS integer), e.doc ->> 'title', e.doc ->> 'description',
-           e.doc ->> 'code_snippet', e.doc ->> 'suggestion', e.doc ->> 'claude_md_ref'
-    FROM it, jsonb_array_elements(CAST(:issues AS jsonb)) WITH ORDINALITY AS e(doc, n)
-    ORDER BY e.n
-    RETURNING *
-), audience AS (
-    SELECT i.id, i.name
-    FROM u, identities AS i
-    WHERE i.id = u.requester_id AND i.id <> u.actor_id AND i.retired_at IS NULL
-), f AS (
-    -- The template arguments, as in review_fire; the eighth is the text parameter (the
-    -- summary and the issues, written by reviews.py), the ninth the iteration's number.
-    SELECT ARRAY[left(CAST(u.review_id AS text), 8),
-                 COALESCE(u.branch, 'review ' || left(CAST(u.review_id AS text), 8)),
-                 u.actor_name, 'under_review', u.state, q.name, '', CAST(:text AS text),
-                 CAST(u.iterations AS text)] AS args
-    FROM u, q
-), posted AS (
-    -- As in review_fire; read by the main query, which makes it run.
-    SELECT post_mail(
-               thread_id => u.thread_id, sender_id => u.actor_id,
-               recipient_ids => ARRAY(SELECT a.id FROM audience AS a),
-               recipients => ARRAY(SELECT a.name FROM audience AS a),
-               subject => format(:subject, VARIADIC f.args),
-               body => format(:body, VARIADIC f.args),
-               priority => u.priority,
-               metadata => jsonb_build_object('review_id', u.review_id,
-                                              'iteration', u.iterations,
-                                              'decision', CAST(:decision AS text),
-                                              'state', u.state),
-               activity_type => :activity_type,
-               description => format(:description, VARIADIC f.args),
-               activity_metadata => jsonb_build_object('review_id', u.review_id,
-                                                       'iteration', u.iterations,
-                                                       'decision', CAST(:decision AS text),
-                                                       'from', 'under_review', 'to', u.state,
-                                                       'issues', (SELECT count(*) FROM iss))
-           ) AS mail
-    FROM u, f
-)
-SELECT it.id, it.review_id, it.iteration_num, CAST(:reviewer AS text) AS reviewer,
-       it.reviewer_session_id, it.decision, it.summary, it.suggestions, it.files_reviewed,
-       it.lines_analyzed, it.duration_ms, it.cost_usd, it.created_at,
-       iss.id AS issue_id, iss.issue_type, iss.severity, iss.file_path, iss.line_start,
-       iss.line_end, iss.title, iss.description, iss.code_snippet, iss.suggestion,
-       iss.claude_md_ref, iss.status, iss.resolved_at, iss.resolved_in_iteration
-FROM it
-CROSS JOIN posted
-LEFT JOIN iss ON true
-ORDER BY iss.id;
+-- Record one review iteration, in one statement (ikigai_review_record_iteration, migration
+-- 0038: on Citus the iteration and its issues are written on the review's one shard): only
+-- while the review is under_review, bump its iteration counter (the UPDATE's row lock
+-- serialises concurrent recorders, and the SET sees the newest counter: numbers are 1, 2,
+-- 3... without gaps or duplicates) and move it to to_state (NULL: stay, for a comment); insert
+-- the iteration numbered by the counter and its issues (the issues parameter, a JSON array, in
+-- order); mail the requester (not the reviewer itself, not when retired) on the review's
+-- thread and record the activity. One row per issue (issue columns NULL when there is none).
+-- No row: unknown review, reviewer missing or retired, or the review is not under review.
+SELECT * FROM ikigai_review_record_iteration(
+    p_review_id => CAST(:review_id AS uuid), p_reviewer => CAST(:reviewer AS text),
+    p_decision => CAST(:decision AS text), p_to_state => CAST(:to_state AS text),
+    p_summary => CAST(:summary AS text), p_suggestions => CAST(:suggestions AS jsonb),
+    p_files_reviewed => CAST(:files_reviewed AS integer),
+    p_lines_analyzed => CAST(:lines_analyzed AS bigint),
+    p_duration_ms => CAST(:duration_ms AS bigint),
+    p_cost_usd => CAST(:cost_usd AS double precision),
+    p_reviewer_session_id => CAST(:reviewer_session_id AS text),
+    p_issues => CAST(:issues AS jsonb), p_text => CAST(:text AS text),
+    p_subject => CAST(:subject AS text), p_body => CAST(:body AS text),
+    p_activity_type => CAST(:activity_type AS text),
+    p_description => CAST(:description AS text));
 
 -- name: review_iterations(review_id)
 -- A review's iterations in order, each with its issues (one row per issue; issue columns NULL
--- for an iteration without issues).
-SELECT it.id, it.review_id, it.iteration_num, i.name AS reviewer, it.reviewer_session_id,
-       it.decision, it.summary, it.suggestions, it.files_reviewed, it.lines_analyzed,
-       it.duration_ms, it.cost_usd, it.created_at,
-       iss.id AS issue_id, iss.issue_type, iss.severity, iss.file_path, iss.line_start,
-       iss.line_end, iss.title, iss.description, iss.code_snippet, iss.suggestion,
-       iss.claude_md_ref, iss.status, iss.resolved_at, iss.resolved_in_iteration
-FROM review_iterations AS it
-JOIN identities AS i ON i.id = it.reviewer_id
-LEFT JOIN review_issues AS iss
-       ON iss.review_id = it.review_id AND iss.iteration_num = it.iteration_num
-WHERE it.review_id = CAST(:review_id AS uuid)
-ORDER BY it.iteration_num, iss.id;
+-- for an iteration without issues): ikigai_review_rows (migration 0038), one statement on the
+-- review's shard on Citus.
+SELECT * FROM ikigai_review_rows(CAST(:review_id AS uuid), NULL);
 
 -- name: review_issues(review_id)
 -- Every issue of a review, by id.
@@ -304,24 +232,14 @@ ORDER BY array_position(ARRAY['critical', 'high', 'medium', 'low'], severity), i
 
 -- name: review_resolve_issue(issue_id, status, iteration)^
 -- Resolve an open issue (fixed, wont_fix or duplicate) in an iteration of its review (NULL:
--- the review's latest), not one before the issue's own. No row: no such issue, it is not
--- open, or the iteration is not allowed (reviews.py says which).
-UPDATE review_issues AS x
-SET status = :status, resolved_at = ikigai_now(),
-    resolved_in_iteration = COALESCE(CAST(:iteration AS integer), r.iterations)
-FROM reviews AS r
-WHERE x.id = :issue_id AND x.status = 'open' AND r.review_id = x.review_id
-  AND COALESCE(CAST(:iteration AS integer), r.iterations) BETWEEN x.iteration_num AND r.iterations
-RETURNING x.id, x.review_id, x.iteration_num, x.issue_type, x.severity, x.file_path,
-          x.line_start, x.line_end, x.title, x.description, x.code_snippet, x.suggestion,
-          x.claude_md_ref, x.status, x.resolved_at, x.resolved_in_iteration, x.created_at;
+-- the review's latest), not one before the issue's own (ikigai_review_resolve_issue,
+-- migration 0038: on Citus the issue is found by its id on every shard, then updated on its
+-- review's). No row: no such issue, it is not open, or the iteration is not allowed
+-- (reviews.py says which).
+SELECT * FROM ikigai_review_resolve_issue(CAST(:issue_id AS bigint), CAST(:status AS text),
+                                          CAST(:iteration AS integer));
 
 -- name: review_issue(issue_id)^
--- One issue, with its review's iteration count (why review_resolve_issue refused).
-SELECT x.id, x.review_id, x.iteration_num, x.issue_type, x.severity, x.file_path, x.line_start,
-       x.line_end, x.title, x.description, x.code_snippet, x.suggestion, x.claude_md_ref,
-       x.status, x.resolved_at, x.resolved_in_iteration, x.created_at,
-       r.iterations AS review_iterations
-FROM review_issues AS x
-JOIN reviews AS r ON r.review_id = x.review_id
-WHERE x.id = :issue_id;
+-- One issue, with its review's iteration count (why review_resolve_issue refused): on Citus
+-- found by its id on every shard (ikigai_review_issue, migration 0038).
+SELECT * FROM ikigai_review_issue(CAST(:issue_id AS bigint));

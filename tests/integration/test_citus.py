@@ -58,6 +58,8 @@ DISTRIBUTED = {
     "agent_summaries": "identity_id",
     "tasks": "list_id",
     "task_deps": "list_id",
+    "review_iterations": "review_id",
+    "review_issues": "review_id",
 }
 
 
@@ -65,7 +67,7 @@ def test_migrations_place_the_tables(cluster: str, ikigai_db_url: str) -> None:
     """Migrating a Citus database distributes messages and LangGraph's checkpoint rows by
     session_id (colocated), the activity feed and agent summaries by identity_id (colocated,
     apart from the sessions), tasks and their edges by list_id (colocated, a group of their
-    own); the rest stays local."""
+    own), a review's iterations and issues by review_id (likewise); the rest stays local."""
     placed = {p.relation: p for p in citus.placements(ikigai_db_url)}
     assert {n: p.column for n, p in placed.items() if p.kind == "distributed"} == DISTRIBUTED
     groups = {
@@ -73,7 +75,7 @@ def test_migrations_place_the_tables(cluster: str, ikigai_db_url: str) -> None:
         for column in set(DISTRIBUTED.values())
     }
     assert all(len(ids) == 1 for ids in groups.values()), groups
-    assert len(set().union(*groups.values())) == 3, groups
+    assert len(set().union(*groups.values())) == 4, groups
     assert {p.kind for name, p in placed.items() if name not in DISTRIBUTED} == {"local"}
 
 
@@ -116,8 +118,9 @@ def filled_plain(cluster: str, request: pytest.FixtureRequest) -> Iterator[str]:
 
 def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain: str) -> None:
     """Rows written before distribution move to the shards; replays, search, mail, the
-    activity feed, summaries, a LangGraph thread and its copy, and task lists (tasks, edges,
-    claims) are the same after; distributing again changes nothing."""
+    activity feed, summaries, a LangGraph thread and its copy, task lists (tasks, edges,
+    claims) and reviews (iterations, issues, resolutions) are the same after; distributing
+    again changes nothing."""
     url = filled_plain
     with ik.Store(url, pool_size=2) as store:
         sessions = [store.create_session(f"s{n}") for n in range(20)]
@@ -149,6 +152,17 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
         store.tasks.claim("list0", "a", "alice")
         tasks_before = {n: store.tasks.list(f"list{n}") for n in range(3)}
         stats_before = store.tasks.stats()
+        store.identities.register("carol")
+        reviews = []
+        for n in range(3):
+            review = store.reviews.create("alice", reviewers=["carol"], branch=f"b{n}")
+            for event in ("submit", "start"):
+                review = store.reviews.fire(review, event)
+            store.reviews.record_iteration(review, "carol", "comment", "first", issues=[_ISSUE] * 2)
+            reviews.append(review.review_id)
+        store.reviews.resolve_issue(store.reviews.issues(reviews[0])[0], "fixed")
+        reviews_before = {r: store.reviews.iterations(r) for r in reviews}
+        open_before = {r: store.reviews.open_issues(r) for r in reviews}
         feed = store.activities.feed()
         alice_feed = store.activities.feed(identity="alice")
         before = {sid: store.replay_session(sid) for sid in sessions}
@@ -165,6 +179,8 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
         assert f"{table}: distributed by identity_id" in result.output
     for table in ("tasks", "task_deps"):
         assert f"{table}: distributed by list_id" in result.output
+    for table in ("review_iterations", "review_issues"):
+        assert f"{table}: distributed by review_id" in result.output
     assert citus.distribute(url) == []
     with ik.Store(url, pool_size=2) as store:
         assert {sid: store.replay_session(sid) for sid in sessions} == before
@@ -180,6 +196,14 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
             store.tasks.upsert("list1", "a", blocked_by=["c"])
         store.tasks.complete("list0", "a", "alice")
         assert [t.external_id for t in store.tasks.available("list0")] == ["b"]
+        assert {r: store.reviews.iterations(r) for r in reviews} == reviews_before
+        assert {r: store.reviews.open_issues(r) for r in reviews} == open_before
+        second = store.reviews.record_iteration(reviews[1], "carol", "approve", "ok")
+        assert second.iteration_num == 2 and store.reviews.get(reviews[1]).state == "approved"
+        resolved = store.reviews.resolve_issue(open_before[reviews[2]][0], "wont_fix")
+        assert resolved.status == "wont_fix" and resolved.resolved_in_iteration == 1
+        with pytest.raises(ik.InvalidArgument, match="already fixed"):
+            store.reviews.resolve_issue(store.reviews.issues(reviews[0])[0], "duplicate")
         saver = IkigaiSaver(store)
         assert {t: _thread_state(saver, t) for t in threads} == threads
         _counter_graph(saver).invoke({"total": 1}, _thread("lg"))
@@ -192,6 +216,10 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
         assert row is not None and row["n"] == row["d"] == 20 * 7 + 1
     placed = {p.relation: p.column for p in citus.placements(url) if p.kind == "distributed"}
     assert placed == DISTRIBUTED
+
+
+#: An issue a review iteration raises.
+_ISSUE = {"issue_type": "bug", "severity": "high", "title": "t", "description": "d"}
 
 
 class _Count(TypedDict):

@@ -1,10 +1,12 @@
-"""On Citus, every named query serving one session, agent, LangGraph thread, identity or task
-list is routed to one shard.
+"""On Citus, every named query serving one session, agent, LangGraph thread, identity, task
+list or review is routed to one shard.
 
 Only ``messages`` and LangGraph's checkpoint rows (``langgraph_checkpoints``, ``langgraph_blobs``,
 ``langgraph_writes``, colocated with it by session), and the activity feed and agent summaries
 (``activities``, ``agent_summaries``, by identity), and tasks and their edges (``tasks``,
-``task_deps``, by task list: migration 0036) are distributed (docs/concepts/citus.md), so
+``task_deps``, by task list: migration 0036), and a review's iterations and issues
+(``review_iterations``, ``review_issues``, by review: migration 0038) are distributed
+(docs/concepts/citus.md), so
 only a query that reads or writes them, or calls a function that does, can ask more than one
 shard. (``post_mail()``, which every mail, review and plan statement calls, writes the sender's
 activity: ``test_post_mail_asks_the_senders_shard`` checks it once, for all its callers.)
@@ -55,14 +57,16 @@ DISTRIBUTED = (
     "agent_summaries",
     "tasks",
     "task_deps",
+    "review_iterations",
+    "review_issues",
 )
 
 #: A statement that touches a distributed table (or task_view, over tasks), or calls a function
-#: that does (migrations 0030, 0033 and 0036).
+#: that does (migrations 0030, 0033, 0036 and 0038).
 TOUCHES = re.compile(
     r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+"
     r"(?:messages|langgraph_(?:checkpoints|blobs|writes)|activities|agent_summaries"
-    r"|tasks|task_deps|task_view)\b"
+    r"|tasks|task_deps|task_view|review_iterations|review_issues)\b"
     r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append|langgraph_put"
     r"|langgraph_blob_chain|langgraph_get_checkpoint|langgraph_list_checkpoints"
     r"|langgraph_delete_thread|langgraph_drop_unnamed|langgraph_delete_for_runs"
@@ -70,7 +74,8 @@ TOUCHES = re.compile(
     r"|ikigai_record_activity|ikigai_identity_feed|ikigai_add_summary|ikigai_summary_history"
     r"|ikigai_task_rows|ikigai_list_tasks|ikigai_task_upsert|ikigai_task_claim"
     r"|ikigai_task_release|ikigai_task_state|ikigai_task_stats|ikigai_task_sync"
-    r"|ikigai_task_prune)"
+    r"|ikigai_task_prune|ikigai_review_rows|ikigai_review_record_iteration"
+    r"|ikigai_review_issue|ikigai_review_resolve_issue)"
     r"\s*\(",
     re.IGNORECASE,
 )
@@ -92,6 +97,8 @@ class World:
     copy: str = "routing-copy"
     unnamed_session_id: int = 0
     list_pk: int = 0
+    review_id: str = ""
+    issue_id: int = 0
 
 
 P = Callable[[World], dict[str, Any]]
@@ -103,6 +110,32 @@ IDENTITY = "routing-ann"
 #: The task list of the routed task queries: t1 pending, t2 blocked by t1, t3 in progress held
 #: by IDENTITY.
 LIST = "routing-list"
+
+
+def _iteration(w: World, activity_type: str | None) -> dict[str, Any]:
+    """review_record_iteration's parameters: a comment by routing-bob on the world's review,
+    with one issue, writing an activity of ``activity_type`` (None: no activity)."""
+    issue = {"issue_type": "bug", "severity": "low", "title": "t", "description": "d"}
+    return {
+        "review_id": w.review_id,
+        "reviewer": "routing-bob",
+        "decision": "comment",
+        "to_state": None,
+        "summary": "s",
+        "suggestions": None,
+        "files_reviewed": None,
+        "lines_analyzed": None,
+        "duration_ms": None,
+        "cost_usd": None,
+        "reviewer_session_id": None,
+        "issues": json.dumps([issue]),
+        "text": "s",
+        "subject": "%1$s",
+        "body": "%3$s",
+        "activity_type": activity_type,
+        "description": "reviewed %1$s",
+    }
+
 
 #: Queries of one session or agent: each asks at most one shard on the cluster.
 ROUTED: dict[str, P] = {
@@ -264,6 +297,10 @@ ROUTED: dict[str, P] = {
     "task_release": lambda w: {"list_id": LIST, "external_id": "t3", "owner": IDENTITY},
     "task_stats_in_list": lambda w: {"list_id": LIST},
     "task_sync_list": lambda w: {"list_id": LIST, "active": ["t1", "t3"]},
+    "review_record_iteration": lambda w: _iteration(w, None),
+    "review_iterations": lambda w: {"review_id": w.review_id},
+    "review_issues": lambda w: {"review_id": w.review_id},
+    "review_open_issues": lambda w: {"review_id": w.review_id},
     "search_probe_session": lambda w: {
         **SEARCH,
         "session_id": w.session_id,
@@ -315,6 +352,9 @@ FAN_OUT: dict[str, str] = {
     "task_prune": "deletes by age, every list's (every shard)",
     "watch_tasks": "the available tasks of every list of the identity's project (every shard)",
     "web_task_lists": "the counts of the lists shown (every shard, once)",
+    "review_issue": "finds the issue by its id alone (every shard), then reads its review",
+    "review_resolve_issue": "finds the issue by its id alone (every shard), then updates it on "
+    "its review's shard",
 }
 
 
@@ -395,6 +435,16 @@ def world(cluster_url: str) -> Iterator[World]:
         store.tasks.upsert(LIST, "t2", subject="two", blocked_by=["t1"])
         store.tasks.upsert(LIST, "t3", subject="three")
         store.tasks.claim(LIST, "t3", IDENTITY)
+        review = store.reviews.create(IDENTITY, reviewers=["routing-bob"], branch="b")
+        for event in ("submit", "start"):
+            review = store.reviews.fire(review, event)
+        iteration = store.reviews.record_iteration(
+            review,
+            "routing-bob",
+            "comment",
+            "first",
+            issues=[{"issue_type": "bug", "severity": "high", "title": "t", "description": "d"}],
+        )
     with psycopg.connect(cluster_url, autocommit=True) as conn:
         run = lambda name, params: conn.execute(getattr(queries, name).sql, params).fetchone()  # noqa: E731
         thread = run(
@@ -425,6 +475,8 @@ def world(cluster_url: str) -> Iterator[World]:
         thread_session_id=thread[0],
         unnamed_session_id=unnamed[0],
         list_pk=task_list.id,
+        review_id=str(review.review_id),
+        issue_id=iteration.issues[0].id,
     )
 
 
@@ -532,3 +584,44 @@ def test_a_first_completion_asks_the_lists_and_the_owners_shards(
     tables = sorted(name.rsplit("_", 1)[0] for name in shards)
     assert set(tables) <= {"tasks", "task_deps", "activities"}, shards
     assert tables.count("tasks") == 1 and tables.count("activities") == 1, shards
+
+
+def test_an_iteration_asks_the_reviews_and_the_reviewers_shards(
+    cluster_url: str, world: World
+) -> None:
+    """Recording an iteration with its activity writes the iteration and its issue (the
+    review's one shard group) and the reviewer's activity (the reviewer's one activities
+    shard): nothing else."""
+    with psycopg.connect(cluster_url, autocommit=True) as conn:
+        sent: list[str] = []
+        conn.add_notice_handler(lambda d: sent.append(d.message_primary or ""))
+        with conn.transaction(force_rollback=True):
+            conn.execute("SET LOCAL citus.log_remote_commands = on")
+            conn.execute("SET LOCAL client_min_messages = notice")
+            rows = conn.execute(
+                queries.review_record_iteration.sql, _iteration(world, "review_completed")
+            ).fetchall()
+        shards = {m.group(0) for line in sent for m in SHARD.finditer(line)}
+    assert len(rows) == 1
+    tables = sorted(name.rsplit("_", 1)[0] for name in shards)
+    assert set(tables) <= {"review_iterations", "review_issues", "activities"}, shards
+    assert tables.count("activities") == 1, shards
+    assert tables.count("review_iterations") == tables.count("review_issues") == 1, shards
+
+
+def test_resolving_an_issue_writes_one_shard(cluster_url: str, world: World) -> None:
+    """review_resolve_issue looks for the issue on every shard (by its id alone), but its
+    UPDATE is sent to the review's shard only."""
+    with psycopg.connect(cluster_url, autocommit=True) as conn:
+        sent: list[str] = []
+        conn.add_notice_handler(lambda d: sent.append(d.message_primary or ""))
+        with conn.transaction(force_rollback=True):
+            conn.execute("SET LOCAL citus.log_remote_commands = on")
+            conn.execute("SET LOCAL client_min_messages = notice")
+            row = conn.execute(
+                queries.review_resolve_issue.sql,
+                {"issue_id": world.issue_id, "status": "fixed", "iteration": None},
+            ).fetchone()
+        updates = {m.group(0) for line in sent if "UPDATE" in line for m in SHARD.finditer(line)}
+    assert row is not None
+    assert len(updates) == 1 and next(iter(updates)).startswith("review_issues_"), updates

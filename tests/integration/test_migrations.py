@@ -60,6 +60,7 @@ ALL = [
     "0035-langgraph-copies-own-special-writes",
     "0036-citus-tasks-by-list",
     "0037-langgraph-chain-reads",
+    "0038-citus-reviews-by-review",
     "0039-post-mail-batch",
 ]
 LATEST = 39

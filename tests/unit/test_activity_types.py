@@ -149,10 +149,12 @@ def test_post_mail_takes_activity_type() -> None:
 def test_every_activity_type_a_query_inserts_is_known() -> None:
     """Every literal a query stores as an activity's type, itself or through post_mail, is in
     ACTIVITY_TYPES (parameters are checked by the code that binds them: record_activity
-    validates its type). The task statements' functions (migration 0036) count as queries."""
+    validates its type). The task and review statements' functions (migrations 0036, 0038)
+    count as queries."""
     unknown = []
     tasks = migrations_dir() / "0036-citus-tasks-by-list.sql"
-    for path in [*sorted(queries_dir().glob("*.sql")), tasks]:
+    reviews = migrations_dir() / "0038-citus-reviews-by-review.sql"
+    for path in [*sorted(queries_dir().glob("*.sql")), tasks, reviews]:
         text = path.read_text()
         for expression in [*type_expressions(text), *post_mail_types(text)]:
             for literal in LITERAL.findall(expression):

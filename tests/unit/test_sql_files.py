@@ -194,11 +194,14 @@ def test_mail_is_written_once() -> None:
         "publish_mail",
         "publish_mails",
         "review_fire",
-        "review_record_iteration",
         "plan_submit",
         "plan_decide",
         "plan_resubmit",
     }
+    # review_record_iteration calls it through ikigai_review_record_iteration (migration 0038).
+    reviews = migrations["0038-citus-reviews-by-review.sql"]
+    assert "ikigai_review_record_iteration(" in texts["reviews.sql"]
+    assert "PERFORM post_mail(" in reviews.split("FUNCTION ikigai_review_record_iteration(")[1]
 
 
 def test_packaged_hashes_are_yoyos() -> None:
