@@ -61,11 +61,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def test_database_name(path: str | Path, suffix: str = "") -> str:
     """``tests/unit/db/session_test.py`` -> ``ikigai_test_session_test`` (<= 63 chars).
 
-    Under pytest-xdist the worker id is appended so parallel workers never share a database.
+    Under pytest-xdist the worker id is appended so parallel workers never share a database;
+    so is ``IKIGAI_TEST_DB_TAG`` when set, so that two runs on one server (two checkouts
+    testing against one Citus cluster) never share one either.
     """
     stem = re.sub(r"[^a-z0-9_]", "_", Path(path).stem.lower())
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    name = "_".join(p for p in ("ikigai_test", stem, suffix, worker) if p)
+    tag = re.sub(r"[^a-z0-9_]", "_", os.environ.get("IKIGAI_TEST_DB_TAG", "").lower())
+    name = "_".join(p for p in ("ikigai_test", stem, suffix, tag, worker) if p)
     if len(name) > 63:
         digest = hashlib.sha1(name.encode()).hexdigest()[:8]
         name = f"{name[:54]}_{digest}"
