@@ -28,6 +28,9 @@ from tests.faces import LoopThread, SyncView
 
 settings.register_profile("ci", max_examples=30, stateful_step_count=30, deadline=None)
 settings.register_profile("local", max_examples=300, stateful_step_count=60, deadline=None)
+# The Citus subset in CI (.ci/run): the same machines, fewer and shorter runs (the plain suite
+# runs the "ci" profile on the same SQL; each step on the cluster is a distributed statement).
+settings.register_profile("citus", max_examples=15, stateful_step_count=20, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 os.environ["IKIGAI_OUTBOX"] = str(Path(tempfile.mkdtemp(prefix="ikigai-outbox-")) / "o.sqlite3")

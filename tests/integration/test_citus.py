@@ -305,9 +305,13 @@ def _as_pg(*args: str) -> None:
 @pytest.fixture
 def moving_db(cluster: str, request: pytest.FixtureRequest) -> Iterator[str]:
     """A Citus database of its own for one rebalance (its node list gains the extra worker,
-    which is deleted afterwards: no other test may see that node), migrated."""
+    which is deleted afterwards: no other test may see that node), migrated, with 8 shards a
+    table instead of 32: a few shard groups of each colocation move, not a third of 128 (a
+    logical move takes seconds a group; CI's budget)."""
     name = test_database_name(request.path, request.node.callspec.id)
     url = fresh_database(cluster, name)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{name}" SET citus.shard_count = 8')
     migrate.apply(url)
     yield url
     drop_test_database(cluster, name)
