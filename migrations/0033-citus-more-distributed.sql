@@ -1,8 +1,8 @@
 -- Citus (issue 36): more tables distributed by keys of their own. ikigai_distribute() (0030)
 -- now also places LangGraph's checkpoint rows (migration 0027) and the activity feed and agent
--- summaries (0011) on the cluster; on plain PostgreSQL (and the embedded server) nothing
--- changes, as in 0030. A database migrated before
--- citus was created in it is distributed later with `ikigai-store citus distribute`: the rows
+-- summaries (0011) on the cluster, through this migration's area function; on plain PostgreSQL
+-- (and the embedded server) nothing changes, as in 0030. A database migrated before citus was
+-- created in it is distributed later with `ikigai-store citus distribute`: the rows
 -- of every table it distributes move to the shards.
 --
 -- The placement added here (the reasons are in docs/concepts/citus.md):
@@ -31,7 +31,8 @@
 --     activity with the sender id its caller read; the task upsert with the owner's id.
 --   - post_mail() (0016, 0026) becomes PL/pgSQL, with the same arguments and result: Citus
 --     cannot plan a SQL function's parameterised statement on a distributed table.
--- ikigai_distribute() stays idempotent and returns one row per table it changed.
+-- The placement is ikigai_distribute_0033_langgraph_activities(), which ikigai_distribute()
+-- (0030) calls after 0030's area; it is idempotent and returns one row per table it changed.
 -- depends: 0032-wake-after-commit
 
 -- The saver's statements (queries/langgraph.sql), as functions whose every statement reads or
@@ -741,7 +742,9 @@ BEGIN
 END
 $fn$;
 
-CREATE OR REPLACE FUNCTION ikigai_distribute()
+-- This migration's area of the placement (0030: ikigai_distribute() calls it after 0030's, with
+-- its lock held and citus checked).
+CREATE OR REPLACE FUNCTION ikigai_distribute_0033_langgraph_activities()
 RETURNS TABLE (relation TEXT, made TEXT)
 LANGUAGE plpgsql
 AS $fn$
@@ -749,39 +752,6 @@ DECLARE
     fk RECORD;
     t TEXT;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
-        RAISE EXCEPTION 'ikigai_distribute: the citus extension is not created in this database'
-            USING ERRCODE = 'feature_not_supported';
-    END IF;
-    -- One distributor at a time (a second waits, then finds the tables placed).
-    PERFORM pg_advisory_xact_lock(hashtext('ikigai_distribute'));
-    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition
-                   WHERE logicalrelid = 'messages'::regclass AND partmethod = 'h') THEN
-        FOR fk IN SELECT conname FROM pg_constraint
-                  WHERE conrelid = 'messages'::regclass AND contype = 'f' LOOP
-            EXECUTE format('ALTER TABLE messages DROP CONSTRAINT %I', fk.conname);
-        END LOOP;
-        DROP TRIGGER IF EXISTS messages_search_vector ON messages;
-        IF NOT EXISTS (SELECT 1 FROM pg_attribute
-                       WHERE attrelid = 'messages'::regclass AND attname = 'search_vector'
-                         AND attgenerated = 's') THEN
-            DROP INDEX IF EXISTS idx_messages_search_vector;
-            ALTER TABLE messages DROP COLUMN IF EXISTS search_vector;
-            ALTER TABLE messages ADD COLUMN search_vector tsvector
-                GENERATED ALWAYS AS (to_tsvector('english', left(content, 100000))) STORED;
-            CREATE INDEX idx_messages_search_vector ON messages USING gin (search_vector);
-        END IF;
-        IF EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = 'messages'::regclass AND conname = 'messages_pkey'
-                     AND cardinality(conkey) = 1) THEN
-            ALTER TABLE messages DROP CONSTRAINT messages_pkey;
-            ALTER TABLE messages ADD CONSTRAINT messages_pkey PRIMARY KEY (session_id, id);
-        END IF;
-        PERFORM create_distributed_table('messages', 'session_id');
-        relation := 'messages';
-        made := 'distributed by session_id';
-        RETURN NEXT;
-    END IF;
     -- A thread's checkpoint rows, colocated with its session's events.
     FOREACH t IN ARRAY ARRAY['langgraph_checkpoints', 'langgraph_blobs', 'langgraph_writes'] LOOP
         CONTINUE WHEN EXISTS (SELECT 1 FROM pg_dist_partition
