@@ -2,6 +2,17 @@
 -- messages gets back its primary key (id), its foreign keys and its search-vector trigger (the
 -- generated column becomes a plain column the trigger keeps), and 0005's lineage walk returns;
 -- ikigai_distribute() and this migration's area function go.
+-- On Citus, this transaction both moves a table and replaces functions (which Citus propagates
+-- to the workers over one connection per node): its shard commands run one at a time (without
+-- this, the first function replaced after undistribute_table is refused).
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    END IF;
+END
+$$;
+
 DO $$
 DECLARE
     distributed BOOLEAN;
