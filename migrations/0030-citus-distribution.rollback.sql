@@ -1,7 +1,6 @@
 -- Undo 0030: on Citus, messages goes back to the coordinator (its rows with it); on both,
 -- messages gets back its primary key (id), its foreign keys and its search-vector trigger (the
--- generated column becomes a plain column the trigger keeps), and 0005's lineage walk returns;
--- ikigai_distribute() and this migration's area function go.
+-- generated column becomes a plain column the trigger keeps), and 0005's lineage walk returns.
 -- On Citus, this transaction both moves a table and replaces functions (which Citus propagates
 -- to the workers over one connection per node): its shard commands run one at a time (without
 -- this, the first function replaced after undistribute_table is refused).
@@ -86,5 +85,4 @@ AS $fn$
     SELECT depth, uuid, COALESCE(clear_id, 0), end_id FROM walk
 $fn$;
 DROP FUNCTION IF EXISTS ikigai_distribute();
-DROP FUNCTION IF EXISTS ikigai_distribute_0030_events();
 UPDATE schema_metadata SET schema_version = 28 WHERE schema_version = 30;

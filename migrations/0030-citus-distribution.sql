@@ -24,29 +24,25 @@
 -- - Every other table stays a plain table on the coordinator: the coordination tables keep
 --   PostgreSQL's own guarantees (topic offsets, queue claims, lease exclusion), their triggers,
 --   and the notifications those fire reach the coordinator's listeners.
--- ikigai_distribute() is idempotent and returns one row per table it changed; each later Citus
--- migration adds one function for its own area (below).
+-- ikigai_distribute() is idempotent and returns one row per table it changed.
 --
 -- Also here, for both: the lineage walk of an agent's replay reads messages within the
 -- agent's session only, and an append is a function (below).
 -- depends: 0028-topic-sequencer
 
--- The placement is made by one function per area, each defined by the migration that places
--- that area and dropped by its rollback: ikigai_distribute_NNNN_<area>() (NNNN the migration's
--- number), returning one row per table it changed and nothing when its tables are placed
--- already. ikigai_distribute() is defined once, here: it checks for citus, takes the
--- distributors' lock and calls every area function of this schema in name order, that is in
--- migration order, so a later migration adds only its own function. The area functions assume
--- both checks: call ikigai_distribute(), not them.
---
--- This migration's area: the event store (messages), distributed by session_id.
-CREATE OR REPLACE FUNCTION ikigai_distribute_0030_events()
+CREATE OR REPLACE FUNCTION ikigai_distribute()
 RETURNS TABLE (relation TEXT, made TEXT)
 LANGUAGE plpgsql
 AS $fn$
 DECLARE
     fk RECORD;
 BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        RAISE EXCEPTION 'ikigai_distribute: the citus extension is not created in this database'
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    -- One distributor at a time (a second waits, then finds the table placed).
+    PERFORM pg_advisory_xact_lock(hashtext('ikigai_distribute'));
     IF EXISTS (SELECT 1 FROM pg_dist_partition
                WHERE logicalrelid = 'messages'::regclass AND partmethod = 'h') THEN
         RETURN;
@@ -75,33 +71,6 @@ BEGIN
     relation := 'messages';
     made := 'distributed by session_id';
     RETURN NEXT;
-END
-$fn$;
-
--- The one entry point (`ikigai-store citus distribute`, and the migrations when citus is
--- there). The area functions are found by name (ikigai_distribute_ and a 4-digit migration
--- number, no arguments, in the current schema) and ordered by it in the "C" collation.
-CREATE OR REPLACE FUNCTION ikigai_distribute()
-RETURNS TABLE (relation TEXT, made TEXT)
-LANGUAGE plpgsql
-AS $fn$
-DECLARE
-    area RECORD;
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
-        RAISE EXCEPTION 'ikigai_distribute: the citus extension is not created in this database'
-            USING ERRCODE = 'feature_not_supported';
-    END IF;
-    -- One distributor at a time (a second waits, then finds the tables placed).
-    PERFORM pg_advisory_xact_lock(hashtext('ikigai_distribute'));
-    FOR area IN SELECT n.nspname, p.proname
-                FROM pg_proc AS p
-                JOIN pg_namespace AS n ON n.oid = p.pronamespace AND n.nspname = current_schema()
-                WHERE p.proname ~ '^ikigai_distribute_[0-9]{4}_' AND p.pronargs = 0
-                ORDER BY p.proname COLLATE "C" LOOP
-        RETURN QUERY EXECUTE format('SELECT relation, made FROM %I.%I()',
-                                    area.nspname, area.proname);
-    END LOOP;
 END
 $fn$;
 

@@ -1,7 +1,7 @@
 -- Undo 0033: on Citus, LangGraph's checkpoint rows, the activity feed and agent summaries go
 -- back to the coordinator (their rows with them); on both, their primary keys (id) and foreign
--- keys return, and so do 0027's saver statements and 0026's post_mail(); this migration's
--- area function of ikigai_distribute() goes.
+-- keys return, and so do 0027's saver statements, 0026's post_mail() and 0030's
+-- ikigai_distribute() (the placement functions per area go).
 -- On Citus, this transaction both moves tables and replaces functions (which Citus propagates
 -- to the workers over one connection per node): its shard commands run one at a time.
 DO $$
@@ -257,7 +257,54 @@ BEGIN
 END
 $fn$;
 
--- This migration's area of the placement (ikigai_distribute() of 0030 stays).
+-- The placement functions go (this migration's and 0030's area, which 0030's body below
+-- places again).
 DROP FUNCTION IF EXISTS ikigai_distribute_0033_langgraph_activities();
+DROP FUNCTION IF EXISTS ikigai_distribute_0030_events();
+
+-- 0030's placement, as it was.
+CREATE OR REPLACE FUNCTION ikigai_distribute()
+RETURNS TABLE (relation TEXT, made TEXT)
+LANGUAGE plpgsql
+AS $fn$
+DECLARE
+    fk RECORD;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        RAISE EXCEPTION 'ikigai_distribute: the citus extension is not created in this database'
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    -- One distributor at a time (a second waits, then finds the table placed).
+    PERFORM pg_advisory_xact_lock(hashtext('ikigai_distribute'));
+    IF EXISTS (SELECT 1 FROM pg_dist_partition
+               WHERE logicalrelid = 'messages'::regclass AND partmethod = 'h') THEN
+        RETURN;
+    END IF;
+    FOR fk IN SELECT conname FROM pg_constraint
+              WHERE conrelid = 'messages'::regclass AND contype = 'f' LOOP
+        EXECUTE format('ALTER TABLE messages DROP CONSTRAINT %I', fk.conname);
+    END LOOP;
+    DROP TRIGGER IF EXISTS messages_search_vector ON messages;
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                   WHERE attrelid = 'messages'::regclass AND attname = 'search_vector'
+                     AND attgenerated = 's') THEN
+        DROP INDEX IF EXISTS idx_messages_search_vector;
+        ALTER TABLE messages DROP COLUMN IF EXISTS search_vector;
+        ALTER TABLE messages ADD COLUMN search_vector tsvector
+            GENERATED ALWAYS AS (to_tsvector('english', left(content, 100000))) STORED;
+        CREATE INDEX idx_messages_search_vector ON messages USING gin (search_vector);
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_constraint
+               WHERE conrelid = 'messages'::regclass AND conname = 'messages_pkey'
+                 AND cardinality(conkey) = 1) THEN
+        ALTER TABLE messages DROP CONSTRAINT messages_pkey;
+        ALTER TABLE messages ADD CONSTRAINT messages_pkey PRIMARY KEY (session_id, id);
+    END IF;
+    PERFORM create_distributed_table('messages', 'session_id');
+    relation := 'messages';
+    made := 'distributed by session_id';
+    RETURN NEXT;
+END
+$fn$;
 
 UPDATE schema_metadata SET schema_version = 32 WHERE schema_version = 33;

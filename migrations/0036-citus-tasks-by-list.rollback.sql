@@ -101,7 +101,7 @@ SELECT t.id, l.list_id, t.external_id, t.subject, t.description, t.active_form, 
 FROM tasks AS t
 JOIN task_lists AS l ON l.id = t.list_id;
 
--- This migration's area of the placement (ikigai_distribute() of 0030 stays).
+-- This migration's area of the placement (ikigai_distribute(), 0033's, stays).
 DROP FUNCTION IF EXISTS ikigai_distribute_0036_tasks();
 
 UPDATE schema_metadata SET schema_version = 35 WHERE schema_version = 36;

@@ -1,5 +1,5 @@
 -- Citus (issue 36): task lists' tasks distributed by a key of their own. ikigai_distribute()
--- (0030) now also places tasks and task_deps (0013) on the cluster, through this migration's
+-- (0033) now also places tasks and task_deps (0013) on the cluster, through this migration's
 -- area function ikigai_distribute_0036_tasks() (called after 0033's); on plain PostgreSQL
 -- (and the embedded server) nothing is distributed, as in 0030. A database migrated before
 -- citus was created in it is distributed later with `ikigai-store citus distribute`: the rows
@@ -426,7 +426,7 @@ BEGIN
 END
 $fn$;
 
--- This migration's area of the placement (0030: ikigai_distribute() calls it after 0033's, with
+-- This migration's area of the placement (0033: ikigai_distribute() calls it after 0033's, with
 -- its lock held and citus checked).
 CREATE OR REPLACE FUNCTION ikigai_distribute_0036_tasks()
 RETURNS TABLE (relation TEXT, made TEXT)

@@ -66,7 +66,7 @@ BEGIN
 END
 $$;
 
--- This migration's area of the placement (ikigai_distribute() of 0030 stays).
+-- This migration's area of the placement (ikigai_distribute(), 0033's, stays).
 DROP FUNCTION IF EXISTS ikigai_distribute_0038_reviews();
 
 UPDATE schema_metadata SET schema_version = 37 WHERE schema_version = 38;

@@ -1,5 +1,5 @@
 -- Citus (issue 36): a review's iterations and issues distributed by a key of their own.
--- ikigai_distribute() (0030) now also places review_iterations and review_issues (0012) on the
+-- ikigai_distribute() (0033) now also places review_iterations and review_issues (0012) on the
 -- cluster, through this migration's area function ikigai_distribute_0038_reviews() (called
 -- after 0036's); on plain PostgreSQL (and the embedded server) nothing is distributed,
 -- as in 0030. A database migrated before citus was created in it is distributed later with
@@ -268,7 +268,7 @@ BEGIN
 END
 $fn$;
 
--- This migration's area of the placement (0030: ikigai_distribute() calls it after 0036's, with
+-- This migration's area of the placement (0033: ikigai_distribute() calls it after 0036's, with
 -- its lock held and citus checked).
 CREATE OR REPLACE FUNCTION ikigai_distribute_0038_reviews()
 RETURNS TABLE (relation TEXT, made TEXT)
