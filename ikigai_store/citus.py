@@ -3,9 +3,12 @@
 Owns preparing a database on a Citus cluster and distributing its tables. Invariants:
 - nothing here changes a plain PostgreSQL database: every step first asks whether the citus
   extension is there (``is_citus``) and does nothing when it is not;
-- the placement of the tables is decided in one place, the SQL function ``ikigai_distribute()``
-  (migration 0030); migration 0030 calls it when citus is installed, and ``distribute`` calls
-  it for a database that was migrated before citus was (existing rows move to the shards);
+- the placement of the tables is decided in the migrations, never here: the SQL function
+  ``ikigai_distribute()`` (migration 0030; its body since 0033) calls one function per area,
+  ``ikigai_distribute_NNNN_<area>()``, in migration order, each defined by the migration that
+  distributes that area (0033 for 0030's and its own; 0036, 0038) and dropped by its rollback.
+  Every Citus migration calls it when citus is installed, and ``distribute`` calls it for a
+  database that was migrated before citus was (existing rows move to the shards);
 - every application session connects to the coordinator: notifications (LISTEN/NOTIFY) and
   advisory locks are per node, and only the coordinator's are the store's;
 - ``rebalance`` never starts a logical-replication move from a node that acknowledges commits

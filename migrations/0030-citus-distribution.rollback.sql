@@ -1,6 +1,17 @@
 -- Undo 0030: on Citus, messages goes back to the coordinator (its rows with it); on both,
 -- messages gets back its primary key (id), its foreign keys and its search-vector trigger (the
 -- generated column becomes a plain column the trigger keeps), and 0005's lineage walk returns.
+-- On Citus, this transaction both moves a table and replaces functions (which Citus propagates
+-- to the workers over one connection per node): its shard commands run one at a time (without
+-- this, the first function replaced after undistribute_table is refused).
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    END IF;
+END
+$$;
+
 DO $$
 DECLARE
     distributed BOOLEAN;

@@ -1,7 +1,7 @@
 -- Undo 0033: on Citus, LangGraph's checkpoint rows, the activity feed and agent summaries go
 -- back to the coordinator (their rows with them); on both, their primary keys (id) and foreign
 -- keys return, and so do 0027's saver statements, 0026's post_mail() and 0030's
--- ikigai_distribute().
+-- ikigai_distribute() (the placement functions per area go).
 -- On Citus, this transaction both moves tables and replaces functions (which Citus propagates
 -- to the workers over one connection per node): its shard commands run one at a time.
 DO $$
@@ -256,6 +256,11 @@ BEGIN
         FROM checkpoint AS c;
 END
 $fn$;
+
+-- The placement functions go (this migration's and 0030's area, which 0030's body below
+-- places again).
+DROP FUNCTION IF EXISTS ikigai_distribute_0033_langgraph_activities();
+DROP FUNCTION IF EXISTS ikigai_distribute_0030_events();
 
 -- 0030's placement, as it was.
 CREATE OR REPLACE FUNCTION ikigai_distribute()

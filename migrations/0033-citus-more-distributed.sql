@@ -1,9 +1,9 @@
 -- Citus (issue 36): more tables distributed by keys of their own. ikigai_distribute() (0030)
 -- now also places LangGraph's checkpoint rows (migration 0027) and the activity feed and agent
--- summaries (0011) on the cluster; on plain PostgreSQL (and the embedded server) nothing
--- changes, as in 0030. A database migrated before
--- citus was created in it is distributed later with `ikigai-store citus distribute`: the rows
--- of every table it distributes move to the shards.
+-- summaries (0011) on the cluster, and becomes the caller of one placement function per area
+-- (below); on plain PostgreSQL (and the embedded server) nothing changes, as in 0030. A
+-- database migrated before citus was created in it is distributed later with `ikigai-store
+-- citus distribute`: the rows of every table it distributes move to the shards.
 --
 -- The placement added here (the reasons are in docs/concepts/citus.md):
 -- - langgraph_checkpoints, langgraph_blobs and langgraph_writes are hash-distributed by
@@ -31,7 +31,9 @@
 --     activity with the sender id its caller read; the task upsert with the owner's id.
 --   - post_mail() (0016, 0026) becomes PL/pgSQL, with the same arguments and result: Citus
 --     cannot plan a SQL function's parameterised statement on a distributed table.
--- ikigai_distribute() stays idempotent and returns one row per table it changed.
+-- From here, ikigai_distribute() calls one placement function per area (below): 0030's
+-- (messages, as 0030 placed it), then this migration's; a later Citus migration adds its own.
+-- Each is idempotent and returns one row per table it changed.
 -- depends: 0032-wake-after-commit
 
 -- The saver's statements (queries/langgraph.sql), as functions whose every statement reads or
@@ -741,13 +743,66 @@ BEGIN
 END
 $fn$;
 
-CREATE OR REPLACE FUNCTION ikigai_distribute()
+-- The placement, one function per area. 0030 (released in 0.8.0) defined ikigai_distribute()
+-- as one body placing messages; each later Citus migration restated that whole body to add its
+-- tables. From here, the placement is made by one function per area, each defined by the
+-- migration that distributes that area and dropped by its rollback:
+-- ikigai_distribute_NNNN_<area>() (NNNN that migration's number), returning one row per table
+-- it changed and nothing when its tables are placed already. ikigai_distribute() becomes, once
+-- and for all, the entry point: it checks for citus, takes the distributors' lock and calls
+-- every area function of this schema in name order, that is in migration order, so a later
+-- migration adds only its own function and its rollback drops only that. The area functions
+-- assume both checks: call ikigai_distribute(), not them. (0030 itself is left as released:
+-- a database migrated by 0.8.0 has applied it, and yoyo never runs it again.)
+--
+-- 0030's area, as 0030 placed it: the event store (messages), distributed by session_id.
+CREATE OR REPLACE FUNCTION ikigai_distribute_0030_events()
 RETURNS TABLE (relation TEXT, made TEXT)
 LANGUAGE plpgsql
 AS $fn$
 DECLARE
     fk RECORD;
-    t TEXT;
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_dist_partition
+               WHERE logicalrelid = 'messages'::regclass AND partmethod = 'h') THEN
+        RETURN;
+    END IF;
+    FOR fk IN SELECT conname FROM pg_constraint
+              WHERE conrelid = 'messages'::regclass AND contype = 'f' LOOP
+        EXECUTE format('ALTER TABLE messages DROP CONSTRAINT %I', fk.conname);
+    END LOOP;
+    DROP TRIGGER IF EXISTS messages_search_vector ON messages;
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                   WHERE attrelid = 'messages'::regclass AND attname = 'search_vector'
+                     AND attgenerated = 's') THEN
+        DROP INDEX IF EXISTS idx_messages_search_vector;
+        ALTER TABLE messages DROP COLUMN IF EXISTS search_vector;
+        ALTER TABLE messages ADD COLUMN search_vector tsvector
+            GENERATED ALWAYS AS (to_tsvector('english', left(content, 100000))) STORED;
+        CREATE INDEX idx_messages_search_vector ON messages USING gin (search_vector);
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_constraint
+               WHERE conrelid = 'messages'::regclass AND conname = 'messages_pkey'
+                 AND cardinality(conkey) = 1) THEN
+        ALTER TABLE messages DROP CONSTRAINT messages_pkey;
+        ALTER TABLE messages ADD CONSTRAINT messages_pkey PRIMARY KEY (session_id, id);
+    END IF;
+    PERFORM create_distributed_table('messages', 'session_id');
+    relation := 'messages';
+    made := 'distributed by session_id';
+    RETURN NEXT;
+END
+$fn$;
+
+-- The one entry point (`ikigai-store citus distribute`, and the Citus migrations when citus
+-- is there). The area functions are found by name (ikigai_distribute_ and a 4-digit migration
+-- number, no arguments, in the current schema) and ordered by it in the "C" collation.
+CREATE OR REPLACE FUNCTION ikigai_distribute()
+RETURNS TABLE (relation TEXT, made TEXT)
+LANGUAGE plpgsql
+AS $fn$
+DECLARE
+    area RECORD;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
         RAISE EXCEPTION 'ikigai_distribute: the citus extension is not created in this database'
@@ -755,33 +810,27 @@ BEGIN
     END IF;
     -- One distributor at a time (a second waits, then finds the tables placed).
     PERFORM pg_advisory_xact_lock(hashtext('ikigai_distribute'));
-    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition
-                   WHERE logicalrelid = 'messages'::regclass AND partmethod = 'h') THEN
-        FOR fk IN SELECT conname FROM pg_constraint
-                  WHERE conrelid = 'messages'::regclass AND contype = 'f' LOOP
-            EXECUTE format('ALTER TABLE messages DROP CONSTRAINT %I', fk.conname);
-        END LOOP;
-        DROP TRIGGER IF EXISTS messages_search_vector ON messages;
-        IF NOT EXISTS (SELECT 1 FROM pg_attribute
-                       WHERE attrelid = 'messages'::regclass AND attname = 'search_vector'
-                         AND attgenerated = 's') THEN
-            DROP INDEX IF EXISTS idx_messages_search_vector;
-            ALTER TABLE messages DROP COLUMN IF EXISTS search_vector;
-            ALTER TABLE messages ADD COLUMN search_vector tsvector
-                GENERATED ALWAYS AS (to_tsvector('english', left(content, 100000))) STORED;
-            CREATE INDEX idx_messages_search_vector ON messages USING gin (search_vector);
-        END IF;
-        IF EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = 'messages'::regclass AND conname = 'messages_pkey'
-                     AND cardinality(conkey) = 1) THEN
-            ALTER TABLE messages DROP CONSTRAINT messages_pkey;
-            ALTER TABLE messages ADD CONSTRAINT messages_pkey PRIMARY KEY (session_id, id);
-        END IF;
-        PERFORM create_distributed_table('messages', 'session_id');
-        relation := 'messages';
-        made := 'distributed by session_id';
-        RETURN NEXT;
-    END IF;
+    FOR area IN SELECT n.nspname, p.proname
+                FROM pg_proc AS p
+                JOIN pg_namespace AS n ON n.oid = p.pronamespace AND n.nspname = current_schema()
+                WHERE p.proname ~ '^ikigai_distribute_[0-9]{4}_' AND p.pronargs = 0
+                ORDER BY p.proname COLLATE "C" LOOP
+        RETURN QUERY EXECUTE format('SELECT relation, made FROM %I.%I()',
+                                    area.nspname, area.proname);
+    END LOOP;
+END
+$fn$;
+
+-- This migration's area (ikigai_distribute() calls it after 0030's, with its lock held and
+-- citus checked): LangGraph's checkpoint rows, then the activity feed and agent summaries.
+CREATE OR REPLACE FUNCTION ikigai_distribute_0033_langgraph_activities()
+RETURNS TABLE (relation TEXT, made TEXT)
+LANGUAGE plpgsql
+AS $fn$
+DECLARE
+    fk RECORD;
+    t TEXT;
+BEGIN
     -- A thread's checkpoint rows, colocated with its session's events.
     FOREACH t IN ARRAY ARRAY['langgraph_checkpoints', 'langgraph_blobs', 'langgraph_writes'] LOOP
         CONTINUE WHEN EXISTS (SELECT 1 FROM pg_dist_partition

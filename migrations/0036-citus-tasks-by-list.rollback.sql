@@ -1,7 +1,7 @@
 -- Undo 0036: on Citus, tasks and task_deps go back to the coordinator (their rows with them);
 -- on both, their primary keys ((id), (task_id, blocked_by_id)), tasks' foreign key to
--- task_lists and its notify triggers (0017) return, and so do 0013's task_view and 0033's
--- ikigai_distribute().
+-- task_lists and its notify triggers (0017) return, and so does 0013's task_view; this
+-- migration's area function of ikigai_distribute() goes.
 -- On Citus, this transaction both moves tables and replaces functions: its shard commands run
 -- one at a time (as 0033's rollback).
 DO $$
@@ -101,95 +101,7 @@ SELECT t.id, l.list_id, t.external_id, t.subject, t.description, t.active_form, 
 FROM tasks AS t
 JOIN task_lists AS l ON l.id = t.list_id;
 
--- 0033's placement, as it was.
-CREATE OR REPLACE FUNCTION ikigai_distribute()
-RETURNS TABLE (relation TEXT, made TEXT)
-LANGUAGE plpgsql
-AS $fn$
-DECLARE
-    fk RECORD;
-    t TEXT;
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
-        RAISE EXCEPTION 'ikigai_distribute: the citus extension is not created in this database'
-            USING ERRCODE = 'feature_not_supported';
-    END IF;
-    -- One distributor at a time (a second waits, then finds the tables placed).
-    PERFORM pg_advisory_xact_lock(hashtext('ikigai_distribute'));
-    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition
-                   WHERE logicalrelid = 'messages'::regclass AND partmethod = 'h') THEN
-        FOR fk IN SELECT conname FROM pg_constraint
-                  WHERE conrelid = 'messages'::regclass AND contype = 'f' LOOP
-            EXECUTE format('ALTER TABLE messages DROP CONSTRAINT %I', fk.conname);
-        END LOOP;
-        DROP TRIGGER IF EXISTS messages_search_vector ON messages;
-        IF NOT EXISTS (SELECT 1 FROM pg_attribute
-                       WHERE attrelid = 'messages'::regclass AND attname = 'search_vector'
-                         AND attgenerated = 's') THEN
-            DROP INDEX IF EXISTS idx_messages_search_vector;
-            ALTER TABLE messages DROP COLUMN IF EXISTS search_vector;
-            ALTER TABLE messages ADD COLUMN search_vector tsvector
-                GENERATED ALWAYS AS (to_tsvector('english', left(content, 100000))) STORED;
-            CREATE INDEX idx_messages_search_vector ON messages USING gin (search_vector);
-        END IF;
-        IF EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = 'messages'::regclass AND conname = 'messages_pkey'
-                     AND cardinality(conkey) = 1) THEN
-            ALTER TABLE messages DROP CONSTRAINT messages_pkey;
-            ALTER TABLE messages ADD CONSTRAINT messages_pkey PRIMARY KEY (session_id, id);
-        END IF;
-        PERFORM create_distributed_table('messages', 'session_id');
-        relation := 'messages';
-        made := 'distributed by session_id';
-        RETURN NEXT;
-    END IF;
-    -- A thread's checkpoint rows, colocated with its session's events.
-    FOREACH t IN ARRAY ARRAY['langgraph_checkpoints', 'langgraph_blobs', 'langgraph_writes'] LOOP
-        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_dist_partition
-                              WHERE logicalrelid = t::regclass AND partmethod = 'h');
-        FOR fk IN SELECT conname FROM pg_constraint
-                  WHERE conrelid = t::regclass AND contype = 'f' LOOP
-            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, fk.conname);
-        END LOOP;
-        IF EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = t::regclass AND conname = t || '_pkey'
-                     AND cardinality(conkey) = 1) THEN
-            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, t || '_pkey');
-            EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (session_id, id)',
-                           t, t || '_pkey');
-        END IF;
-        PERFORM create_distributed_table(t, 'session_id', colocate_with => 'messages');
-        relation := t;
-        made := 'distributed by session_id, colocated with messages';
-        RETURN NEXT;
-    END LOOP;
-    -- An identity's activities and agent summaries, colocated with each other (a group of
-    -- their own: identity ids and session ids are unrelated).
-    FOREACH t IN ARRAY ARRAY['activities', 'agent_summaries'] LOOP
-        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_dist_partition
-                              WHERE logicalrelid = t::regclass AND partmethod = 'h');
-        FOR fk IN SELECT conname FROM pg_constraint
-                  WHERE conrelid = t::regclass AND contype = 'f' LOOP
-            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, fk.conname);
-        END LOOP;
-        IF EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = t::regclass AND conname = t || '_pkey'
-                     AND cardinality(conkey) = 1) THEN
-            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, t || '_pkey');
-            EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (identity_id, id)',
-                           t, t || '_pkey');
-        END IF;
-        IF t = 'activities' THEN
-            PERFORM create_distributed_table(t, 'identity_id', colocate_with => 'none');
-            made := 'distributed by identity_id';
-        ELSE
-            PERFORM create_distributed_table(t, 'identity_id', colocate_with => 'activities');
-            made := 'distributed by identity_id, colocated with activities';
-        END IF;
-        relation := t;
-        RETURN NEXT;
-    END LOOP;
-END
-$fn$;
+-- This migration's area of the placement (ikigai_distribute(), 0033's, stays).
+DROP FUNCTION IF EXISTS ikigai_distribute_0036_tasks();
 
 UPDATE schema_metadata SET schema_version = 35 WHERE schema_version = 36;

@@ -1,5 +1,6 @@
 -- Citus (issue 36): task lists' tasks distributed by a key of their own. ikigai_distribute()
--- (0030, 0033) now also places tasks and task_deps (0013) on the cluster; on plain PostgreSQL
+-- (0033) now also places tasks and task_deps (0013) on the cluster, through this migration's
+-- area function ikigai_distribute_0036_tasks() (called after 0033's); on plain PostgreSQL
 -- (and the embedded server) nothing is distributed, as in 0030. A database migrated before
 -- citus was created in it is distributed later with `ikigai-store citus distribute`: the rows
 -- of every table it distributes move to the shards.
@@ -39,8 +40,8 @@
 -- The functions are the statements of queries/tasks.sql, on both: each resolves the list on
 -- the coordinator, then reads or writes that one list's rows with its id as a value, every
 -- reference of tasks and task_deps filtered by it (on Citus, routed to the list's shard).
--- Same results on plain PostgreSQL. ikigai_distribute() stays idempotent and returns one row
--- per table it changed.
+-- Same results on plain PostgreSQL. The area function is idempotent and returns one row per
+-- table it changed, as ikigai_distribute() does.
 -- depends: 0035-langgraph-copies-own-special-writes
 
 CREATE OR REPLACE VIEW task_view AS
@@ -425,93 +426,15 @@ BEGIN
 END
 $fn$;
 
-CREATE OR REPLACE FUNCTION ikigai_distribute()
+-- This migration's area of the placement (0033: ikigai_distribute() calls it after 0033's, with
+-- its lock held and citus checked).
+CREATE OR REPLACE FUNCTION ikigai_distribute_0036_tasks()
 RETURNS TABLE (relation TEXT, made TEXT)
 LANGUAGE plpgsql
 AS $fn$
 DECLARE
     fk RECORD;
-    t TEXT;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
-        RAISE EXCEPTION 'ikigai_distribute: the citus extension is not created in this database'
-            USING ERRCODE = 'feature_not_supported';
-    END IF;
-    -- One distributor at a time (a second waits, then finds the tables placed).
-    PERFORM pg_advisory_xact_lock(hashtext('ikigai_distribute'));
-    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition
-                   WHERE logicalrelid = 'messages'::regclass AND partmethod = 'h') THEN
-        FOR fk IN SELECT conname FROM pg_constraint
-                  WHERE conrelid = 'messages'::regclass AND contype = 'f' LOOP
-            EXECUTE format('ALTER TABLE messages DROP CONSTRAINT %I', fk.conname);
-        END LOOP;
-        DROP TRIGGER IF EXISTS messages_search_vector ON messages;
-        IF NOT EXISTS (SELECT 1 FROM pg_attribute
-                       WHERE attrelid = 'messages'::regclass AND attname = 'search_vector'
-                         AND attgenerated = 's') THEN
-            DROP INDEX IF EXISTS idx_messages_search_vector;
-            ALTER TABLE messages DROP COLUMN IF EXISTS search_vector;
-            ALTER TABLE messages ADD COLUMN search_vector tsvector
-                GENERATED ALWAYS AS (to_tsvector('english', left(content, 100000))) STORED;
-            CREATE INDEX idx_messages_search_vector ON messages USING gin (search_vector);
-        END IF;
-        IF EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = 'messages'::regclass AND conname = 'messages_pkey'
-                     AND cardinality(conkey) = 1) THEN
-            ALTER TABLE messages DROP CONSTRAINT messages_pkey;
-            ALTER TABLE messages ADD CONSTRAINT messages_pkey PRIMARY KEY (session_id, id);
-        END IF;
-        PERFORM create_distributed_table('messages', 'session_id');
-        relation := 'messages';
-        made := 'distributed by session_id';
-        RETURN NEXT;
-    END IF;
-    -- A thread's checkpoint rows, colocated with its session's events.
-    FOREACH t IN ARRAY ARRAY['langgraph_checkpoints', 'langgraph_blobs', 'langgraph_writes'] LOOP
-        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_dist_partition
-                              WHERE logicalrelid = t::regclass AND partmethod = 'h');
-        FOR fk IN SELECT conname FROM pg_constraint
-                  WHERE conrelid = t::regclass AND contype = 'f' LOOP
-            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, fk.conname);
-        END LOOP;
-        IF EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = t::regclass AND conname = t || '_pkey'
-                     AND cardinality(conkey) = 1) THEN
-            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, t || '_pkey');
-            EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (session_id, id)',
-                           t, t || '_pkey');
-        END IF;
-        PERFORM create_distributed_table(t, 'session_id', colocate_with => 'messages');
-        relation := t;
-        made := 'distributed by session_id, colocated with messages';
-        RETURN NEXT;
-    END LOOP;
-    -- An identity's activities and agent summaries, colocated with each other (a group of
-    -- their own: identity ids and session ids are unrelated).
-    FOREACH t IN ARRAY ARRAY['activities', 'agent_summaries'] LOOP
-        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_dist_partition
-                              WHERE logicalrelid = t::regclass AND partmethod = 'h');
-        FOR fk IN SELECT conname FROM pg_constraint
-                  WHERE conrelid = t::regclass AND contype = 'f' LOOP
-            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, fk.conname);
-        END LOOP;
-        IF EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = t::regclass AND conname = t || '_pkey'
-                     AND cardinality(conkey) = 1) THEN
-            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, t || '_pkey');
-            EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (identity_id, id)',
-                           t, t || '_pkey');
-        END IF;
-        IF t = 'activities' THEN
-            PERFORM create_distributed_table(t, 'identity_id', colocate_with => 'none');
-            made := 'distributed by identity_id';
-        ELSE
-            PERFORM create_distributed_table(t, 'identity_id', colocate_with => 'activities');
-            made := 'distributed by identity_id, colocated with activities';
-        END IF;
-        relation := t;
-        RETURN NEXT;
-    END LOOP;
     -- A list's tasks and edges, colocated with each other (a group of their own), their keys
     -- with list_id, tasks' key to task_lists (a coordinator table) and notify triggers gone;
     -- task_deps' composite keys to tasks come back once both are placed.

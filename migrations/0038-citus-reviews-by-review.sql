@@ -1,6 +1,7 @@
 -- Citus (issue 36): a review's iterations and issues distributed by a key of their own.
--- ikigai_distribute() (0030, 0033, 0036) now also places review_iterations and review_issues
--- (0012) on the cluster; on plain PostgreSQL (and the embedded server) nothing is distributed,
+-- ikigai_distribute() (0033) now also places review_iterations and review_issues (0012) on the
+-- cluster, through this migration's area function ikigai_distribute_0038_reviews() (called
+-- after 0036's); on plain PostgreSQL (and the embedded server) nothing is distributed,
 -- as in 0030. A database migrated before citus was created in it is distributed later with
 -- `ikigai-store citus distribute`: the rows of every table it distributes move to the shards.
 --
@@ -37,7 +38,8 @@
 -- and the coordinator's tables apart. A row of a distributed table travels to the
 -- coordinator as jsonb (to_jsonb on the shard, jsonb_populate_record here), so that no
 -- statement joins a distributed table with a coordinator one. Same results on plain
--- PostgreSQL. ikigai_distribute() stays idempotent and returns one row per table it changed.
+-- PostgreSQL. The area function is idempotent and returns one row per table it changed, as
+-- ikigai_distribute() does.
 -- depends: 0037-langgraph-chain-reads
 
 -- A review's iterations (num NULL) or its iteration num, each with its issues, one row per
@@ -266,146 +268,15 @@ BEGIN
 END
 $fn$;
 
--- 0036's placement, and a review's iterations and issues.
-CREATE OR REPLACE FUNCTION ikigai_distribute()
+-- This migration's area of the placement (0033: ikigai_distribute() calls it after 0036's, with
+-- its lock held and citus checked).
+CREATE OR REPLACE FUNCTION ikigai_distribute_0038_reviews()
 RETURNS TABLE (relation TEXT, made TEXT)
 LANGUAGE plpgsql
 AS $fn$
 DECLARE
     fk RECORD;
-    t TEXT;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
-        RAISE EXCEPTION 'ikigai_distribute: the citus extension is not created in this database'
-            USING ERRCODE = 'feature_not_supported';
-    END IF;
-    -- One distributor at a time (a second waits, then finds the tables placed).
-    PERFORM pg_advisory_xact_lock(hashtext('ikigai_distribute'));
-    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition
-                   WHERE logicalrelid = 'messages'::regclass AND partmethod = 'h') THEN
-        FOR fk IN SELECT conname FROM pg_constraint
-                  WHERE conrelid = 'messages'::regclass AND contype = 'f' LOOP
-            EXECUTE format('ALTER TABLE messages DROP CONSTRAINT %I', fk.conname);
-        END LOOP;
-        DROP TRIGGER IF EXISTS messages_search_vector ON messages;
-        IF NOT EXISTS (SELECT 1 FROM pg_attribute
-                       WHERE attrelid = 'messages'::regclass AND attname = 'search_vector'
-                         AND attgenerated = 's') THEN
-            DROP INDEX IF EXISTS idx_messages_search_vector;
-            ALTER TABLE messages DROP COLUMN IF EXISTS search_vector;
-            ALTER TABLE messages ADD COLUMN search_vector tsvector
-                GENERATED ALWAYS AS (to_tsvector('english', left(content, 100000))) STORED;
-            CREATE INDEX idx_messages_search_vector ON messages USING gin (search_vector);
-        END IF;
-        IF EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = 'messages'::regclass AND conname = 'messages_pkey'
-                     AND cardinality(conkey) = 1) THEN
-            ALTER TABLE messages DROP CONSTRAINT messages_pkey;
-            ALTER TABLE messages ADD CONSTRAINT messages_pkey PRIMARY KEY (session_id, id);
-        END IF;
-        PERFORM create_distributed_table('messages', 'session_id');
-        relation := 'messages';
-        made := 'distributed by session_id';
-        RETURN NEXT;
-    END IF;
-    -- A thread's checkpoint rows, colocated with its session's events.
-    FOREACH t IN ARRAY ARRAY['langgraph_checkpoints', 'langgraph_blobs', 'langgraph_writes'] LOOP
-        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_dist_partition
-                              WHERE logicalrelid = t::regclass AND partmethod = 'h');
-        FOR fk IN SELECT conname FROM pg_constraint
-                  WHERE conrelid = t::regclass AND contype = 'f' LOOP
-            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, fk.conname);
-        END LOOP;
-        IF EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = t::regclass AND conname = t || '_pkey'
-                     AND cardinality(conkey) = 1) THEN
-            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, t || '_pkey');
-            EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (session_id, id)',
-                           t, t || '_pkey');
-        END IF;
-        PERFORM create_distributed_table(t, 'session_id', colocate_with => 'messages');
-        relation := t;
-        made := 'distributed by session_id, colocated with messages';
-        RETURN NEXT;
-    END LOOP;
-    -- An identity's activities and agent summaries, colocated with each other (a group of
-    -- their own: identity ids and session ids are unrelated).
-    FOREACH t IN ARRAY ARRAY['activities', 'agent_summaries'] LOOP
-        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_dist_partition
-                              WHERE logicalrelid = t::regclass AND partmethod = 'h');
-        FOR fk IN SELECT conname FROM pg_constraint
-                  WHERE conrelid = t::regclass AND contype = 'f' LOOP
-            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, fk.conname);
-        END LOOP;
-        IF EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = t::regclass AND conname = t || '_pkey'
-                     AND cardinality(conkey) = 1) THEN
-            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t, t || '_pkey');
-            EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (identity_id, id)',
-                           t, t || '_pkey');
-        END IF;
-        IF t = 'activities' THEN
-            PERFORM create_distributed_table(t, 'identity_id', colocate_with => 'none');
-            made := 'distributed by identity_id';
-        ELSE
-            PERFORM create_distributed_table(t, 'identity_id', colocate_with => 'activities');
-            made := 'distributed by identity_id, colocated with activities';
-        END IF;
-        relation := t;
-        RETURN NEXT;
-    END LOOP;
-    -- A list's tasks and edges, colocated with each other (a group of their own), their keys
-    -- with list_id, tasks' key to task_lists (a coordinator table) and notify triggers gone;
-    -- task_deps' composite keys to tasks come back once both are placed.
-    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition
-                   WHERE logicalrelid = 'tasks'::regclass AND partmethod = 'h') THEN
-        ALTER TABLE task_deps DROP CONSTRAINT IF EXISTS task_deps_task_fkey;
-        ALTER TABLE task_deps DROP CONSTRAINT IF EXISTS task_deps_blocker_fkey;
-        FOR fk IN SELECT conname FROM pg_constraint
-                  WHERE conrelid = 'tasks'::regclass AND contype = 'f' LOOP
-            EXECUTE format('ALTER TABLE tasks DROP CONSTRAINT %I', fk.conname);
-        END LOOP;
-        DROP TRIGGER IF EXISTS tasks_notify_insert ON tasks;
-        DROP TRIGGER IF EXISTS tasks_notify_update ON tasks;
-        DROP TRIGGER IF EXISTS tasks_notify_delete ON tasks;
-        IF EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = 'tasks'::regclass AND conname = 'tasks_pkey'
-                     AND cardinality(conkey) = 1) THEN
-            ALTER TABLE tasks DROP CONSTRAINT tasks_pkey;
-            ALTER TABLE tasks ADD CONSTRAINT tasks_pkey PRIMARY KEY (list_id, id);
-        END IF;
-        PERFORM create_distributed_table('tasks', 'list_id', colocate_with => 'none');
-        relation := 'tasks';
-        made := 'distributed by list_id';
-        RETURN NEXT;
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition
-                   WHERE logicalrelid = 'task_deps'::regclass AND partmethod = 'h') THEN
-        ALTER TABLE task_deps DROP CONSTRAINT IF EXISTS task_deps_task_fkey;
-        ALTER TABLE task_deps DROP CONSTRAINT IF EXISTS task_deps_blocker_fkey;
-        IF EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = 'task_deps'::regclass AND conname = 'task_deps_pkey'
-                     AND cardinality(conkey) = 2) THEN
-            ALTER TABLE task_deps DROP CONSTRAINT task_deps_pkey;
-            ALTER TABLE task_deps ADD CONSTRAINT task_deps_pkey
-                PRIMARY KEY (list_id, task_id, blocked_by_id);
-        END IF;
-        PERFORM create_distributed_table('task_deps', 'list_id', colocate_with => 'tasks');
-        relation := 'task_deps';
-        made := 'distributed by list_id, colocated with tasks';
-        RETURN NEXT;
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = 'task_deps'::regclass AND conname = 'task_deps_task_fkey') THEN
-        ALTER TABLE task_deps ADD CONSTRAINT task_deps_task_fkey FOREIGN KEY (list_id, task_id)
-            REFERENCES tasks (list_id, id) ON DELETE CASCADE;
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_constraint
-                   WHERE conrelid = 'task_deps'::regclass
-                     AND conname = 'task_deps_blocker_fkey') THEN
-        ALTER TABLE task_deps ADD CONSTRAINT task_deps_blocker_fkey
-            FOREIGN KEY (list_id, blocked_by_id) REFERENCES tasks (list_id, id) ON DELETE CASCADE;
-    END IF;
     -- A review's iterations and issues, colocated with each other (a group of their own),
     -- their keys with review_id, review_iterations' keys to reviews and identities
     -- (coordinator tables) gone; review_issues' composite keys to review_iterations come

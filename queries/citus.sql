@@ -37,9 +37,9 @@ SELECT citus_set_coordinator_host(:host, :port) IS NULL AS registered;
 SELECT citus_add_node(:host, :port) AS nodeid;
 
 -- name: citus_distribute()
--- Distribute this database's tables as docs/concepts/citus.md says (migration 0030's
--- ikigai_distribute(): idempotent; existing rows move to the shards). One row per table it
--- changed, with what it made of it.
+-- Distribute this database's tables as docs/concepts/citus.md says (ikigai_distribute(), which
+-- calls each Citus migration's placement function: idempotent; existing rows move to the
+-- shards). One row per table it changed, with what it made of it.
 SELECT relation, made FROM ikigai_distribute();
 
 -- name: citus_tables()

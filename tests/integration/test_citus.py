@@ -218,6 +218,63 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
     assert placed == DISTRIBUTED
 
 
+#: What rolling back each Citus migration moves back to the coordinator.
+_PLACED_BY = {
+    "0038-citus-reviews-by-review": {"review_iterations", "review_issues"},
+    "0036-citus-tasks-by-list": {"tasks", "task_deps"},
+    "0033-citus-more-distributed": {
+        "langgraph_checkpoints",
+        "langgraph_blobs",
+        "langgraph_writes",
+        "activities",
+        "agent_summaries",
+    },
+    "0030-citus-distribution": {"messages"},
+}
+
+
+def _groups(url: str) -> set[frozenset[str]]:
+    """The distributed tables of ``url``, as their colocation groups."""
+    groups: dict[int | None, set[str]] = {}
+    for p in citus.placements(url):
+        if p.kind == "distributed":
+            groups.setdefault(p.colocation_id, set()).add(p.relation)
+    return {frozenset(g) for g in groups.values()}
+
+
+def test_rolling_back_the_citus_migrations_one_by_one_and_again(
+    cluster: str, request: pytest.FixtureRequest
+) -> None:
+    """Each rollback down to 0028 moves back exactly its own migration's tables, leaves
+    ikigai_distribute() with nothing to place (no area function of a rolled-back migration
+    survives), and 0030's removes it; applying again places the same colocation groups."""
+    name = test_database_name(request.path, "chain")
+    url = fresh_database(cluster, name)
+    try:
+        migrate.apply(url)
+        placed = _groups(url)
+        expected = dict(DISTRIBUTED)
+        rolled = ""
+        while rolled != "0030-citus-distribution":
+            [rolled] = migrate.rollback(url, count=1)
+            for table in _PLACED_BY.get(rolled, ()):
+                del expected[table]
+            found = {p.relation: p.column for p in citus.placements(url) if p.kind == "distributed"}
+            assert found == expected, rolled
+            if expected:
+                assert citus.distribute(url) == [], rolled
+        with psycopg.connect(url) as conn:
+            left = conn.execute(
+                "SELECT proname FROM pg_proc WHERE proname LIKE 'ikigai\\_distribute%'"
+            ).fetchall()
+        assert left == []
+        migrate.apply(url)
+        assert _groups(url) == placed
+        assert citus.distribute(url) == []
+    finally:
+        drop_test_database(cluster, name)
+
+
 #: An issue a review iteration raises.
 _ISSUE = {"issue_type": "bug", "severity": "high", "title": "t", "description": "d"}
 
