@@ -24,6 +24,12 @@ Owns the search operation of both faces (see ``ops``) and the collection strateg
   pass them. With ``since``/``until`` (and no session or agent), "newest" is by ``created_at``
   (then id), walked through ``idx_messages_created``: created_at follows id order except between
   transactions that commit out of order;
+- on Citus (the citus extension is installed) a search without ``session_id`` collects its
+  newest matches in one distributed statement (``search_fanout``: every shard returns its
+  newest ``need`` matches, ``ORDER BY ... LIMIT`` pushed into each shard's task, and the
+  coordinator merges them) instead of walks and probes that each ask every shard; the result
+  is the same (the newest matches are the newest matches). A shard's work is its own planner's
+  choice, bounded by ``need`` rows when it walks its primary key (a common word);
 - pages: ``before=`` the last hit of a page gives the next page of the same search. A hit carries
   its search's ``horizon`` (the newest id it saw): a rank-order page looks at nothing above the
   horizon and continues after (rank, id), so the candidates and the order are those of the first
@@ -149,7 +155,9 @@ class Queries:
     fetch the page). Walk, probes and estimate take ``filters``. ``indexed``: the walk reads only
     rows that pass the filters (through a filter's index), not every row newest first.
     ``narrowing``: probe_index narrows a scan of everything to the rows of a filter's index
-    (else it takes id ranges only). ``by_time``: walk and probe_index go by created_at."""
+    (else it takes id ranges only). ``by_time``: walk and probe_index go by created_at.
+    ``fanout``: on Citus (``start`` says so), the one statement that collects instead of the
+    walks and probes (a search across sessions); empty: none."""
 
     start: str
     estimate: str
@@ -161,6 +169,7 @@ class Queries:
     indexed: bool = False
     narrowing: bool = False
     by_time: bool = False
+    fanout: str = ""
 
 
 @dataclass(frozen=True)
@@ -319,6 +328,19 @@ def _collect(
         per_id = got.found / seen if got.found else None
 
 
+def _fanout(
+    q: Queries, *, query: str, phrase: bool, guess: Estimate, hi: int, need: int, keep: int
+) -> Op[_Collected]:
+    """``_collect``'s result in one statement (``q.fanout``): on Citus, every shard returns its
+    newest ``need`` matches and the coordinator merges them (``guess`` is not needed)."""
+    filters = {k: v for k, v in q.filters.items() if k != "session_id"}
+    rows = yield many(q.fanout, query=query, phrase=phrase, **filters, hi=hi, need=need)
+    got = _Collected(found=len(rows))
+    got.ids = [int(r["id"]) for r in rows[:keep]]
+    got.phrase_ids = [int(r["id"]) for r in rows if r["phrase"]][:keep]
+    return got
+
+
 def ranked(
     q: Queries, *, query: str, by_rank: bool, limit: int, before: Before | None
 ) -> Op[tuple[list[Mapping[str, Any]], int]]:
@@ -329,11 +351,16 @@ def ranked(
     if not start["terms"] or start["newest"] is None:
         return [], 0
     newest = int(start["newest"])
-    guess = Estimate.from_row((yield one(q.estimate, query=query, **q.filters)))
+    if q.fanout and start.get("citus"):
+        collect = _fanout
+        guess = UNKNOWN
+    else:
+        collect = _collect
+        guess = Estimate.from_row((yield one(q.estimate, query=query, **q.filters)))
     if by_rank:
         horizon = before.horizon if before is not None else newest
         phrase = bool(start["phrase"])
-        got = yield from _collect(
+        got = yield from collect(
             q,
             query=query,
             phrase=phrase,
@@ -345,7 +372,7 @@ def ranked(
     else:
         horizon = newest
         hi = before.id if before is not None else min(horizon, MAX_ID - 1) + 1
-        got = yield from _collect(
+        got = yield from collect(
             q, query=query, phrase=False, guess=guess, hi=hi, need=limit, keep=limit
         )
     if not got.ids and not got.phrase_ids:
@@ -430,6 +457,12 @@ def search(
         indexed=source in ("_agent", "_session", "_time"),
         narrowing=source != "",
         by_time=source == "_time",
+        # A search across sessions asks every shard of a Citus cluster: once, not per step.
+        fanout=""
+        if session_id is not None
+        else "search_fanout_time"
+        if source == "_time"
+        else "search_fanout",
     )
     rows, horizon = yield from ranked(
         q, query=query, by_rank=by_rank, limit=min(limit, MAX_SEARCH_LIMIT), before=page

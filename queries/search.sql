@@ -33,10 +33,12 @@
 -- name: search_start(query, phrase)^
 -- What a search of :query needs first: terms (the tsquery as text, '' when it can match
 -- nothing), phrase (with :phrase: whether the exact-phrase form of :query has two words or
--- more) and newest (the highest message id: the search's horizon).
+-- more), newest (the highest message id: the search's horizon) and citus (the citus extension
+-- is installed: a search across sessions then collects in one statement, search_fanout).
 SELECT CAST(websearch_to_tsquery('english', :query) AS text) AS terms,
        CAST(:phrase AS boolean) AND numnode(phraseto_tsquery('english', :query)) >= 3 AS phrase,
-       (SELECT max(id) FROM messages) AS newest;
+       (SELECT max(id) FROM messages) AS newest,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') AS citus;
 
 -- name: search_estimate(query, session_id, agent_uuid, kinds, since, until)^
 -- The planner's estimates (EXPLAIN: nothing runs) of how many messages match :query and pass
@@ -387,6 +389,44 @@ WITH q AS MATERIALIZED (
 SELECT (SELECT count(*) FROM hits) AS found,
        ARRAY(SELECT id FROM hits ORDER BY created_at DESC, id DESC LIMIT :keep) AS ids,
        ARRAY(SELECT id FROM hits WHERE phrase ORDER BY created_at DESC, id DESC) AS phrase_ids;
+
+-- name: search_fanout(query, phrase, agent_uuid, kinds, since, until, hi, need)
+-- Citus, a search across sessions: the newest :need matches with id < :hi that pass the
+-- filters (id, phrase: also an exact-phrase match), newest first, in one distributed
+-- statement: every shard runs it with ORDER BY id DESC LIMIT :need (the tsquery and the
+-- filters inlined, so each shard's planner picks its primary key walked backwards for a common
+-- word, its GIN index for a rare one) and the coordinator merges the shards' rows, keeping the
+-- newest :need. Not used on plain PostgreSQL (search.py aggregates the rows as a walk does).
+SELECT m.id,
+       CASE WHEN CAST(:phrase AS boolean)
+            THEN m.search_vector @@ phraseto_tsquery('english', :query)
+            ELSE false END AS phrase
+FROM messages AS m
+WHERE m.search_vector @@ websearch_to_tsquery('english', :query)
+  AND m.id < :hi
+  AND (CAST(:agent_uuid AS text) IS NULL OR m.agent_uuid = :agent_uuid)
+  AND (CAST(:kinds AS text[]) IS NULL OR m.kind = ANY(CAST(:kinds AS text[])))
+  AND (CAST(:since AS timestamptz) IS NULL OR m.created_at >= :since)
+  AND (CAST(:until AS timestamptz) IS NULL OR m.created_at < :until)
+ORDER BY m.id DESC
+LIMIT :need;
+
+-- name: search_fanout_time(query, phrase, agent_uuid, kinds, since, until, hi, need)
+-- search_fanout in latest created_at (then id) order, for a search with :since or :until:
+-- every shard runs ORDER BY created_at DESC, id DESC LIMIT :need.
+SELECT m.id,
+       CASE WHEN CAST(:phrase AS boolean)
+            THEN m.search_vector @@ phraseto_tsquery('english', :query)
+            ELSE false END AS phrase
+FROM messages AS m
+WHERE m.search_vector @@ websearch_to_tsquery('english', :query)
+  AND m.id < :hi
+  AND m.created_at >= COALESCE(CAST(:since AS timestamptz), '-infinity')
+  AND m.created_at < COALESCE(CAST(:until AS timestamptz), 'infinity')
+  AND (CAST(:agent_uuid AS text) IS NULL OR m.agent_uuid = :agent_uuid)
+  AND (CAST(:kinds AS text[]) IS NULL OR m.kind = ANY(CAST(:kinds AS text[])))
+ORDER BY m.created_at DESC, m.id DESC
+LIMIT :need;
 
 -- name: search_hits(query, ids, phrase_ids, by_rank, before_rank, before_id, limit)
 -- The page: the candidates :ids ranked (ts_rank_cd with length normalisation, scaled into

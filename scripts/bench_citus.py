@@ -23,6 +23,8 @@ their ratio (the coordinator's overhead).
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -138,11 +140,19 @@ def router_vs_fan_out(server: str, n: int) -> None:
             sid = ids[len(ids) // 2]
             ms = p50(partial(store.replay_session, sid), n)
             print(f"{f'{sessions:,} sessions of 20 events':<40}{ms:>10.3f}")
+    search_vs_shards(server, n)
+
+
+def search_vs_shards(server: str, n: int) -> None:
+    """A cross-session search over 20,000 events: plain PostgreSQL, then 4, 16, 32 shards."""
+    # IKIGAI_TEST_DB_TAG keeps two checkouts' runs on one server out of each other's database.
+    tag = re.sub(r"[^a-z0-9_]", "_", os.environ.get("IKIGAI_TEST_DB_TAG", "").lower())
+    fan_db = "bench_citus_fan" + (f"_{tag}" if tag else "")
     print()
     print(f"{'search across 20,000 events':<40}{'p50 ms':>10}")
     for shards in (None, 4, 16, 32):
         with (
-            database(server, "bench_citus_fan", on_citus=shards is not None, shards=shards) as url,
+            database(server, fan_db, on_citus=shards is not None, shards=shards) as url,
             ik.Store(url, pool_size=2) as store,
         ):
             load_history(url, 200, 100)
@@ -159,9 +169,15 @@ def main() -> None:
     ap.add_argument(
         "--history", type=int, default=1_000_000, help="events of other sessions (1,000,000)"
     )
+    ap.add_argument(
+        "--search-only", action="store_true", help="only the search rows (search vs shard count)"
+    )
     args = ap.parse_args()
     if not citus.is_citus(args.server):
         raise SystemExit(f"{args.server} is not a Citus coordinator (no citus extension)")
+    if args.search_only:
+        search_vs_shards(args.server, args.n)
+        return
     core(args.server, args.n, args.history)
     router_vs_fan_out(args.server, args.n)
 

@@ -346,6 +346,8 @@ FAN_OUT: dict[str, str] = {
     "search_probe_kinds": "search across sessions by kind (every shard, by design)",
     "search_probe_range": "search across sessions (every shard, by design)",
     "search_probe_time": "search across sessions by time (every shard, by design)",
+    "search_fanout": "search across sessions on Citus: one task per shard, LIMIT inside",
+    "search_fanout_time": "search across sessions by time on Citus: one task per shard",
     "task_owned": "one owner's tasks in every list (every shard)",
     "task_available_all": "the available tasks of every list (every shard, by design)",
     "task_stats_all": "the counts of every list (every shard, by design)",
@@ -625,3 +627,32 @@ def test_resolving_an_issue_writes_one_shard(cluster_url: str, world: World) -> 
         updates = {m.group(0) for line in sent if "UPDATE" in line for m in SHARD.finditer(line)}
     assert row is not None
     assert len(updates) == 1 and next(iter(updates)).startswith("review_issues_"), updates
+
+
+def test_a_search_across_sessions_asks_every_shard_once(cluster_url: str, world: World) -> None:
+    """search_fanout is one task per shard, each with its ORDER BY id DESC LIMIT inside."""
+    params = {
+        **SEARCH,
+        "agent_uuid": None,
+        "hi": world.message_id + 100,
+        "need": 1000,
+    }
+    with psycopg.connect(cluster_url, autocommit=True) as conn:
+        shards = _shards(conn, "search_fanout", params)
+        total = conn.execute(
+            "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'messages'::regclass"
+        ).fetchone()
+        plan = "\n".join(
+            str(r[0])
+            for r in conn.execute(
+                "EXPLAIN (COSTS OFF) " + queries.search_fanout.sql,  # type: ignore[attr-defined]
+                params,
+            )
+        )
+    assert total is not None and len(shards) == total[0] > 1
+    # One distributed step (no subplan): the coordinator merges the tasks' rows.
+    assert plan.count("Task Count:") == 1 and f"Task Count: {total[0]}" in plan, plan
+    assert "Subplan" not in plan, plan
+    task = plan.split(f"Task Count: {total[0]}", 1)[1]
+    assert "->  Limit" in task, plan
+    assert "Sort Key: id DESC" in task or "Index Scan Backward" in task, plan
