@@ -156,6 +156,10 @@ def search_vs_shards(server: str, n: int) -> None:
             ik.Store(url, pool_size=2) as store,
         ):
             load_history(url, 200, 100)
+            with connect(url, autocommit=True) as conn:
+                # Statistics before timing (on Citus, of every shard): without them each
+                # shard's planner guesses, and the runs swing with autovacuum's timing.
+                conn.execute("VACUUM ANALYZE messages")
             ms = p50(partial(store.search, "word7", limit=10), max(5, n // 5))
             label = "plain PostgreSQL" if shards is None else f"cluster, {shards} shards"
             print(f"{label:<40}{ms:>10.3f}")
