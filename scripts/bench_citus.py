@@ -23,8 +23,6 @@ their ratio (the coordinator's overhead).
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -36,7 +34,7 @@ import ikigai_store as ik
 from ikigai_store import citus, migrate
 from ikigai_store.config import admin_url
 from ikigai_store.pool import connect, create_database
-from ikigai_store.testing import drop_test_database, fresh_database
+from ikigai_store.testing import drop_test_database, fresh_database, test_database_name
 
 
 def p50(fn: Callable[[], Any], n: int) -> float:
@@ -145,9 +143,9 @@ def router_vs_fan_out(server: str, n: int) -> None:
 
 def search_vs_shards(server: str, n: int) -> None:
     """A cross-session search over 20,000 events: plain PostgreSQL, then 4, 16, 32 shards."""
-    # IKIGAI_TEST_DB_TAG keeps two checkouts' runs on one server out of each other's database.
-    tag = re.sub(r"[^a-z0-9_]", "_", os.environ.get("IKIGAI_TEST_DB_TAG", "").lower())
-    fan_db = "bench_citus_fan" + (f"_{tag}" if tag else "")
+    # test_database_name adds IKIGAI_TEST_DB_TAG: two checkouts' runs on one server keep
+    # out of each other's database.
+    fan_db = test_database_name("bench_citus_fan")
     print()
     print(f"{'search across 20,000 events':<40}{'p50 ms':>10}")
     for shards in (None, 4, 16, 32):
