@@ -4,7 +4,9 @@ Owns the whole exception hierarchy and ``translate``, the one place where a psyc
 becomes ours (``translate_errors`` applies it to a block). Invariant: every error a public
 function raises is an ``IkigaiStoreError``, chained to the driver's exception with ``raise ...
 from exc``; a constraint violation keeps the constraint's name (``Conflict.constraint``), so
-"duplicate key", "lost the race" and "a bug" stay distinguishable.
+"duplicate key", "lost the race" and "a bug" stay distinguishable. A statement of ours that
+refuses by raising (an append, migration 0040) uses SQLSTATE ``IK404`` for ``NotFound`` and
+``IK400`` for ``InvalidArgument``, with the message the library shows.
 
 Seed error codes map as: ERR_INVALID_ARG -> InvalidArgument, ERR_DB_CONNECT -> ConnectError,
 ERR_DB_MIGRATE and ERR_IO -> MigrationError.
@@ -128,11 +130,15 @@ def translate(exc: psycopg.Error, conn: psycopg.Connection[Any] | None = None) -
     """The ``IkigaiStoreError`` for a psycopg error raised while using ``conn``.
 
     A dropped connection (server restart, ``pg_terminate_backend``) becomes ``ConnectionLost``;
-    an integrity violation a ``Conflict`` naming its constraint; anything else ``DatabaseError``
-    with PostgreSQL's first line.
+    an integrity violation a ``Conflict`` naming its constraint; a refusal raised by one of our
+    statements (SQLSTATE ``IK404``, ``IK400``) ``NotFound`` or ``InvalidArgument`` with its
+    message; anything else ``DatabaseError`` with PostgreSQL's first line.
     """
     if _connection_lost(exc, conn):
         return ConnectionLost(f"database connection lost: {first_line(exc)}")
+    refusal = _REFUSALS.get(exc.sqlstate or "")
+    if refusal is not None:
+        return refusal(exc.diag.message_primary or first_line(exc))
     if isinstance(exc, psycopg.IntegrityError):
         diag = exc.diag
         return Conflict(first_line(exc), constraint=diag.constraint_name, sqlstate=diag.sqlstate)
@@ -147,6 +153,9 @@ def translate_errors(conn: psycopg.Connection[Any] | None = None) -> Iterator[No
     except psycopg.Error as exc:
         raise translate(exc, conn) from exc
 
+
+#: The SQLSTATEs our statements refuse with, and the exception each becomes.
+_REFUSALS: dict[str, type[IkigaiStoreError]] = {"IK404": NotFound, "IK400": InvalidArgument}
 
 #: SQLSTATEs that end the session: class 08 (connection exception) and the shutdowns of 57P.
 _LOST_STATES = ("08", "57P01", "57P02", "57P03")

@@ -84,13 +84,6 @@ def _check_count(value: object, what: str, minimum: int, maximum: int = MAX_ID) 
     return value
 
 
-def _why_not_added(name: str) -> Op[InvalidArgument]:
-    state = yield one("summaries_identity_state", identity=name)
-    if state is None:
-        raise NotFound(f"identity {name!r} does not exist")
-    return InvalidArgument(f"identity {name!r} is retired: it gets no new summaries")
-
-
 def add(
     identity: str | Identity,
     summary: str,
@@ -119,8 +112,8 @@ def add(
         transcript_hash=transcript_hash,
         cost_usd=cost,
     )
-    if row is None:
-        raise (yield from _why_not_added(name))
+    # A missing or retired identity raises in the statement (IK404, IK400: NotFound,
+    # InvalidArgument).
     return AgentSummary.from_row(row)
 
 

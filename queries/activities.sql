@@ -3,10 +3,16 @@
 -- same statement or transaction as the change they report (see reviews.sql, tasks.sql).
 
 -- name: activities_record(identity, type, description, metadata)^
--- Record one activity of an identity that exists and is not retired; no row otherwise (the
--- identity is missing or retired: activities.py explains). The type is checked by the CHECK.
-SELECT id, identity, type, description, metadata, created_at
-FROM ikigai_record_activity(:identity, :type, :description, CAST(:metadata AS jsonb));
+-- Record one activity of an identity that exists and is not retired, and return it: one
+-- INSERT ... VALUES whose identity id is ikigai_active_identity() (migration 0040; on Citus
+-- the coordinator evaluates it, then sends the row to the identity's shard as one command).
+-- It raises, and nothing is inserted, when the identity is missing (IK404) or retired (IK400).
+-- The type is checked by the CHECK.
+INSERT INTO activities AS a (identity_id, type, description, metadata)
+VALUES (ikigai_active_identity(CAST(:identity AS text), 'it records no activity'),
+        CAST(:type AS text), CAST(:description AS text), CAST(:metadata AS jsonb))
+RETURNING a.id, CAST(:identity AS text) AS identity, a.type, a.description, a.metadata,
+          a.created_at;
 
 -- name: activities_feed(since, before, limit)
 -- The whole feed, newest first by id, at most :limit rows: created at or after :since (NULL:

@@ -1,40 +1,50 @@
 -- name: append_message(session_id, agent_uuid, kind, content, data, target_message_id)^
--- Append one event; returns the stored row, or nothing when the write is refused: the session
--- is missing or ended, agent_uuid is not a running agent of that session, or (when
--- target_message_id is given) the target is not an event of the same session that the kind can
--- aim at: a mark for a rewind, anything but a clear or a pop for a pop. One call of
--- ikigai_append() (migration 0030, where the steps are), so no check can race the insert. The
--- rows checked are locked until commit: the agent's FOR SHARE, which kill_agent's UPDATE waits
--- for; the session's FOR KEY SHARE, which end_session's FOR UPDATE waits for
+-- Append one event and return the stored row. One INSERT ... VALUES whose session value is
+-- ikigai_append_check() (migration 0040, where the steps are), so no check can race the insert:
+-- it raises, and nothing is inserted, when the write is refused: SQLSTATE IK404 when the session
+-- or the agent does not exist, IK400 when the session has ended, agent_uuid is not a running
+-- agent of that session, or (when target_message_id is given) the target is not an event of the
+-- same session that the kind can aim at: a mark for a rewind, anything but a clear or a pop for
+-- a pop. The rows checked are locked until commit: the agent's FOR SHARE, which kill_agent's
+-- UPDATE waits for; the session's FOR KEY SHARE, which end_session's FOR UPDATE waits for
 -- (queries/sessions.sql) but a listener registration's UPDATE of listened_until does not. So a
 -- concurrent end_session or kill_agent either waits for this append or is seen by it (READ
 -- COMMITTED re-checks a locked row's newest version): no event lands in an ended session or on
 -- a dead agent. data is JSON text, validated and serialised once by the caller. Rows are never
 -- updated: id is the order. Wakes the servers showing the session (migration 0024) when its
 -- listened_until is in the future (read with the session's lock, so an append reads no other
--- table for it). Store.append runs it for rewinds and pops; others go through append_event or
--- append_agent_event, the same function with the checks that cannot apply left NULL.
-SELECT id, session_id, agent_uuid, kind, content, data, created_at
-FROM ikigai_append(CAST(:session_id AS bigint), CAST(:agent_uuid AS text), CAST(:kind AS text),
-                  CAST(:content AS text), CAST(:data AS jsonb),
-                  CAST(:target_message_id AS bigint));
+-- table for it). On Citus the coordinator evaluates the check, then sends the row to the
+-- session's shard as one command. Store.append runs this statement for rewinds and pops;
+-- others go through append_event or append_agent_event, the same check with the arguments
+-- that cannot apply left NULL.
+INSERT INTO messages AS e (session_id, agent_uuid, kind, content, data)
+VALUES (ikigai_append_check(CAST(:session_id AS bigint), CAST(:agent_uuid AS text),
+                            CAST(:kind AS text), CAST(:target_message_id AS bigint)),
+        CAST(:agent_uuid AS text), CAST(:kind AS text), CAST(:content AS text),
+        CAST(:data AS jsonb))
+RETURNING e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created_at;
 
 -- name: append_event(session_id, kind, content, data)^
 -- append_message for an event of no agent that is not a rewind (the common case): the same
 -- insert, session check, lock and wake-up, without the two checks that are no-ops then (their
 -- arguments are NULL: the function's statements are planned once per connection either way).
--- Returns the stored row, or nothing when the write is refused.
-SELECT id, session_id, agent_uuid, kind, content, data, created_at
-FROM ikigai_append(CAST(:session_id AS bigint), NULL, CAST(:kind AS text),
-                  CAST(:content AS text), CAST(:data AS jsonb), NULL);
+-- Returns the stored row; a refused write raises (IK404, IK400) and inserts nothing.
+INSERT INTO messages AS e (session_id, agent_uuid, kind, content, data)
+VALUES (ikigai_append_check(CAST(:session_id AS bigint), NULL, CAST(:kind AS text), NULL),
+        NULL, CAST(:kind AS text), CAST(:content AS text), CAST(:data AS jsonb))
+RETURNING e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created_at;
 
 -- name: append_agent_event(session_id, agent_uuid, kind, content, data)^
 -- append_message for an event of an agent that is not a rewind (see append_event): the
 -- session's row is locked FOR KEY SHARE and the agent's FOR SHARE; nothing is inserted unless
--- the session exists and has not ended and agent_uuid is a running agent of it.
-SELECT id, session_id, agent_uuid, kind, content, data, created_at
-FROM ikigai_append(CAST(:session_id AS bigint), CAST(:agent_uuid AS text), CAST(:kind AS text),
-                  CAST(:content AS text), CAST(:data AS jsonb), NULL);
+-- the session exists and has not ended and agent_uuid is a running agent of it (else it
+-- raises: IK404, IK400).
+INSERT INTO messages AS e (session_id, agent_uuid, kind, content, data)
+VALUES (ikigai_append_check(CAST(:session_id AS bigint), CAST(:agent_uuid AS text),
+                            CAST(:kind AS text), NULL),
+        CAST(:agent_uuid AS text), CAST(:kind AS text), CAST(:content AS text),
+        CAST(:data AS jsonb))
+RETURNING e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created_at;
 
 -- name: append_events(session_id, kinds, contents, datas)
 -- append_event for many events in one statement (Store.append_many, an OpenAI Agents SDK

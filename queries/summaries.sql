@@ -3,11 +3,16 @@
 -- history (newest 5 per agent). Newest means highest id.
 
 -- name: summaries_add(identity, summary, delta, transcript_hash, cost_usd)^
--- Store a summary of an identity that exists and is not retired; no row otherwise
--- (summaries.py explains).
-SELECT id, identity, summary, delta, transcript_hash, cost_usd, created_at
-FROM ikigai_add_summary(:identity, :summary, :delta, :transcript_hash,
-                        CAST(:cost_usd AS double precision));
+-- Store a summary of an identity that exists and is not retired, and return it: one
+-- INSERT ... VALUES whose identity id is ikigai_active_identity() (migration 0040, as
+-- activities_record). It raises, and nothing is inserted, when the identity is missing
+-- (IK404) or retired (IK400).
+INSERT INTO agent_summaries AS s (identity_id, summary, delta, transcript_hash, cost_usd)
+VALUES (ikigai_active_identity(CAST(:identity AS text), 'it gets no new summaries'),
+        CAST(:summary AS text), CAST(:delta AS text), CAST(:transcript_hash AS text),
+        CAST(:cost_usd AS double precision))
+RETURNING s.id, CAST(:identity AS text) AS identity, s.summary, s.delta, s.transcript_hash,
+          s.cost_usd, s.created_at;
 
 -- name: summaries_history(identity, limit)
 -- An identity's summaries, newest first, at most :limit (a backward walk of

@@ -1,6 +1,7 @@
 """Benchmark report: ikigai_store on a Citus cluster vs plain PostgreSQL, measured in one run.
 
-Usage: ``python scripts/bench_citus.py [--server URL] [-n N] [--history H]``
+Usage: ``python scripts/bench_citus.py [--server URL] [-n N] [--history H]
+[--core-only | --search-only]``
 
 ``--server`` is a Citus coordinator whose ``postgres`` database has its workers registered
 (default: the test cluster of ``../shared/citus/cluster.sh``, 127.0.0.1:57636). Plain
@@ -15,7 +16,9 @@ their ratio (the coordinator's overhead).
    ``INSERT ... SELECT`` per database: about a minute each on 2 cores);
 3. mail send: ``store.mail.send`` to one recipient, N times;
 4. queue claim: ``store.topics.claim`` of one job (then ``complete``), N times;
-5. router vs fan-out on the cluster: a session's replay with 100 sessions vs 10,000 sessions
+5. activity: ``store.activities.record`` of one activity, N times (on the cluster a routed
+   insert on the identity's shard);
+6. router vs fan-out on the cluster: a session's replay with 100 sessions vs 10,000 sessions
    in the database (flat is the goal), and a cross-session ``store.search`` over the same
    corpus (20,000 events) on plain PostgreSQL and on the cluster with 4, 16 and 32 shards.
 """
@@ -89,7 +92,7 @@ def load_history(url: str, sessions: int, per_session: int) -> list[int]:
 
 
 def core(server: str, n: int, history: int) -> None:
-    """Measures 1-4 on both, interleaved per measure."""
+    """Measures 1-5 on both, the cluster's first."""
     results: dict[str, dict[str, float]] = {}
     for label, on_citus in (("cluster", True), ("plain", False)):
         with (
@@ -118,6 +121,9 @@ def core(server: str, n: int, history: int) -> None:
                 "replay (1k live events)": p50(partial(store.replay_session, sid), max(5, n // 10)),
                 "mail send": p50(partial(store.mail.send, "alice", ["bob"], "s", "b"), n),
                 "queue claim + complete": p50(claim, n),
+                "activity record": p50(
+                    partial(store.activities.record, "alice", "decision", "chose x"), n
+                ),
             }
     print(f"{'measure':<28}{'cluster ms':>12}{'plain ms':>12}{'ratio':>8}")
     for measure, cluster_ms in results["cluster"].items():
@@ -126,7 +132,7 @@ def core(server: str, n: int, history: int) -> None:
 
 
 def router_vs_fan_out(server: str, n: int) -> None:
-    """Measure 5: replay at 100 vs 10,000 sessions; search as the shard count grows."""
+    """Measure 6: replay at 100 vs 10,000 sessions; search as the shard count grows."""
     print()
     print(f"{'cluster: a session replay':<40}{'p50 ms':>10}")
     for sessions in (100, 10_000):
@@ -174,6 +180,7 @@ def main() -> None:
     ap.add_argument(
         "--search-only", action="store_true", help="only the search rows (search vs shard count)"
     )
+    ap.add_argument("--core-only", action="store_true", help="only measures 1-5 (cluster vs plain)")
     args = ap.parse_args()
     if not citus.is_citus(args.server):
         raise SystemExit(f"{args.server} is not a Citus coordinator (no citus extension)")
@@ -181,6 +188,8 @@ def main() -> None:
         search_vs_shards(args.server, args.n)
         return
     core(args.server, args.n, args.history)
+    if args.core_only:
+        return
     router_vs_fan_out(args.server, args.n)
 
 

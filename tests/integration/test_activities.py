@@ -268,3 +268,49 @@ def test_times_come_from_the_database(ikigai_store: Any) -> None:
     ikigai_store.identities.register("dan")
     got = record(ikigai_store, "dan", "session_start", "hello")
     assert abs((got.created_at - datetime.now(UTC)).total_seconds()) < 60
+
+
+def test_the_activity_and_summary_inserts_raise_their_refusals(ikigai_db_url: str) -> None:
+    """Raw SQL running activities_record or summaries_add (migration 0040) for a missing or
+    retired identity gets an error, IK404 or IK400, with the library's message, and nothing is
+    stored."""
+    q = ik.queries
+    with ik.Store(ikigai_db_url, pool_size=1) as store:  # committed: raw SQL sees it
+        store.identities.register("gone-away")
+        store.identities.retire("gone-away")
+    activity = {"type": "decision", "description": "d", "metadata": None}
+    summary = {"summary": "s", "delta": None, "transcript_hash": None, "cost_usd": None}
+    cases = [
+        (
+            q.activities_record,
+            {"identity": "nobody-here", **activity},
+            "IK404",
+            "identity 'nobody-here' does not exist",
+        ),
+        (
+            q.activities_record,
+            {"identity": "gone-away", **activity},
+            "IK400",
+            "identity 'gone-away' is retired: it records no activity",
+        ),
+        (
+            q.summaries_add,
+            {"identity": "nobody-here", **summary},
+            "IK404",
+            "identity 'nobody-here' does not exist",
+        ),
+        (
+            q.summaries_add,
+            {"identity": "gone-away", **summary},
+            "IK400",
+            "identity 'gone-away' is retired: it gets no new summaries",
+        ),
+    ]
+    with psycopg.connect(ikigai_db_url, autocommit=True) as conn:
+        for query, params, state, message in cases:
+            with pytest.raises(psycopg.Error) as raised:
+                conn.execute(query.sql, params)
+            assert (raised.value.sqlstate, raised.value.diag.message_primary) == (state, message)
+    with ik.Store(ikigai_db_url, pool_size=1) as store:
+        assert [a.type for a in store.activities.feed(identity="gone-away")] == []
+        assert store.summaries.history("gone-away") == []

@@ -284,3 +284,108 @@ def test_appends_notify_only_listened_sessions(ikigai_db_url: str) -> None:
         assert heard() == [str(listened)]
         store.mark(agent.uuid, "m")
         assert heard() == [str(listened)]
+
+
+def test_the_append_statements_raise_their_refusals(ikigai_db_url: str) -> None:
+    """Raw SQL running the named append statements (migration 0040) gets each refusal as an
+    error, IK404 (missing) or IK400 (refused), with the library's message; nothing is stored,
+    and the store raises the same message as NotFound or InvalidArgument."""
+    q = ik.queries
+    with ik.Store(ikigai_db_url, pool_size=1) as store:  # committed: raw SQL sees it
+        sid = store.create_session("refusals")
+        other = store.create_session("other")
+        user = store.append(sid, "user", "u")
+        stranger = store.create_agent(other).uuid
+        dead = store.create_agent(sid).uuid
+        store.kill_agent(dead)
+        ended = store.create_session("ended")
+        store.end_session(ended)
+        missing_agent = str(uuid.uuid4())
+        event = {"kind": "user", "content": "x", "data": None}
+        cases: list[tuple[str, dict[str, Any], str, str]] = [
+            (
+                "append_event",
+                {"session_id": 10**12, **event},
+                "IK404",
+                f"session {10**12} does not exist",
+            ),
+            (
+                "append_event",
+                {"session_id": ended, **event},
+                "IK400",
+                f"session {ended} has ended: it accepts no more events",
+            ),
+            (
+                "append_agent_event",
+                {"session_id": sid, "agent_uuid": missing_agent, **event},
+                "IK404",
+                f"agent {missing_agent} does not exist",
+            ),
+            (
+                "append_agent_event",
+                {"session_id": sid, "agent_uuid": stranger, **event},
+                "IK400",
+                f"agent {stranger} is not an agent of session {sid}",
+            ),
+            (
+                "append_agent_event",
+                {"session_id": sid, "agent_uuid": dead, **event},
+                "IK400",
+                f"agent {dead} is dead: it accepts no more events (append agent_killed before "
+                "kill_agent)",
+            ),
+            (
+                "append_message",
+                {
+                    "session_id": sid,
+                    "agent_uuid": None,
+                    "kind": "rewind",
+                    "content": None,
+                    "data": None,
+                    "target_message_id": user.id,
+                },
+                "IK400",
+                f"rewind target {user.id} is not a mark event of session {sid}",
+            ),
+            (
+                "append_message",
+                {
+                    "session_id": sid,
+                    "agent_uuid": None,
+                    "kind": "pop",
+                    "content": None,
+                    "data": None,
+                    "target_message_id": 10**12,
+                },
+                "IK400",
+                f"pop target {10**12} is not an event of session {sid} that a pop can remove "
+                "(any but a clear or a pop)",
+            ),
+        ]
+        before = store.count_messages(sid)
+        with psycopg.connect(ikigai_db_url, autocommit=True) as conn:
+            for name, params, state, message in cases:
+                with pytest.raises(psycopg.Error) as raised:
+                    conn.execute(getattr(q, name).sql, params)
+                assert (raised.value.sqlstate, raised.value.diag.message_primary) == (
+                    state,
+                    message,
+                )
+        assert store.count_messages(sid) == before
+        assert store.count_messages(ended) == 0
+        expected = {"IK404": ik.NotFound, "IK400": ik.InvalidArgument}
+        for name, params, state, message in cases:
+            data = (
+                {"target_message_id": params["target_message_id"]}
+                if name == "append_message"
+                else None
+            )
+            with pytest.raises(expected[state]) as refused:
+                store.append(
+                    params["session_id"],
+                    params["kind"],
+                    params["content"],
+                    data,
+                    agent_uuid=params.get("agent_uuid"),
+                )
+            assert str(refused.value) == message

@@ -136,7 +136,10 @@ def test_end_session_and_appends_wait_for_each_other(ikigai_db_url: str) -> None
         def append() -> None:
             with psycopg.connect(ikigai_db_url, autocommit=True) as conn:
                 params = {"session_id": sid, **sid_param}
-                refused.append(conn.execute(q.append_event.sql, params).fetchone())
+                try:
+                    conn.execute(q.append_event.sql, params)
+                except psycopg.Error as exc:  # migration 0040: a refused append raises
+                    refused.append((exc.sqlstate, exc.diag.message_primary))
 
         waiter = threading.Thread(target=append)
         waiter.start()
@@ -146,4 +149,5 @@ def test_end_session_and_appends_wait_for_each_other(ikigai_db_url: str) -> None
         assert waiting_on_a_lock(ikigai_db_url), "the append did not wait for end_session"
         held.commit()
         waiter.join()
-        assert refused == [None] and store.count_messages(sid) == 0
+        ended = f"session {sid} has ended: it accepts no more events"
+        assert refused == [("IK400", ended)] and store.count_messages(sid) == 0

@@ -62,8 +62,9 @@ ALL = [
     "0037-langgraph-chain-reads",
     "0038-citus-reviews-by-review",
     "0039-post-mail-batch",
+    "0040-checks-in-values",
 ]
-LATEST = 39
+LATEST = 40
 
 
 def _since(migration: str) -> int:
