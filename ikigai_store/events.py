@@ -164,30 +164,9 @@ def append_many(
             contents=contents,
             datas=datas,
         )
-    stored: list[Message] | None = yield call
-    if not stored:
-        raise (yield from _why_refused(session_id, agent_uuid))
+    # A refused batch raises in the statement (IK404, IK400: NotFound, InvalidArgument).
+    stored: list[Message] = yield call
     return stored
-
-
-def _why_refused(session_id: int, agent_uuid: str | None) -> Op[InvalidArgument | NotFound]:
-    """Why a batch append wrote nothing (only computed on that rare path); the texts are
-    ikigai_append_check's (migration 0040), which refuses a single append."""
-    session = yield one("session_exists", session_id=session_id)
-    if not session["exists"]:
-        return NotFound(f"session {session_id} does not exist")
-    if session["ended"]:
-        return InvalidArgument(f"session {session_id} has ended: it accepts no more events")
-    # Else the agent refused it (the batch statements check nothing else).
-    agent = yield one("get_agent", uuid=agent_uuid)
-    if agent is None:
-        return NotFound(f"agent {agent_uuid} does not exist")
-    if int(agent["session_id"]) != session_id:
-        return InvalidArgument(f"agent {agent_uuid} is not an agent of session {session_id}")
-    return InvalidArgument(
-        f"agent {agent_uuid} is {agent['status']}: it accepts no more events "
-        "(append agent_killed before kill_agent)"
-    )
 
 
 def messages(session_id: int) -> Op[list[Message]]:

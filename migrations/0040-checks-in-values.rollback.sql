@@ -92,6 +92,77 @@ BEGIN
 END
 $fn$;
 
+-- 0033's langgraph_put.
+CREATE OR REPLACE FUNCTION langgraph_put(
+    p_thread_id TEXT, p_title TEXT, p_checkpoint_ns TEXT, p_checkpoint_id TEXT,
+    p_parent_checkpoint_id TEXT, p_checkpoint JSONB, p_metadata JSONB, p_channels TEXT[],
+    p_versions TEXT[], p_types TEXT[], p_blobs BYTEA[], p_bases TEXT[])
+RETURNS TABLE (session_id BIGINT, missing TEXT[], stored BIGINT)
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+#variable_conflict use_column
+DECLARE
+    sid BIGINT;
+    source BIGINT;
+    l RECORD;
+    held_c TEXT[];
+    held_v TEXT[];
+    lacking TEXT[];
+    n BIGINT;
+BEGIN
+    SELECT t.session_id, t.source_session_id INTO sid, source
+    FROM langgraph_threads AS t WHERE t.thread_id = p_thread_id
+    FOR KEY SHARE;
+    IF NOT FOUND THEN
+        INSERT INTO sessions AS s (title) VALUES (p_title) RETURNING s.id INTO sid;
+        INSERT INTO langgraph_threads (session_id, thread_id) VALUES (sid, p_thread_id);
+    END IF;
+    -- The channels whose base is not in the lineage: looked for among the thread's own blobs,
+    -- then among each source's (up to its bound), each one session's rows.
+    SELECT COALESCE(array_agg(w.channel), '{}') INTO lacking
+    FROM unnest(p_channels, p_bases) AS w (channel, base) WHERE w.base IS NOT NULL;
+    IF cardinality(lacking) > 0 THEN
+        FOR l IN SELECT * FROM langgraph_lineage(sid) AS x
+                 WHERE x.depth = 0 OR source IS NOT NULL ORDER BY x.depth LOOP
+            SELECT COALESCE(array_agg(o.channel), '{}'), COALESCE(array_agg(o.version), '{}')
+            INTO held_c, held_v
+            FROM langgraph_blobs AS o
+            WHERE o.session_id = l.session_id AND o.checkpoint_ns = p_checkpoint_ns
+              AND o.channel = ANY (lacking) AND o.version = ANY (p_bases) AND o.id <= l.bound;
+            SELECT COALESCE(array_agg(w.channel), '{}') INTO lacking
+            FROM unnest(p_channels, p_bases) AS w (channel, base)
+            WHERE w.channel = ANY (lacking)
+              AND NOT EXISTS (SELECT 1 FROM unnest(held_c, held_v) AS h (channel, version)
+                              WHERE h.channel = w.channel AND h.version = w.base);
+            EXIT WHEN cardinality(lacking) = 0;
+        END LOOP;
+    END IF;
+    INSERT INTO langgraph_checkpoints AS c (session_id, checkpoint_ns, checkpoint_id,
+                                            parent_checkpoint_id, checkpoint, metadata)
+    VALUES (sid, p_checkpoint_ns, p_checkpoint_id, p_parent_checkpoint_id, p_checkpoint,
+            p_metadata)
+    ON CONFLICT (session_id, checkpoint_ns, checkpoint_id) DO UPDATE
+    SET parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
+        checkpoint = EXCLUDED.checkpoint,
+        metadata = EXCLUDED.metadata;
+    INSERT INTO langgraph_blobs (session_id, checkpoint_ns, channel, version, type, blob,
+                                 base_version)
+    SELECT sid, p_checkpoint_ns, w.channel, w.version, w.type, w.blob, w.base
+    FROM unnest(p_channels, p_versions, p_types, p_blobs, p_bases)
+         AS w (channel, version, type, blob, base)
+    WHERE NOT (w.channel = ANY (lacking))
+    ON CONFLICT (session_id, checkpoint_ns, channel, version) DO NOTHING;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    session_id := sid;
+    missing := lacking;
+    stored := n;
+    RETURN NEXT;
+END
+$fn$;
+
+DROP FUNCTION IF EXISTS ikigai_append_batch(BIGINT, TEXT, TEXT[], TEXT[], TEXT[]);
 DROP FUNCTION IF EXISTS ikigai_append_check(BIGINT, TEXT, TEXT, BIGINT);
+DROP FUNCTION IF EXISTS ikigai_append_refusal(BIGINT, TEXT);
 DROP FUNCTION IF EXISTS ikigai_active_identity(TEXT, TEXT);
+DROP FUNCTION IF EXISTS ikigai_is_distributed(TEXT);
 UPDATE schema_metadata SET schema_version = 39 WHERE schema_version = 40;

@@ -47,62 +47,28 @@ VALUES (ikigai_append_check(CAST(:session_id AS bigint), CAST(:agent_uuid AS tex
 RETURNING e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created_at;
 
 -- name: append_events(session_id, kinds, contents, datas)
--- append_event for many events in one statement (Store.append_many, an OpenAI Agents SDK
--- session's add_items): the i-th event is (kinds[i], contents[i], datas[i]) and takes the i-th
--- id (unnest WITH ORDINALITY, sorted before the insert draws ids). The session row is checked
--- once: every event is stored, or none (session missing or ended). It is locked FOR UPDATE
--- (not FOR KEY SHARE like a single append) before any id is drawn: ids are drawn row by row,
--- so two batches (or a batch and single appends) sharing the lock would interleave their ids;
--- this way a batch waits for the appends in flight, later ones wait for it, and its ids are
--- consecutive. (A transaction that appended to the session before and then batches while
--- another does the same can deadlock: PostgreSQL then fails one of them.) Wakes the servers
--- showing the session as append_message does (the session row's test is evaluated once).
-WITH s AS (
-    SELECT s.id
-    FROM sessions AS s
-    WHERE s.id = :session_id AND s.ended_at IS NULL
-      AND ((s.listened_until > ikigai_now()) IS NOT TRUE
-           OR ikigai_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
-    FOR UPDATE OF s
-),
-appended AS (
-    INSERT INTO messages (session_id, kind, content, data)
-    SELECT s.id, e.kind, e.content, CAST(e.data AS jsonb)
-    FROM s
-    CROSS JOIN unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]),
-                      CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
-    ORDER BY e.n
-    RETURNING id, session_id, agent_uuid, kind, content, data, created_at
-)
-SELECT * FROM appended ORDER BY id;
+-- append_event for many events in one call (Store.append_many, an OpenAI Agents SDK session's
+-- add_items), all or none: the i-th event is (kinds[i], contents[i], datas[i]) and takes the
+-- i-th id. ikigai_append_batch() (migration 0040) checks the session once, locking it FOR
+-- UPDATE (not FOR KEY SHARE like a single append) before any id is drawn, so the batch's ids
+-- are consecutive: it waits for the appends in flight, later ones wait for it. (A transaction
+-- that appended to the session before and then batches while another does the same can
+-- deadlock: PostgreSQL then fails one of them.) Wakes the servers showing the session as
+-- append_message does. A refusal raises (IK404, IK400) and stores nothing. On Citus the rows
+-- reach the session's shard as one command.
+SELECT id, session_id, agent_uuid, kind, content, data, created_at
+FROM ikigai_append_batch(CAST(:session_id AS bigint), NULL, CAST(:kinds AS text[]),
+                         CAST(:contents AS text[]), CAST(:datas AS text[]));
 
 -- name: append_agent_events(session_id, agent_uuid, kinds, contents, datas)
 -- append_events for events of one agent (append_agent_event's checks): nothing is stored unless
 -- the session exists and has not ended and agent_uuid is a running agent of it (checked once
 -- for every event; the agent's row locked FOR SHARE, the session's FOR UPDATE as in
--- append_events: consecutive ids).
-WITH s AS (
-    SELECT s.id
-    FROM sessions AS s
-    WHERE s.id = :session_id AND s.ended_at IS NULL
-      AND EXISTS (
-            SELECT 1 FROM agents AS a
-            WHERE a.uuid = :agent_uuid AND a.session_id = :session_id AND a.status = 'running'
-            FOR SHARE)
-      AND ((s.listened_until > ikigai_now()) IS NOT TRUE
-           OR ikigai_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
-    FOR UPDATE OF s
-),
-appended AS (
-    INSERT INTO messages (session_id, agent_uuid, kind, content, data)
-    SELECT s.id, :agent_uuid, e.kind, e.content, CAST(e.data AS jsonb)
-    FROM s
-    CROSS JOIN unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]),
-                      CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
-    ORDER BY e.n
-    RETURNING id, session_id, agent_uuid, kind, content, data, created_at
-)
-SELECT * FROM appended ORDER BY id;
+-- append_events: consecutive ids); else it raises (IK404, IK400).
+SELECT id, session_id, agent_uuid, kind, content, data, created_at
+FROM ikigai_append_batch(CAST(:session_id AS bigint), CAST(:agent_uuid AS text),
+                         CAST(:kinds AS text[]), CAST(:contents AS text[]),
+                         CAST(:datas AS text[]));
 
 -- name: session_messages(session_id)
 -- The full audit trail of a session, in id order.

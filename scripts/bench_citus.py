@@ -10,7 +10,8 @@ PostgreSQL is a database without the citus extension on the same server: the sam
 created and dropped. Nothing is asserted; each line prints the cluster's p50, plain's p50 and
 their ratio (the coordinator's overhead).
 
-1. append: ``store.append`` of one event, N times, to a session of a 1,000-event history;
+1. append: ``store.append`` of one event, N times, to a session of a 1,000-event history, and
+   ``store.append_many`` of 10 events (an OpenAI Agents SDK session's ``add_items``);
 2. replay: ``store.replay_session`` of a session with 1,000 live events, among H events of
    other sessions (H default 1,000,000, the issue's history, written server-side in one
    ``INSERT ... SELECT`` per database: about a minute each on 2 cores);
@@ -18,7 +19,10 @@ their ratio (the coordinator's overhead).
 4. queue claim: ``store.topics.claim`` of one job (then ``complete``), N times;
 5. activity: ``store.activities.record`` of one activity, N times (on the cluster a routed
    insert on the identity's shard);
-6. router vs fan-out on the cluster: a session's replay with 100 sessions vs 10,000 sessions
+6. a LangGraph step: ``IkigaiSaver.put`` of a checkpoint whose ``messages`` channel gained a
+   message (10 at the start), then ``get_tuple`` of the thread's newest, N times (as
+   ``scripts/bench_langgraph.py`` drives a thread);
+7. router vs fan-out on the cluster: a session's replay with 100 sessions vs 10,000 sessions
    in the database (flat is the goal), and a cross-session ``store.search`` over the same
    corpus (20,000 events) on plain PostgreSQL and on the cluster with 4, 16 and 32 shards.
 """
@@ -33,9 +37,13 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base.id import uuid6
+
 import ikigai_store as ik
 from ikigai_store import citus, migrate
 from ikigai_store.config import admin_url
+from ikigai_store.integrations.langgraph import IkigaiSaver
 from ikigai_store.pool import connect, create_database
 from ikigai_store.testing import drop_test_database, fresh_database, test_database_name
 
@@ -91,8 +99,37 @@ def load_history(url: str, sessions: int, per_session: int) -> list[int]:
     return ids
 
 
+class LangGraphThread:
+    """A LangGraph thread driven as a graph's loop drives its saver: each call puts a
+    checkpoint whose messages gained one message (the version bumped), then reads it back."""
+
+    def __init__(self, store: ik.Store) -> None:
+        self.saver = IkigaiSaver(store)
+        self.config: Any = {"configurable": {"thread_id": "bench", "checkpoint_ns": ""}}
+        self.messages = [HumanMessage(f"message {i}", id=f"m{i}") for i in range(10)]
+        self.version: Any = None
+
+    def __call__(self) -> None:
+        self.messages = [*self.messages, HumanMessage(f"message {len(self.messages)}")]
+        self.version = self.saver.get_next_version(self.version, None)
+        checkpoint: Any = {
+            "v": 4,
+            "id": str(uuid6(clock_seq=-1)),
+            "ts": "2026-01-01T00:00:00+00:00",
+            "channel_values": {"messages": self.messages},
+            "channel_versions": {"messages": self.version},
+            "versions_seen": {"agent": {"messages": self.version}},
+            "updated_channels": ["messages"],
+        }
+        self.config = self.saver.put(
+            self.config, checkpoint, {"step": len(self.messages)}, {"messages": self.version}
+        )
+        newest = {"configurable": {"thread_id": "bench", "checkpoint_ns": ""}}
+        assert self.saver.get_tuple(newest) is not None
+
+
 def core(server: str, n: int, history: int) -> None:
-    """Measures 1-5 on both, the cluster's first."""
+    """Measures 1-6 on both, the cluster's first."""
     results: dict[str, dict[str, float]] = {}
     for label, on_citus in (("cluster", True), ("plain", False)):
         with (
@@ -104,6 +141,7 @@ def core(server: str, n: int, history: int) -> None:
             store.append_many(sid, [("user", f"live {k}", None) for k in range(1000)])
             other = store.create_session("appends")
             store.append_many(other, [("user", f"old {k}", None) for k in range(1000)])
+            batch = [("user", f"batch {k}", {"k": k}) for k in range(10)]
             store.identities.register("alice")
             store.identities.register("bob")
             store.topics.create("jobs", "queue")
@@ -118,12 +156,14 @@ def core(server: str, n: int, history: int) -> None:
 
             results[label] = {
                 "append": p50(partial(store.append, other, "user", "one more"), n),
+                "append_many, 10 events": p50(partial(store.append_many, other, batch), n),
                 "replay (1k live events)": p50(partial(store.replay_session, sid), max(5, n // 10)),
                 "mail send": p50(partial(store.mail.send, "alice", ["bob"], "s", "b"), n),
                 "queue claim + complete": p50(claim, n),
                 "activity record": p50(
                     partial(store.activities.record, "alice", "decision", "chose x"), n
                 ),
+                "LangGraph step (put + get)": p50(LangGraphThread(store), n),
             }
     print(f"{'measure':<28}{'cluster ms':>12}{'plain ms':>12}{'ratio':>8}")
     for measure, cluster_ms in results["cluster"].items():
@@ -132,7 +172,7 @@ def core(server: str, n: int, history: int) -> None:
 
 
 def router_vs_fan_out(server: str, n: int) -> None:
-    """Measure 6: replay at 100 vs 10,000 sessions; search as the shard count grows."""
+    """Measure 7: replay at 100 vs 10,000 sessions; search as the shard count grows."""
     print()
     print(f"{'cluster: a session replay':<40}{'p50 ms':>10}")
     for sessions in (100, 10_000):
@@ -180,7 +220,7 @@ def main() -> None:
     ap.add_argument(
         "--search-only", action="store_true", help="only the search rows (search vs shard count)"
     )
-    ap.add_argument("--core-only", action="store_true", help="only measures 1-5 (cluster vs plain)")
+    ap.add_argument("--core-only", action="store_true", help="only measures 1-6 (cluster vs plain)")
     args = ap.parse_args()
     if not citus.is_citus(args.server):
         raise SystemExit(f"{args.server} is not a Citus coordinator (no citus extension)")

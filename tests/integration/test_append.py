@@ -362,9 +362,30 @@ def test_the_append_statements_raise_their_refusals(ikigai_db_url: str) -> None:
                 "(any but a clear or a pop)",
             ),
         ]
+        # The batches (ikigai_append_batch): the same texts; run raw only, append_many below.
+        batch = {"kinds": ["user", "user"], "contents": ["a", "b"], "datas": [None, None]}
+        batches: list[tuple[str, dict[str, Any], str, str]] = [
+            ("append_events", {"session_id": 10**12, **batch}, *cases[0][2:]),
+            ("append_events", {"session_id": ended, **batch}, *cases[1][2:]),
+            (
+                "append_agent_events",
+                {"session_id": sid, "agent_uuid": missing_agent, **batch},
+                *cases[2][2:],
+            ),
+            (
+                "append_agent_events",
+                {"session_id": sid, "agent_uuid": stranger, **batch},
+                *cases[3][2:],
+            ),
+            (
+                "append_agent_events",
+                {"session_id": sid, "agent_uuid": dead, **batch},
+                *cases[4][2:],
+            ),
+        ]
         before = store.count_messages(sid)
         with psycopg.connect(ikigai_db_url, autocommit=True) as conn:
-            for name, params, state, message in cases:
+            for name, params, state, message in cases + batches:
                 with pytest.raises(psycopg.Error) as raised:
                     conn.execute(getattr(q, name).sql, params)
                 assert (raised.value.sqlstate, raised.value.diag.message_primary) == (
@@ -386,6 +407,14 @@ def test_the_append_statements_raise_their_refusals(ikigai_db_url: str) -> None:
                     params["kind"],
                     params["content"],
                     data,
+                    agent_uuid=params.get("agent_uuid"),
+                )
+            assert str(refused.value) == message
+        for _, params, state, message in batches:
+            with pytest.raises(expected[state]) as refused:
+                store.append_many(
+                    params["session_id"],
+                    [("user", "a", None), ("user", "b", None)],
                     agent_uuid=params.get("agent_uuid"),
                 )
             assert str(refused.value) == message

@@ -22,7 +22,7 @@ rolled back afterwards) with ``citus.log_remote_commands`` on, and counts the di
 named in the commands the coordinator sends (shards of one hash range count as one: the
 colocated shards of messages and the LangGraph tables hold the same sessions, on one node):
 at most one.
-Running the query, not only ``EXPLAIN``-ing it, also covers the functions (ikigai_append,
+Running the query, not only ``EXPLAIN``-ing it, also covers the functions (ikigai_append_batch,
 agent_replay_events, the saver's functions of migration 0033) whose statements an ``EXPLAIN``
 of the call does not show. Off Citus it is skipped, saying so
 (``.ci/run`` runs it on the cluster, with ``IKIGAI_TEST_CITUS=1`` which turns that skip into a
@@ -67,7 +67,7 @@ TOUCHES = re.compile(
     r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+"
     r"(?:messages|langgraph_(?:checkpoints|blobs|writes)|activities|agent_summaries"
     r"|tasks|task_deps|task_view|review_iterations|review_issues)\b"
-    r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append|langgraph_put"
+    r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append_check|ikigai_append_batch|langgraph_put"
     r"|langgraph_blob_chain|langgraph_get_checkpoint|langgraph_list_checkpoints"
     r"|langgraph_delete_thread|langgraph_drop_unnamed|langgraph_delete_for_runs"
     r"|langgraph_rebuild_latest|langgraph_delete_rows|ikigai_insert_activity"
