@@ -160,6 +160,8 @@ BEGIN
 END
 $fn$;
 
+DROP FUNCTION IF EXISTS langgraph_put_writes(TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, INTEGER[], TEXT[],
+                                            TEXT[], BYTEA[], BOOLEAN);
 DROP FUNCTION IF EXISTS ikigai_append_batch(BIGINT, TEXT, TEXT[], TEXT[], TEXT[]);
 DROP FUNCTION IF EXISTS ikigai_append_check(BIGINT, TEXT, TEXT, BIGINT);
 DROP FUNCTION IF EXISTS ikigai_append_refusal(BIGINT, TEXT);

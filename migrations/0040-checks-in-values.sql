@@ -22,7 +22,8 @@
 --   exist and not be retired (read, not locked, as before: identities are never deleted);
 --   activities_record and summaries_add insert with it.
 -- - ikigai_append_batch(sid, agent, kinds, contents, datas) is append_events' and
---   append_agent_events' statement, and langgraph_put stores its blobs the same way: the
+--   append_agent_events' statement; langgraph_put stores its blobs and the new function
+--   langgraph_put_writes (the statement of that name) a task's writes the same way: the
 --   checks and locks as before, then, on Citus (ikigai_is_distributed), the rows as one
 --   multi-row INSERT ... VALUES of literals, one command to the session's shard, where an
 --   INSERT ... SELECT from unnest went through intermediate results copied to the workers and
@@ -283,6 +284,79 @@ BEGIN
     END IF;
     session_id := sid;
     missing := lacking;
+    stored := n;
+    RETURN NEXT;
+END
+$fn$;
+
+-- langgraph_put_writes (until now a statement of queries/langgraph.sql, whose INSERT ...
+-- SELECT went through intermediate results on Citus) as a function, in steps: the thread's row
+-- locked FOR KEY SHARE (made, with its session, on first use), then the writes: on Citus one
+-- multi-row INSERT ... VALUES of literals to the session's shard, elsewhere one INSERT ...
+-- SELECT from unnest. A write already stored under (task_id, idx) is kept, or replaced when
+-- p_upsert; on a copy, a plain write under a (task_id, idx) it inherited is not added (the
+-- writes it shows: langgraph_pending_writes). Returns the session id and how many rows were
+-- written.
+CREATE OR REPLACE FUNCTION langgraph_put_writes(
+    p_thread_id TEXT, p_title TEXT, p_checkpoint_ns TEXT, p_checkpoint_id TEXT, p_task_id TEXT,
+    p_task_path TEXT, p_idxs INTEGER[], p_channels TEXT[], p_types TEXT[], p_blobs BYTEA[],
+    p_upsert BOOLEAN)
+RETURNS TABLE (session_id BIGINT, stored BIGINT)
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+#variable_conflict use_column
+DECLARE
+    sid BIGINT;
+    source BIGINT;
+    rows_sql TEXT;
+    n BIGINT := 0;
+BEGIN
+    SELECT t.session_id, t.source_session_id INTO sid, source
+    FROM langgraph_threads AS t WHERE t.thread_id = p_thread_id
+    FOR KEY SHARE;
+    IF NOT FOUND THEN
+        INSERT INTO sessions AS s (title) VALUES (p_title) RETURNING s.id INTO sid;
+        INSERT INTO langgraph_threads (session_id, thread_id) VALUES (sid, p_thread_id);
+    END IF;
+    IF ikigai_is_distributed('langgraph_writes') THEN
+        SELECT string_agg(format('(%s, %L, %L, %L, %L, %s, %L, %L, CAST(%L AS bytea))', sid,
+                                 p_checkpoint_ns, p_checkpoint_id, p_task_id, p_task_path,
+                                 w.idx, w.channel, w.type, w.blob), ', ')
+        INTO rows_sql
+        FROM unnest(p_idxs, p_channels, p_types, p_blobs) AS w (idx, channel, type, blob)
+        WHERE p_upsert OR source IS NULL
+           OR NOT EXISTS (
+               SELECT 1
+               FROM langgraph_pending_writes(sid, p_checkpoint_ns, p_checkpoint_id) AS p
+               WHERE p.task_id = p_task_id AND p.idx = w.idx);
+        IF rows_sql IS NOT NULL THEN
+            EXECUTE 'INSERT INTO langgraph_writes AS x (session_id, checkpoint_ns, '
+                    'checkpoint_id, task_id, task_path, idx, channel, type, blob) VALUES '
+                    || rows_sql
+                    || ' ON CONFLICT (session_id, checkpoint_ns, checkpoint_id, task_id, idx) '
+                       'DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, '
+                       'blob = EXCLUDED.blob, task_path = EXCLUDED.task_path WHERE '
+                    || CASE WHEN p_upsert THEN 'true' ELSE 'false' END;
+            GET DIAGNOSTICS n = ROW_COUNT;
+        END IF;
+    ELSE
+        INSERT INTO langgraph_writes AS x (session_id, checkpoint_ns, checkpoint_id, task_id,
+                                           task_path, idx, channel, type, blob)
+        SELECT sid, p_checkpoint_ns, p_checkpoint_id, p_task_id, p_task_path, w.idx,
+               w.channel, w.type, w.blob
+        FROM unnest(p_idxs, p_channels, p_types, p_blobs) AS w (idx, channel, type, blob)
+        WHERE p_upsert OR source IS NULL
+           OR NOT EXISTS (
+               SELECT 1
+               FROM langgraph_pending_writes(sid, p_checkpoint_ns, p_checkpoint_id) AS p
+               WHERE p.task_id = p_task_id AND p.idx = w.idx)
+        ON CONFLICT (session_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE
+        SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob,
+            task_path = EXCLUDED.task_path
+        WHERE p_upsert;
+        GET DIAGNOSTICS n = ROW_COUNT;
+    END IF;
+    session_id := sid;
     stored := n;
     RETURN NEXT;
 END

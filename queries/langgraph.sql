@@ -56,46 +56,13 @@ FROM langgraph_blob_chain(:session_id, :checkpoint_ns, CAST(:channels AS text[])
 -- :upsert (the special channels: errors, interrupts, whose idx is negative). On a copy, a write
 -- it inherited counts as stored: a plain write under the same (task_id, idx) is not added
 -- (it would shadow the inherited one: langgraph_get reads the thread's own first), as on the
--- source itself. Returns the thread's session id.
-WITH found AS (
-    SELECT session_id, source_session_id FROM langgraph_threads
-    WHERE thread_id = :thread_id FOR KEY SHARE
-),
-created AS (
-    INSERT INTO sessions (title)
-    SELECT :title WHERE NOT EXISTS (SELECT 1 FROM found)
-    RETURNING id
-),
-named AS (
-    INSERT INTO langgraph_threads (session_id, thread_id)
-    SELECT id, :thread_id FROM created
-    RETURNING session_id
-),
-thread AS (
-    SELECT session_id, source_session_id FROM found
-    UNION ALL SELECT session_id, NULL FROM named
-),
-stored AS (
-    INSERT INTO langgraph_writes (session_id, checkpoint_ns, checkpoint_id, task_id, task_path,
-                                  idx, channel, type, blob)
-    SELECT t.session_id, :checkpoint_ns, :checkpoint_id, :task_id, :task_path, w.idx, w.channel,
-           w.type, w.blob
-    FROM thread AS t
-    CROSS JOIN unnest(CAST(:idxs AS integer[]), CAST(:channels AS text[]),
-                      CAST(:types AS text[]), CAST(:blobs AS bytea[])) AS w (idx, channel, type,
-                                                                             blob)
-    WHERE CAST(:upsert AS boolean) OR t.source_session_id IS NULL
-       OR NOT EXISTS (  -- a copy: the writes it shows (0033: one session's rows at a time)
-           SELECT 1
-           FROM langgraph_pending_writes(t.session_id, :checkpoint_ns, :checkpoint_id) AS p
-           WHERE p.task_id = :task_id AND p.idx = w.idx)
-    ON CONFLICT (session_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE
-    SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob,
-        task_path = EXCLUDED.task_path
-    WHERE CAST(:upsert AS boolean)
-    RETURNING 1
-)
-SELECT session_id, (SELECT count(*) FROM stored) AS stored FROM thread;
+-- source itself. Returns the thread's session id. Migration 0040's langgraph_put_writes()
+-- (on Citus the writes reach the session's shard as one command).
+SELECT session_id, stored
+FROM langgraph_put_writes(:thread_id, :title, :checkpoint_ns, :checkpoint_id, :task_id,
+                          :task_path, CAST(:idxs AS integer[]), CAST(:channels AS text[]),
+                          CAST(:types AS text[]), CAST(:blobs AS bytea[]),
+                          CAST(:upsert AS boolean));
 
 -- name: langgraph_copy_thread(source_thread_id, target_thread_id, title)^
 -- Make target a copy of source (migration 0035's langgraph_copy_thread): a new thread (and

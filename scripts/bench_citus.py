@@ -19,9 +19,9 @@ their ratio (the coordinator's overhead).
 4. queue claim: ``store.topics.claim`` of one job (then ``complete``), N times;
 5. activity: ``store.activities.record`` of one activity, N times (on the cluster a routed
    insert on the identity's shard);
-6. a LangGraph step: ``IkigaiSaver.put`` of a checkpoint whose ``messages`` channel gained a
-   message (10 at the start), then ``get_tuple`` of the thread's newest, N times (as
-   ``scripts/bench_langgraph.py`` drives a thread);
+6. a LangGraph step: ``IkigaiSaver.put_writes`` of a task's write (a new message), ``put`` of
+   a checkpoint whose ``messages`` channel gained it (10 at the start), then ``get_tuple`` of
+   the thread's newest, N times;
 7. router vs fan-out on the cluster: a session's replay with 100 sessions vs 10,000 sessions
    in the database (flat is the goal), and a cross-session ``store.search`` over the same
    corpus (20,000 events) on plain PostgreSQL and on the cluster with 4, 16 and 32 shards.
@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -100,17 +101,18 @@ def load_history(url: str, sessions: int, per_session: int) -> list[int]:
 
 
 class LangGraphThread:
-    """A LangGraph thread driven as a graph's loop drives its saver: each call puts a
-    checkpoint whose messages gained one message (the version bumped), then reads it back."""
+    """A LangGraph thread driven as a graph's loop drives its saver: each call stores a task's
+    write (the new message) for the current checkpoint, puts a checkpoint whose messages
+    gained that message (the version bumped), then reads it back."""
 
     def __init__(self, store: ik.Store) -> None:
         self.saver = IkigaiSaver(store)
         self.config: Any = {"configurable": {"thread_id": "bench", "checkpoint_ns": ""}}
         self.messages = [HumanMessage(f"message {i}", id=f"m{i}") for i in range(10)]
         self.version: Any = None
+        self._put()
 
-    def __call__(self) -> None:
-        self.messages = [*self.messages, HumanMessage(f"message {len(self.messages)}")]
+    def _put(self) -> None:
         self.version = self.saver.get_next_version(self.version, None)
         checkpoint: Any = {
             "v": 4,
@@ -124,6 +126,12 @@ class LangGraphThread:
         self.config = self.saver.put(
             self.config, checkpoint, {"step": len(self.messages)}, {"messages": self.version}
         )
+
+    def __call__(self) -> None:
+        message = HumanMessage(f"message {len(self.messages)}")
+        self.saver.put_writes(self.config, [("messages", [message])], str(uuid.uuid4()))
+        self.messages = [*self.messages, message]
+        self._put()
         newest = {"configurable": {"thread_id": "bench", "checkpoint_ns": ""}}
         assert self.saver.get_tuple(newest) is not None
 
@@ -163,7 +171,7 @@ def core(server: str, n: int, history: int) -> None:
                 "activity record": p50(
                     partial(store.activities.record, "alice", "decision", "chose x"), n
                 ),
-                "LangGraph step (put + get)": p50(LangGraphThread(store), n),
+                "LangGraph step (writes+put+get)": p50(LangGraphThread(store), n),
             }
     print(f"{'measure':<28}{'cluster ms':>12}{'plain ms':>12}{'ratio':>8}")
     for measure, cluster_ms in results["cluster"].items():

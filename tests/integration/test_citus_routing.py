@@ -62,16 +62,16 @@ DISTRIBUTED = (
 )
 
 #: A statement that touches a distributed table (or task_view, over tasks), or calls a function
-#: that does (migrations 0030, 0033, 0036 and 0038).
+#: that does (migrations 0030, 0033, 0036, 0038 and 0040).
 TOUCHES = re.compile(
     r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+"
     r"(?:messages|langgraph_(?:checkpoints|blobs|writes)|activities|agent_summaries"
     r"|tasks|task_deps|task_view|review_iterations|review_issues)\b"
-    r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append_check|ikigai_append_batch|langgraph_put"
-    r"|langgraph_blob_chain|langgraph_get_checkpoint|langgraph_list_checkpoints"
-    r"|langgraph_delete_thread|langgraph_drop_unnamed|langgraph_delete_for_runs"
-    r"|langgraph_rebuild_latest|langgraph_delete_rows|ikigai_insert_activity"
-    r"|ikigai_record_activity|ikigai_identity_feed|ikigai_add_summary|ikigai_summary_history"
+    r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append_check|ikigai_append_batch"
+    r"|langgraph_put|langgraph_put_writes|langgraph_blob_chain|langgraph_get_checkpoint"
+    r"|langgraph_list_checkpoints|langgraph_delete_thread|langgraph_drop_unnamed"
+    r"|langgraph_delete_for_runs|langgraph_rebuild_latest|langgraph_delete_rows"
+    r"|ikigai_insert_activity|ikigai_identity_feed|ikigai_summary_history"
     r"|ikigai_task_rows|ikigai_list_tasks|ikigai_task_upsert|ikigai_task_claim"
     r"|ikigai_task_release|ikigai_task_state|ikigai_task_stats|ikigai_task_sync"
     r"|ikigai_task_prune|ikigai_review_rows|ikigai_review_record_iteration"
