@@ -182,6 +182,9 @@ BEGIN
                                  sid, agent, e.k, e.c, e.d), ', ' ORDER BY e.n)
         INTO rows_sql
         FROM unnest(kinds, contents, datas) WITH ORDINALITY AS e (k, c, d, n);
+        IF rows_sql IS NULL THEN  -- no events
+            RETURN;
+        END IF;
         RETURN QUERY EXECUTE
             'INSERT INTO messages AS e (session_id, agent_uuid, kind, content, data) VALUES '
             || rows_sql

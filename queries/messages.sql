@@ -58,7 +58,8 @@ RETURNING e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created
 -- reach the session's shard as one command.
 SELECT id, session_id, agent_uuid, kind, content, data, created_at
 FROM ikigai_append_batch(CAST(:session_id AS bigint), NULL, CAST(:kinds AS text[]),
-                         CAST(:contents AS text[]), CAST(:datas AS text[]));
+                         CAST(:contents AS text[]), CAST(:datas AS text[]))
+ORDER BY id;
 
 -- name: append_agent_events(session_id, agent_uuid, kinds, contents, datas)
 -- append_events for events of one agent (append_agent_event's checks): nothing is stored unless
@@ -68,7 +69,8 @@ FROM ikigai_append_batch(CAST(:session_id AS bigint), NULL, CAST(:kinds AS text[
 SELECT id, session_id, agent_uuid, kind, content, data, created_at
 FROM ikigai_append_batch(CAST(:session_id AS bigint), CAST(:agent_uuid AS text),
                          CAST(:kinds AS text[]), CAST(:contents AS text[]),
-                         CAST(:datas AS text[]));
+                         CAST(:datas AS text[]))
+ORDER BY id;
 
 -- name: session_messages(session_id)
 -- The full audit trail of a session, in id order.

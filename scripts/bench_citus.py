@@ -171,7 +171,7 @@ def core(server: str, n: int, history: int) -> None:
                 "activity record": p50(
                     partial(store.activities.record, "alice", "decision", "chose x"), n
                 ),
-                "LangGraph step (writes+put+get)": p50(LangGraphThread(store), n),
+                "LangGraph step": p50(LangGraphThread(store), n),
             }
     print(f"{'measure':<28}{'cluster ms':>12}{'plain ms':>12}{'ratio':>8}")
     for measure, cluster_ms in results["cluster"].items():

@@ -418,3 +418,15 @@ def test_the_append_statements_raise_their_refusals(ikigai_db_url: str) -> None:
                     agent_uuid=params.get("agent_uuid"),
                 )
             assert str(refused.value) == message
+
+
+def test_an_empty_batch_statement_stores_nothing(ikigai_db_url: str) -> None:
+    """append_events with empty arrays (raw SQL; append_many([]) never sends it) returns no
+    row, on Citus too, where the rows are a multi-row VALUES built from the arrays."""
+    with ik.Store(ikigai_db_url, pool_size=1) as store:
+        sid = store.create_session("empty batch")
+    params = {"session_id": sid, "kinds": [], "contents": [], "datas": []}
+    with psycopg.connect(ikigai_db_url, autocommit=True) as conn:
+        assert conn.execute(ik.queries.append_events.sql, params).fetchall() == []
+    with ik.Store(ikigai_db_url, pool_size=1) as store:
+        assert store.count_messages(sid) == 0
