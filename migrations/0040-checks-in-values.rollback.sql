@@ -1,7 +1,7 @@
 -- Undo 0040: appends call ikigai_append() again (0032's), activities ikigai_record_activity()
 -- and summaries ikigai_add_summary() (0033's); each returns no row when refused.
 
--- 0030's append, its wake-up through ikigai_notify.
+-- 0032's append (0030's, its wake-up through ikigai_notify).
 CREATE OR REPLACE FUNCTION ikigai_append(sid BIGINT, agent TEXT, ev_kind TEXT, ev_content TEXT,
                                          ev_data JSONB, target BIGINT)
 RETURNS TABLE (id BIGINT, session_id BIGINT, agent_uuid TEXT, kind TEXT, content TEXT,
@@ -163,7 +163,7 @@ $fn$;
 DROP FUNCTION IF EXISTS langgraph_put_writes(TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, INTEGER[], TEXT[],
                                             TEXT[], BYTEA[], BOOLEAN);
 DROP FUNCTION IF EXISTS ikigai_append_batch(BIGINT, TEXT, TEXT[], TEXT[], TEXT[]);
-DROP FUNCTION IF EXISTS ikigai_append_check(BIGINT, TEXT, TEXT, BIGINT);
+DROP FUNCTION IF EXISTS ikigai_append_id(BIGINT, TEXT, TEXT, BIGINT);
 DROP FUNCTION IF EXISTS ikigai_append_refusal(BIGINT, TEXT);
 DROP FUNCTION IF EXISTS ikigai_active_identity(TEXT, TEXT);
 DROP FUNCTION IF EXISTS ikigai_is_distributed(TEXT);

@@ -13,9 +13,12 @@
 -- function, the insert itself is a single-shard statement, sent to the worker as one command
 -- (0.32-0.33 ms). On plain PostgreSQL both forms cost the same.
 --
--- - ikigai_append_check(sid, agent, ev_kind, target) runs ikigai_append()'s checks and locks,
---   in its order, and returns sid; queries/messages.sql's append_event, append_agent_event and
---   append_message insert the event with it. The session's row is locked FOR KEY SHARE
+-- - ikigai_append_id(sid, agent, ev_kind, target) runs ikigai_append()'s checks and locks,
+--   in its order, then draws the event's id; queries/messages.sql's append_event,
+--   append_agent_event and append_message insert the event with it as the id (the first
+--   column, whose value is computed first: an id drawn before the session's lock, as a
+--   column default would be, could commit after a reader that locked the session and saw a
+--   higher id, session_wait_appends' promise). The session's row is locked FOR KEY SHARE
 --   (end_session's FOR UPDATE waits for it), the agent's FOR SHARE (kill_agent's UPDATE
 --   waits), the listened session's wake-up goes through ikigai_notify, all as before.
 -- - ikigai_active_identity(who, refusal) returns the id of the identity called who, which must
@@ -76,8 +79,9 @@ BEGIN
 END
 $fn$;
 
--- One append's checks, locks and wake-up; returns sid (see the top of this file).
-CREATE OR REPLACE FUNCTION ikigai_append_check(sid BIGINT, agent TEXT, ev_kind TEXT, target BIGINT)
+-- One append's checks, locks and wake-up, then its id, drawn from messages' sequence once the
+-- session's row is locked (see the top of this file).
+CREATE OR REPLACE FUNCTION ikigai_append_id(sid BIGINT, agent TEXT, ev_kind TEXT, target BIGINT)
 RETURNS BIGINT
 LANGUAGE plpgsql VOLATILE
 AS $fn$
@@ -116,7 +120,7 @@ BEGIN
     IF (listened > ikigai_now()) IS TRUE THEN
         PERFORM ikigai_notify('ikigai_session', CAST(sid AS text));
     END IF;
-    RETURN sid;
+    RETURN nextval(pg_get_serial_sequence('messages', 'id'));
 END
 $fn$;
 
@@ -322,7 +326,7 @@ BEGIN
         INSERT INTO langgraph_threads (session_id, thread_id) VALUES (sid, p_thread_id);
     END IF;
     IF ikigai_is_distributed('langgraph_writes') THEN
-        SELECT string_agg(format('(%s, %L, %L, %L, %L, %s, %L, %L, CAST(%L AS bytea))', sid,
+        SELECT string_agg(format('(%s, %L, %L, %L, %L, %L, %L, %L, CAST(%L AS bytea))', sid,
                                  p_checkpoint_ns, p_checkpoint_id, p_task_id, p_task_path,
                                  w.idx, w.channel, w.type, w.blob), ', ')
         INTO rows_sql

@@ -1,7 +1,9 @@
 -- name: append_message(session_id, agent_uuid, kind, content, data, target_message_id)^
--- Append one event and return the stored row. One INSERT ... VALUES whose session value is
--- ikigai_append_check() (migration 0040, where the steps are), so no check can race the insert:
--- it raises, and nothing is inserted, when the write is refused: SQLSTATE IK404 when the session
+-- Append one event and return the stored row. One INSERT ... VALUES whose id is
+-- ikigai_append_id() (migration 0040, where the steps are): it checks and locks, then draws
+-- the id (so an id is never drawn before the session's lock is held: session_wait_appends),
+-- and no check can race the insert. It raises, and nothing is inserted, when the write is
+-- refused: SQLSTATE IK404 when the session
 -- or the agent does not exist, IK400 when the session has ended, agent_uuid is not a running
 -- agent of that session, or (when target_message_id is given) the target is not an event of the
 -- same session that the kind can aim at: a mark for a rewind, anything but a clear or a pop for
@@ -17,11 +19,11 @@
 -- session's shard as one command. Store.append runs this statement for rewinds and pops;
 -- others go through append_event or append_agent_event, the same check with the arguments
 -- that cannot apply left NULL.
-INSERT INTO messages AS e (session_id, agent_uuid, kind, content, data)
-VALUES (ikigai_append_check(CAST(:session_id AS bigint), CAST(:agent_uuid AS text),
-                            CAST(:kind AS text), CAST(:target_message_id AS bigint)),
-        CAST(:agent_uuid AS text), CAST(:kind AS text), CAST(:content AS text),
-        CAST(:data AS jsonb))
+INSERT INTO messages AS e (id, session_id, agent_uuid, kind, content, data)
+VALUES (ikigai_append_id(CAST(:session_id AS bigint), CAST(:agent_uuid AS text),
+                         CAST(:kind AS text), CAST(:target_message_id AS bigint)),
+        CAST(:session_id AS bigint), CAST(:agent_uuid AS text), CAST(:kind AS text),
+        CAST(:content AS text), CAST(:data AS jsonb))
 RETURNING e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created_at;
 
 -- name: append_event(session_id, kind, content, data)^
@@ -29,9 +31,9 @@ RETURNING e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created
 -- insert, session check, lock and wake-up, without the two checks that are no-ops then (their
 -- arguments are NULL: the function's statements are planned once per connection either way).
 -- Returns the stored row; a refused write raises (IK404, IK400) and inserts nothing.
-INSERT INTO messages AS e (session_id, agent_uuid, kind, content, data)
-VALUES (ikigai_append_check(CAST(:session_id AS bigint), NULL, CAST(:kind AS text), NULL),
-        NULL, CAST(:kind AS text), CAST(:content AS text), CAST(:data AS jsonb))
+INSERT INTO messages AS e (id, session_id, agent_uuid, kind, content, data)
+VALUES (ikigai_append_id(CAST(:session_id AS bigint), NULL, CAST(:kind AS text), NULL),
+        CAST(:session_id AS bigint), NULL, CAST(:kind AS text), CAST(:content AS text), CAST(:data AS jsonb))
 RETURNING e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created_at;
 
 -- name: append_agent_event(session_id, agent_uuid, kind, content, data)^
@@ -39,11 +41,11 @@ RETURNING e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created
 -- session's row is locked FOR KEY SHARE and the agent's FOR SHARE; nothing is inserted unless
 -- the session exists and has not ended and agent_uuid is a running agent of it (else it
 -- raises: IK404, IK400).
-INSERT INTO messages AS e (session_id, agent_uuid, kind, content, data)
-VALUES (ikigai_append_check(CAST(:session_id AS bigint), CAST(:agent_uuid AS text),
-                            CAST(:kind AS text), NULL),
-        CAST(:agent_uuid AS text), CAST(:kind AS text), CAST(:content AS text),
-        CAST(:data AS jsonb))
+INSERT INTO messages AS e (id, session_id, agent_uuid, kind, content, data)
+VALUES (ikigai_append_id(CAST(:session_id AS bigint), CAST(:agent_uuid AS text),
+                         CAST(:kind AS text), NULL),
+        CAST(:session_id AS bigint), CAST(:agent_uuid AS text), CAST(:kind AS text),
+        CAST(:content AS text), CAST(:data AS jsonb))
 RETURNING e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created_at;
 
 -- name: append_events(session_id, kinds, contents, datas)

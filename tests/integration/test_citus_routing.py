@@ -67,7 +67,7 @@ TOUCHES = re.compile(
     r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+"
     r"(?:messages|langgraph_(?:checkpoints|blobs|writes)|activities|agent_summaries"
     r"|tasks|task_deps|task_view|review_iterations|review_issues)\b"
-    r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append_check|ikigai_append_batch"
+    r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append_id|ikigai_append_batch"
     r"|langgraph_put|langgraph_put_writes|langgraph_blob_chain|langgraph_get_checkpoint"
     r"|langgraph_list_checkpoints|langgraph_delete_thread|langgraph_drop_unnamed"
     r"|langgraph_delete_for_runs|langgraph_rebuild_latest|langgraph_delete_rows"

@@ -151,3 +151,38 @@ def test_end_session_and_appends_wait_for_each_other(ikigai_db_url: str) -> None
         waiter.join()
         ended = f"session {sid} has ended: it accepts no more events"
         assert refused == [("IK400", ended)] and store.count_messages(sid) == 0
+
+
+def test_an_append_draws_its_id_only_once_it_holds_the_session(ikigai_db_url: str) -> None:
+    """An append draws its id after it locks its session (migration 0040: the id is
+    ikigai_append_id(), which locks first). While a reader holds the session FOR UPDATE, as
+    session_wait_appends does, an append waits without having taken an id: nothing can later
+    commit below the ids the reader saw."""
+    q = ik.queries
+    params = {"kind": "user", "content": "x", "data": None}
+    with ik.Store(ikigai_db_url, pool_size=1) as store, psycopg.connect(ikigai_db_url) as held:
+        sid = store.create_session("id after lock")
+        store.append(sid, "user", "before")
+        held.execute(q.session_wait_appends.sql, {"session_id": sid})  # open transaction
+        seen = store.messages(sid)[-1].id
+        stored: list[int] = []
+
+        def append() -> None:
+            with psycopg.connect(ikigai_db_url, autocommit=True) as conn:
+                row = conn.execute(q.append_event.sql, {"session_id": sid, **params}).fetchone()
+                assert row is not None
+                stored.append(int(row[0]))
+
+        waiter = threading.Thread(target=append)
+        waiter.start()
+        deadline = time.monotonic() + 10
+        while not waiting_on_a_lock(ikigai_db_url) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert waiting_on_a_lock(ikigai_db_url), "the append did not wait for the session"
+        # Draw an id now: had the waiting append drawn its own already, the append's would be
+        # lower than this one.
+        probe = held.execute("SELECT nextval(pg_get_serial_sequence('messages', 'id'))").fetchone()
+        assert probe is not None
+        held.commit()
+        waiter.join()
+        assert stored and stored[0] > int(probe[0]) > seen
