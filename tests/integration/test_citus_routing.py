@@ -656,3 +656,56 @@ def test_a_search_across_sessions_asks_every_shard_once(cluster_url: str, world:
     task = plan.split(f"Task Count: {total[0]}", 1)[1]
     assert "->  Limit" in task, plan
     assert "Sort Key: id DESC" in task or "Index Scan Backward" in task, plan
+
+
+def test_appends_and_langgraph_writes_are_one_command_to_the_shard(
+    cluster_url: str, world: World
+) -> None:
+    """Migration 0040: a single append and an activity (in autocommit) reach the worker as one
+    INSERT, with no transaction block around it; a batch of appends and a LangGraph task's
+    writes as one INSERT of all their rows, with no intermediate results (COPY) and no
+    two-phase commit (PREPARE TRANSACTION); a LangGraph put's checkpoint and blobs as two."""
+    with ik.Store(cluster_url, pool_size=1) as store:
+        sid = store.create_session("one command")
+        agent = store.create_agent(sid).uuid
+    writes = {
+        "thread_id": "one-command-thread",
+        "title": "t",
+        "checkpoint_ns": "",
+        "checkpoint_id": "c1",
+        "task_id": "task",
+        "task_path": "",
+        "idxs": [0, 1],
+        "channels": ["a", "b"],
+        "types": ["json", "json"],
+        "blobs": [b"1", b"2"],
+        "upsert": False,
+    }
+    event = {"kind": "user", "content": "x", "data": None}
+    batch = {"kinds": ["user", "user"], "contents": ["a", "b"], "datas": [None, None]}
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("append_event", {"session_id": sid, **event}),
+        ("append_agent_event", {"session_id": sid, "agent_uuid": agent, **event}),
+        (
+            "activities_record",
+            {"identity": IDENTITY, "type": "commit", "description": "d", "metadata": None},
+        ),
+        ("append_events", {"session_id": sid, **batch}),
+        ("append_agent_events", {"session_id": sid, "agent_uuid": agent, **batch}),
+        ("langgraph_put", _put("one-command-thread", "c1", ["a", "b"], ["1", "1"], [None, None])),
+        ("langgraph_put_writes", writes),
+    ]
+    with psycopg.connect(cluster_url, autocommit=True) as conn:
+        sent: list[str] = []
+        conn.add_notice_handler(lambda d: sent.append(d.message_primary or ""))
+        conn.execute("SET citus.log_remote_commands = on")
+        conn.execute("SET client_min_messages = notice")
+        for name, params in calls:
+            sent.clear()
+            conn.execute(getattr(queries, name).sql, params).fetchall()
+            commands = [line.removeprefix("issuing ") for line in sent]
+            inserts = [c for c in commands if c.lstrip().upper().startswith("INSERT")]
+            assert len(inserts) == (2 if name == "langgraph_put" else 1), f"{name}: {commands}"
+            assert not [c for c in commands if "COPY" in c or "PREPARE" in c], f"{name}: {commands}"
+            if not name.startswith(("append_events", "append_agent_events", "langgraph")):
+                assert len(commands) == 1, f"{name} is not one command: {commands}"
