@@ -8,7 +8,7 @@
 -- the row with an INSERT of its own. On Citus that inner INSERT ran inside the function's
 -- statement, so the coordinator opened a transaction block on the worker (BEGIN, the INSERT)
 -- and ended it at the commit with a second round trip: 0.53-0.56 ms an append on the test
--- cluster, where a plain routed INSERT takes 0.25-0.27. Citus evaluates a volatile function in
+-- cluster, where a plain routed INSERT takes 0.25-0.27 (a probe of the raw statements). Citus evaluates a volatile function in
 -- an INSERT's VALUES on the coordinator before it routes the row; with the checks in such a
 -- function, the insert itself is a single-shard statement, sent to the worker as one command
 -- (0.32-0.33 ms). On plain PostgreSQL both forms cost the same.
