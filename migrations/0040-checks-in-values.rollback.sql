@@ -164,6 +164,7 @@ DROP FUNCTION IF EXISTS langgraph_put_writes(TEXT, TEXT, TEXT, TEXT, TEXT, TEXT,
                                             TEXT[], BYTEA[], BOOLEAN);
 DROP FUNCTION IF EXISTS ikigai_append_batch(BIGINT, TEXT, TEXT[], TEXT[], TEXT[]);
 DROP FUNCTION IF EXISTS ikigai_append_id(BIGINT, TEXT, TEXT, BIGINT);
+DROP FUNCTION IF EXISTS ikigai_append_lock(BIGINT, TEXT, BOOLEAN);
 DROP FUNCTION IF EXISTS ikigai_append_refusal(BIGINT, TEXT);
 DROP FUNCTION IF EXISTS ikigai_active_identity(TEXT, TEXT);
 DROP FUNCTION IF EXISTS ikigai_is_distributed(TEXT);

@@ -79,18 +79,26 @@ BEGIN
 END
 $fn$;
 
--- One append's checks, locks and wake-up, then its id, drawn from messages' sequence once the
--- session's row is locked (see the top of this file).
-CREATE OR REPLACE FUNCTION ikigai_append_id(sid BIGINT, agent TEXT, ev_kind TEXT, target BIGINT)
-RETURNS BIGINT
+-- An append's locks (see the top of this file): the session's row, FOR KEY SHARE for one
+-- event or FOR UPDATE for a batch (exclusive), which must exist and not have ended, and the
+-- agent's row FOR SHARE when agent is not NULL, which must be a running agent of it; else
+-- ikigai_append_refusal raises. Returns the session's listened_until (its wake-up).
+CREATE OR REPLACE FUNCTION ikigai_append_lock(sid BIGINT, agent TEXT, exclusive BOOLEAN)
+RETURNS TIMESTAMPTZ
 LANGUAGE plpgsql VOLATILE
 AS $fn$
 DECLARE
     listened TIMESTAMPTZ;
 BEGIN
-    SELECT s.listened_until INTO listened
-    FROM sessions AS s WHERE s.id = sid AND s.ended_at IS NULL
-    FOR KEY SHARE;
+    IF exclusive THEN
+        SELECT s.listened_until INTO listened
+        FROM sessions AS s WHERE s.id = sid AND s.ended_at IS NULL
+        FOR UPDATE;
+    ELSE
+        SELECT s.listened_until INTO listened
+        FROM sessions AS s WHERE s.id = sid AND s.ended_at IS NULL
+        FOR KEY SHARE;
+    END IF;
     IF NOT FOUND THEN
         PERFORM ikigai_append_refusal(sid, NULL);
     END IF;
@@ -102,6 +110,20 @@ BEGIN
             PERFORM ikigai_append_refusal(sid, agent);
         END IF;
     END IF;
+    RETURN listened;
+END
+$fn$;
+
+-- One append's checks, locks and wake-up, then its id, drawn from messages' sequence once the
+-- session's row is locked (see the top of this file).
+CREATE OR REPLACE FUNCTION ikigai_append_id(sid BIGINT, agent TEXT, ev_kind TEXT, target BIGINT)
+RETURNS BIGINT
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+DECLARE
+    listened TIMESTAMPTZ;
+BEGIN
+    listened := ikigai_append_lock(sid, agent, false);
     IF target IS NOT NULL THEN
         PERFORM 1 FROM messages AS m
         WHERE m.session_id = sid AND m.id = target
@@ -164,20 +186,7 @@ DECLARE
     listened TIMESTAMPTZ;
     rows_sql TEXT;
 BEGIN
-    SELECT s.listened_until INTO listened
-    FROM sessions AS s WHERE s.id = sid AND s.ended_at IS NULL
-    FOR UPDATE;
-    IF NOT FOUND THEN
-        PERFORM ikigai_append_refusal(sid, NULL);
-    END IF;
-    IF agent IS NOT NULL THEN
-        PERFORM 1 FROM agents AS a
-        WHERE a.uuid = agent AND a.session_id = sid AND a.status = 'running'
-        FOR SHARE;
-        IF NOT FOUND THEN
-            PERFORM ikigai_append_refusal(sid, agent);
-        END IF;
-    END IF;
+    listened := ikigai_append_lock(sid, agent, true);
     IF (listened > ikigai_now()) IS TRUE THEN
         PERFORM ikigai_notify('ikigai_session', CAST(sid AS text));
     END IF;
