@@ -168,18 +168,19 @@ def append_entries(
             }
         folded = summarize(previous, [dict(e) for e in entries])
         summary = dump_json(folded.get("data"), "summary")
-    row = yield one(
-        "claude_append_entries",
-        session_id=session_id,
-        kinds=kinds,
-        contents=contents,
-        datas=datas,
-        summary=summary,
-    )
-    if int(row["appended"]) < int(row["fresh"]):  # the transaction is rolled back
+    try:
+        row = yield one(
+            "claude_append_entries",
+            session_id=session_id,
+            kinds=kinds,
+            contents=contents,
+            datas=datas,
+            summary=summary,
+        )
+    except InvalidArgument as exc:  # the session has ended (nothing was stored)
         raise InvalidArgument(
             f"transcript {transcript_id!r} is stored in session {session_id}, which has ended"
-        )
+        ) from exc
     return int(row["appended"])
 
 

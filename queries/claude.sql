@@ -31,47 +31,19 @@ SELECT session_id, summary, mtime FROM named;
 -- name: claude_append_entries(session_id, kinds, contents, datas, summary)^
 -- Append the entries (datas[i], JSON) as events of the session, in order, skipping every entry
 -- whose uuid the session already has or an earlier entry of the batch has (the SDK retries a
--- batch: an entry is stored once). Entries without a uuid are always appended. Nothing is
--- stored in a missing or ended session (appended < fresh tells). Wakes the servers showing the
--- session as append_events does. Stamps the transcript's modification time (the
+-- batch: an entry is stored once). Entries without a uuid are always appended. The fresh
+-- entries are stored as append_events stores a batch (ikigai_append_batch, migration 0040:
+-- the session locked FOR UPDATE, consecutive ids, the wake-up of the servers showing it),
+-- which raises for a missing (IK404) or ended (IK400) session; a batch with nothing fresh
+-- stores nothing and checks nothing. Stamps the transcript's modification time (the
 -- transaction's NOW(), as its new events' created_at) and stores :summary when not NULL.
--- (Planned per call, not with a generic plan kept: a plan made while messages is small would
--- keep scanning it whole for the uuids.)
-WITH input AS (
-    SELECT e.kind, e.content, CAST(e.data AS jsonb) AS data, e.n
-    FROM unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]),
-                CAST(:datas AS text[])) WITH ORDINALITY AS e (kind, content, data, n)
-),
-fresh AS (
-    SELECT i.kind, i.content, i.data, i.n
-    FROM input AS i
-    WHERE NOT (i.data ? 'uuid')
-       OR (NOT EXISTS (SELECT 1 FROM messages AS m
-                       WHERE m.session_id = :session_id AND m.data ? 'uuid'
-                         AND (m.data ->> 'uuid') = (i.data ->> 'uuid'))
-           AND NOT EXISTS (SELECT 1 FROM input AS j
-                           WHERE j.n < i.n AND j.data ? 'uuid'
-                             AND (j.data ->> 'uuid') = (i.data ->> 'uuid')))
-),
-appended AS (
-    INSERT INTO messages (session_id, kind, content, data)
-    SELECT s.id, f.kind, f.content, f.data
-    FROM sessions AS s
-    CROSS JOIN fresh AS f
-    WHERE s.id = :session_id AND s.ended_at IS NULL
-      AND ((s.listened_until > ikigai_now()) IS NOT TRUE
-           OR ikigai_notify('ikigai_session', CAST(:session_id AS text)) IS NOT NULL)
-    ORDER BY f.n
-    FOR UPDATE OF s
-    RETURNING id
-),
-touched AS (
-    UPDATE claude_transcripts
-    SET mtime = NOW(), summary = COALESCE(CAST(:summary AS jsonb), summary)
-    WHERE session_id = :session_id
-    RETURNING 1
-)
-SELECT (SELECT count(*) FROM fresh) AS fresh, (SELECT count(*) FROM appended) AS appended;
+-- Returns fresh (the entries kept) and appended. In steps (ikigai_claude_append, migration
+-- 0041): on Citus, the uuids are read from the session's shard, the events sent to it as one
+-- command.
+SELECT fresh, appended
+FROM ikigai_claude_append(CAST(:session_id AS bigint), CAST(:kinds AS text[]),
+                          CAST(:contents AS text[]), CAST(:datas AS text[]),
+                          CAST(:summary AS jsonb));
 
 -- name: claude_load(namespace, project_key, transcript_id, subpath)
 -- The transcript's events' data in id order (one row of NULL data when it has none); no row

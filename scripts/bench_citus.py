@@ -22,7 +22,12 @@ their ratio (the coordinator's overhead).
 6. a LangGraph step: ``IkigaiSaver.put_writes`` of a task's write (a new message), ``put`` of
    a checkpoint whose ``messages`` channel gained it (10 at the start), then ``get_tuple`` of
    the thread's newest, N times;
-7. router vs fan-out on the cluster: a session's replay with 100 sessions vs 10,000 sessions
+7. a task upsert with two blockers: ``store.tasks.upsert`` of a new task ``blocked_by`` two
+   (a task and its two edges on the list's shard), N times;
+8. a Claude Agent SDK transcript's batch: what ``IkigaiSessionStore.append`` runs for three
+   entries with uuids (dedup against the transcript, the events, the transcript's stamp),
+   N times;
+9. router vs fan-out on the cluster: a session's replay with 100 sessions vs 10,000 sessions
    in the database (flat is the goal), and a cross-session ``store.search`` over the same
    corpus (20,000 events) on plain PostgreSQL and on the cluster with 4, 16 and 32 shards.
 """
@@ -42,7 +47,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base.id import uuid6
 
 import ikigai_store as ik
-from ikigai_store import citus, migrate
+from ikigai_store import citus, migrate, transcripts
 from ikigai_store.config import admin_url
 from ikigai_store.integrations.langgraph import IkigaiSaver
 from ikigai_store.pool import connect, create_database
@@ -136,8 +141,18 @@ class LangGraphThread:
         assert self.saver.get_tuple(newest) is not None
 
 
+def upsert_blocked(store: ik.Store, names: Iterator[str]) -> None:
+    """Measure 7: a new task of "list" blocked by "a" and "b"."""
+    store.tasks.upsert("list", next(names), subject="t", blocked_by=["a", "b"])
+
+
+def append_entries(store: ik.Store, batches: Iterator[list[dict[str, Any]]]) -> None:
+    """Measure 8: IkigaiSessionStore.append's operation, run synchronously."""
+    store._run(transcripts.append_entries("bench", "p", "t", None, next(batches)))
+
+
 def core(server: str, n: int, history: int) -> None:
-    """Measures 1-6 on both, the cluster's first."""
+    """Measures 1-8 on both, the cluster's first."""
     results: dict[str, dict[str, float]] = {}
     for label, on_citus in (("cluster", True), ("plain", False)):
         with (
@@ -157,6 +172,18 @@ def core(server: str, n: int, history: int) -> None:
             for k in range(n + 3):
                 store.mail.publish("alice", "jobs", f"j{k}", "x")
 
+            store.tasks.create_list("list", "alice")
+            for blocker in ("a", "b"):
+                store.tasks.upsert("list", blocker, subject=blocker)
+            tasks = (f"t{k}" for k in range(10**9))
+            entries = (
+                [
+                    {"type": "user", "uuid": str(uuid.uuid4()), "message": {"content": "hi"}}
+                    for _ in range(3)
+                ]
+                for _ in range(10**9)
+            )
+
             def claim() -> None:
                 held = store.topics.claim("bob", "jobs", ttl=60)
                 assert held is not None
@@ -172,6 +199,8 @@ def core(server: str, n: int, history: int) -> None:
                     partial(store.activities.record, "alice", "decision", "chose x"), n
                 ),
                 "LangGraph step": p50(LangGraphThread(store), n),
+                "task upsert, 2 blockers": p50(partial(upsert_blocked, store, tasks), n),
+                "SDK transcript, 3 entries": p50(partial(append_entries, store, entries), n),
             }
     print(f"{'measure':<28}{'cluster ms':>12}{'plain ms':>12}{'ratio':>8}")
     for measure, cluster_ms in results["cluster"].items():
@@ -180,7 +209,7 @@ def core(server: str, n: int, history: int) -> None:
 
 
 def router_vs_fan_out(server: str, n: int) -> None:
-    """Measure 7: replay at 100 vs 10,000 sessions; search as the shard count grows."""
+    """Measure 9: replay at 100 vs 10,000 sessions; search as the shard count grows."""
     print()
     print(f"{'cluster: a session replay':<40}{'p50 ms':>10}")
     for sessions in (100, 10_000):

@@ -62,12 +62,13 @@ DISTRIBUTED = (
 )
 
 #: A statement that touches a distributed table (or task_view, over tasks), or calls a function
-#: that does (migrations 0030, 0033, 0036, 0038 and 0040).
+#: that does (migrations 0030, 0033, 0036, 0038, 0040 and 0041).
 TOUCHES = re.compile(
     r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+"
     r"(?:messages|langgraph_(?:checkpoints|blobs|writes)|activities|agent_summaries"
     r"|tasks|task_deps|task_view|review_iterations|review_issues)\b"
     r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append_id|ikigai_append_batch"
+    r"|ikigai_claude_append"
     r"|langgraph_put|langgraph_put_writes|langgraph_blob_chain|langgraph_get_checkpoint"
     r"|langgraph_list_checkpoints|langgraph_delete_thread|langgraph_drop_unnamed"
     r"|langgraph_delete_for_runs|langgraph_rebuild_latest|langgraph_delete_rows"
@@ -662,12 +663,15 @@ def test_appends_and_langgraph_writes_are_one_command_to_the_shard(
     cluster_url: str, world: World
 ) -> None:
     """Migration 0040: a single append and an activity (in autocommit) reach the worker as one
-    INSERT, with no transaction block around it; a batch of appends and a LangGraph task's
-    writes as one INSERT of all their rows, with no intermediate results (COPY) and no
-    two-phase commit (PREPARE TRANSACTION); a LangGraph put's checkpoint and blobs as two."""
+    INSERT, with no transaction block around it; a batch of appends, a Claude Agent SDK
+    transcript's batch and a LangGraph task's writes as one INSERT of all their rows, with no
+    intermediate results (COPY) and no two-phase commit (PREPARE TRANSACTION); a LangGraph
+    put's checkpoint and blobs as two; a task with two blockers (migration 0041) as two, the
+    task and its edges."""
     with ik.Store(cluster_url, pool_size=1) as store:
         sid = store.create_session("one command")
         agent = store.create_agent(sid).uuid
+        blockers = [store.tasks.upsert(LIST, f"one-command-{n}", subject="s").id for n in (1, 2)]
     writes = {
         "thread_id": "one-command-thread",
         "title": "t",
@@ -694,6 +698,30 @@ def test_appends_and_langgraph_writes_are_one_command_to_the_shard(
         ("append_agent_events", {"session_id": sid, "agent_uuid": agent, **batch}),
         ("langgraph_put", _put("one-command-thread", "c1", ["a", "b"], ["1", "1"], [None, None])),
         ("langgraph_put_writes", writes),
+        (
+            "claude_append_entries",
+            {
+                "session_id": sid,
+                **batch,
+                "datas": [json.dumps({"uuid": "one-1"}), json.dumps({"uuid": "one-2"})],
+                "summary": None,
+            },
+        ),
+        (
+            "task_upsert",
+            {
+                "list_id": LIST,
+                "external_id": "one-command-3",
+                "subject": "blocked twice",
+                "description": None,
+                "active_form": None,
+                "metadata": None,
+                "status": None,
+                "owner": None,
+                "replace_deps": True,
+                "blocker_ids": blockers,
+            },
+        ),
     ]
     with psycopg.connect(cluster_url, autocommit=True) as conn:
         sent: list[str] = []
@@ -705,7 +733,8 @@ def test_appends_and_langgraph_writes_are_one_command_to_the_shard(
             conn.execute(getattr(queries, name).sql, params).fetchall()
             commands = [line.removeprefix("issuing ") for line in sent]
             inserts = [c for c in commands if c.lstrip().upper().startswith("INSERT")]
-            assert len(inserts) == (2 if name == "langgraph_put" else 1), f"{name}: {commands}"
+            expected = 2 if name in ("langgraph_put", "task_upsert") else 1
+            assert len(inserts) == expected, f"{name}: {commands}"
             assert not [c for c in commands if "COPY" in c or "PREPARE" in c], f"{name}: {commands}"
-            if not name.startswith(("append_events", "append_agent_events", "langgraph")):
+            if name in ("append_event", "append_agent_event", "activities_record"):
                 assert len(commands) == 1, f"{name} is not one command: {commands}"

@@ -63,8 +63,9 @@ ALL = [
     "0038-citus-reviews-by-review",
     "0039-post-mail-batch",
     "0040-checks-in-values",
+    "0041-routed-batches",
 ]
-LATEST = 40
+LATEST = 41
 
 
 def _since(migration: str) -> int:
