@@ -27,7 +27,9 @@ their ratio (the coordinator's overhead).
 8. a Claude Agent SDK transcript's batch: what ``IkigaiSessionStore.append`` runs for three
    entries with uuids (dedup against the transcript, the events, the transcript's stamp),
    N times;
-9. router vs fan-out on the cluster: a session's replay with 100 sessions vs 10,000 sessions
+9. an agent's replay: ``store.replay_agent`` of an agent three forks deep (four ranges: 100
+   events of the root, 50 of each fork), N times;
+10. router vs fan-out on the cluster: a session's replay with 100 sessions vs 10,000 sessions
    in the database (flat is the goal), and a cross-session ``store.search`` over the same
    corpus (20,000 events) on plain PostgreSQL and on the cluster with 4, 16 and 32 shards.
 """
@@ -152,7 +154,7 @@ def append_entries(store: ik.Store, batches: Iterator[list[dict[str, Any]]]) -> 
 
 
 def core(server: str, n: int, history: int) -> None:
-    """Measures 1-8 on both, the cluster's first."""
+    """Measures 1-9 on both, the cluster's first."""
     results: dict[str, dict[str, float]] = {}
     for label, on_citus in (("cluster", True), ("plain", False)):
         with (
@@ -172,6 +174,13 @@ def core(server: str, n: int, history: int) -> None:
             for k in range(n + 3):
                 store.mail.publish("alice", "jobs", f"j{k}", "x")
 
+            lineage = store.create_session("lineage")
+            leaf = store.create_agent(lineage).uuid
+            for depth in range(4):
+                if depth:
+                    leaf = store.fork_agent(leaf).uuid
+                for k in range(50 if depth else 100):
+                    store.append(lineage, "user", f"depth {depth}: {k}", agent_uuid=leaf)
             store.tasks.create_list("list", "alice")
             for blocker in ("a", "b"):
                 store.tasks.upsert("list", blocker, subject=blocker)
@@ -199,6 +208,7 @@ def core(server: str, n: int, history: int) -> None:
                     partial(store.activities.record, "alice", "decision", "chose x"), n
                 ),
                 "LangGraph step": p50(LangGraphThread(store), n),
+                "agent replay, 3 forks deep": p50(partial(store.replay_agent, leaf), n),
                 "task upsert, 2 blockers": p50(partial(upsert_blocked, store, tasks), n),
                 "SDK transcript, 3 entries": p50(partial(append_entries, store, entries), n),
             }
@@ -209,7 +219,7 @@ def core(server: str, n: int, history: int) -> None:
 
 
 def router_vs_fan_out(server: str, n: int) -> None:
-    """Measure 9: replay at 100 vs 10,000 sessions; search as the shard count grows."""
+    """Measure 10: replay at 100 vs 10,000 sessions; search as the shard count grows."""
     print()
     print(f"{'cluster: a session replay':<40}{'p50 ms':>10}")
     for sessions in (100, 10_000):

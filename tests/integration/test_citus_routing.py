@@ -738,3 +738,19 @@ def test_appends_and_langgraph_writes_are_one_command_to_the_shard(
             assert not [c for c in commands if "COPY" in c or "PREPARE" in c], f"{name}: {commands}"
             if name in ("append_event", "append_agent_event", "activities_record"):
                 assert len(commands) == 1, f"{name} is not one command: {commands}"
+
+
+def test_a_forks_replay_reads_its_events_in_one_command(cluster_url: str, world: World) -> None:
+    """Migration 0042: a fork's replay (two ranges: its parent's up to the fork, its own)
+    sends two commands to the session's shard, the lineage walk's read of the clears and one
+    read of every range's events, where it sent one read a range."""
+    with psycopg.connect(cluster_url, autocommit=True) as conn:
+        sent: list[str] = []
+        conn.add_notice_handler(lambda d: sent.append(d.message_primary or ""))
+        conn.execute("SET citus.log_remote_commands = on")
+        conn.execute("SET client_min_messages = notice")
+        rows = conn.execute(queries.replay_agent_events.sql, {"agent_uuid": world.child})
+        contents = [row[4] for row in rows.fetchall()]
+    assert "child says hello" in contents, contents
+    reads = [c for c in sent if "messages_" in c]
+    assert len(reads) == 2, reads

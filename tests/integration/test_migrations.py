@@ -64,8 +64,9 @@ ALL = [
     "0039-post-mail-batch",
     "0040-checks-in-values",
     "0041-routed-batches",
+    "0042-agent-replay-one-read",
 ]
-LATEST = 41
+LATEST = 42
 
 
 def _since(migration: str) -> int:
