@@ -5,7 +5,8 @@ becomes ours (``translate_errors`` applies it to a block). Invariant: every erro
 function raises is an ``IkigaiStoreError``, chained to the driver's exception with ``raise ...
 from exc``; a constraint violation keeps the constraint's name (``Conflict.constraint``), so
 "duplicate key", "lost the race" and "a bug" stay distinguishable. A statement of ours that
-refuses by raising (an append, an activity, a summary: migration 0040) uses SQLSTATE ``IK404``
+refuses by raising (an append, an activity, a summary: migration 0040; a Claude Agent SDK
+transcript's batch: migration 0041) uses SQLSTATE ``IK404``
 for ``NotFound`` and ``IK400`` for ``InvalidArgument``, with the message the library shows.
 
 Seed error codes map as: ERR_INVALID_ARG -> InvalidArgument, ERR_DB_CONNECT -> ConnectError,

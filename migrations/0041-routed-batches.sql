@@ -4,20 +4,24 @@
 -- - ikigai_task_upsert (migration 0036) inserted a task's new edges (blocked_by) with an
 --   INSERT ... SELECT from unnest: on Citus that goes through intermediate results copied to
 --   the workers and a two-phase commit, 5.3-5.7 ms an upsert with two blockers on the test
---   cluster against 1.4 ms on plain PostgreSQL (a probe). Now, on Citus
+--   cluster against 1.4 ms on plain PostgreSQL (a probe; scripts/bench_citus.py, alternated
+--   with the change: 4.8-5.4 -> 3.7-3.8 ms). Now, on Citus
 --   (ikigai_is_distributed, migration 0040), the edges are one multi-row INSERT ... VALUES
---   (the ids are bigints: nothing to quote), as 0040 does for a batch of events; elsewhere the
+--   of literals (format's %L), as 0040 does for a batch of events; elsewhere the
 --   INSERT ... SELECT as before. Nothing else in the function changes: its rules are 0036's.
 -- - ikigai_claude_append(sid, kinds, contents, datas, new_summary) is queries/claude.sql's
 --   claude_append_entries, which was one statement of CTEs. On Citus each CTE of a statement
 --   that reads a distributed table becomes an intermediate result, and its batch was copied
 --   to the session's shard to be joined there with the session's uuids: 6-7 ms a batch of
---   three entries on the test cluster against 0.7 ms on plain PostgreSQL. Now the function
---   reads the batch's uuids the session has (one statement, to the session's shard alone,
---   planned per call), keeps the fresh entries (no uuid, or one neither the session nor an
+--   three entries on the test cluster against 0.7 ms on plain PostgreSQL (a probe;
+--   scripts/bench_citus.py, alternated with the change: 6.4-8.1 -> 1.70-1.76 ms). Now the
+--   function reads the batch's uuids the session has (one statement, to the session's shard
+--   alone, planned per call), keeps the fresh entries (no uuid, or one neither the session nor an
 --   earlier entry of the batch has; as before), stores them with ikigai_append_batch
 --   (migration 0040: the session locked FOR UPDATE, its refusals raised, the wake-up) unless
---   there are none, then stamps the transcript as before.
+--   there are none, then stamps the transcript as before. The statement claude_append_entries
+--   therefore raises (IK404, IK400) for a missing or ended session where it returned
+--   appended < fresh.
 -- depends: 0040-checks-in-values
 
 CREATE OR REPLACE FUNCTION ikigai_task_upsert(
@@ -79,7 +83,7 @@ BEGIN
             IF ikigai_is_distributed('task_deps') THEN
                 -- One multi-row INSERT ... VALUES: one command to the list's shard.
                 EXECUTE 'INSERT INTO task_deps (list_id, task_id, blocked_by_id) VALUES '
-                    || (SELECT string_agg(format('(%s, %s, %s)', lpk, up.id, b), ', ')
+                    || (SELECT string_agg(format('(%L, %L, %L)', lpk, up.id, b), ', ')
                         FROM unnest(blocker_ids) AS b)
                     || ' ON CONFLICT DO NOTHING';
             ELSE

@@ -59,7 +59,7 @@ BEGIN
             ORDER BY r.n, e.agent_uuid, e.id;
         RETURN;
     END IF;
-    FOR i IN 1 .. cardinality(range_agents) LOOP
+    FOR i IN 1 .. COALESCE(cardinality(range_agents), 0) LOOP
         RETURN QUERY
             SELECT m.id, m.session_id, m.agent_uuid, m.kind, m.content, m.data, m.created_at
             FROM messages AS m

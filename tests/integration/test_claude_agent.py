@@ -88,6 +88,23 @@ async def test_the_reference_store_agrees(astore: ik.AsyncStore) -> None:
 
 
 @pytest.mark.asyncio
+async def test_an_entry_is_stored_once_whatever_its_batch(astore: ik.AsyncStore) -> None:
+    """Deduplication by uuid (migration 0041's ikigai_claude_append): a uuid repeated within
+    one batch is stored at its first entry; a batch partly stored before stores only its new
+    entries; entries without a uuid, or whose uuid is JSON null, are stored every time."""
+    store = IkigaiSessionStore(astore, namespace="once")
+    key = {"project_key": "p", "session_id": "s"}
+    first, second = user("first"), user("second")
+    repeated = {**first, "message": {"role": "user", "content": "first, again"}}
+    plain = {"type": "custom-title", "customTitle": "no uuid"}
+    null_uuid = {**user("null uuid"), "uuid": None}
+    await store.append(key, [first, repeated, plain, null_uuid])
+    assert await store.load(key) == [first, plain, null_uuid]
+    await store.append(key, [first, second, plain, null_uuid, second])
+    assert await store.load(key) == [first, plain, null_uuid, second, plain, null_uuid]
+
+
+@pytest.mark.asyncio
 async def test_transcripts_are_sessions_search_and_replay_see(astore: ik.AsyncStore) -> None:
     """A mirrored transcript is a session of ours: its entries are events with kinds and text,
     found by search and shown by replay in order."""
@@ -172,7 +189,7 @@ async def test_an_ended_session_refuses_appends(astore: ik.AsyncStore) -> None:
     before = await store.list_sessions("p")
     hits = await astore.search("quince")
     await astore.end_session(hits[0].message.session_id)
-    with pytest.raises(InvalidArgument, match="has ended"):
+    with pytest.raises(InvalidArgument, match=r"transcript 's' is stored in session \d+, which"):
         await store.append(key, [user("more")])
     assert await store.load(key) == first
     assert await store.list_sessions("p") == before
