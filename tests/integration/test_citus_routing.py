@@ -659,6 +659,16 @@ def test_a_search_across_sessions_asks_every_shard_once(cluster_url: str, world:
     assert "Sort Key: id DESC" in task or "Index Scan Backward" in task, plan
 
 
+def _log_remote_commands(conn: psycopg.Connection[Any]) -> list[str]:
+    """Turn on ``citus.log_remote_commands`` for ``conn``'s session; the list that then
+    collects each command the coordinator sends ("issuing ...")."""
+    sent: list[str] = []
+    conn.add_notice_handler(lambda d: sent.append(d.message_primary or ""))
+    conn.execute("SET citus.log_remote_commands = on")
+    conn.execute("SET client_min_messages = notice")
+    return sent
+
+
 def test_appends_and_langgraph_writes_are_one_command_to_the_shard(
     cluster_url: str, world: World
 ) -> None:
@@ -724,10 +734,7 @@ def test_appends_and_langgraph_writes_are_one_command_to_the_shard(
         ),
     ]
     with psycopg.connect(cluster_url, autocommit=True) as conn:
-        sent: list[str] = []
-        conn.add_notice_handler(lambda d: sent.append(d.message_primary or ""))
-        conn.execute("SET citus.log_remote_commands = on")
-        conn.execute("SET client_min_messages = notice")
+        sent = _log_remote_commands(conn)
         for name, params in calls:
             sent.clear()
             conn.execute(getattr(queries, name).sql, params).fetchall()
@@ -745,10 +752,7 @@ def test_a_forks_replay_reads_its_events_in_one_command(cluster_url: str, world:
     sends two commands to the session's shard, the lineage walk's read of the clears and one
     read of every range's events, where it sent one read a range."""
     with psycopg.connect(cluster_url, autocommit=True) as conn:
-        sent: list[str] = []
-        conn.add_notice_handler(lambda d: sent.append(d.message_primary or ""))
-        conn.execute("SET citus.log_remote_commands = on")
-        conn.execute("SET client_min_messages = notice")
+        sent = _log_remote_commands(conn)
         rows = conn.execute(queries.replay_agent_events.sql, {"agent_uuid": world.child})
         contents = [row[4] for row in rows.fetchall()]
     assert "child says hello" in contents, contents
