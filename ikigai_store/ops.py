@@ -598,6 +598,10 @@ WAKES_NOTICE = "ikigai: wake-ups kept until after the commit"
 #: NOTIFY, across their WAL flush (migration 0032).
 PIPELINED: frozenset[str] = frozenset({"send_mail", "publish_mail", "publish_mails"})
 _SEND_WAKES: str = queries.send_wakes.sql
+#: psycopg's private method that queues a pipeline's Sync without waiting for results (3.2 to
+#: 3.3, for both pipeline classes); None in a psycopg without it: ``_execute_then_wake`` then
+#: calls the public ``sync()``.
+_ENQUEUE_SYNC: Callable[[Any], None] | None = getattr(psycopg.Pipeline, "_enqueue_sync", None)
 #: The attribute a connection carries while it may hold wake-ups not sent yet.
 _WAKE_MARK = "_ikigai_wakes"
 _IDLE = pq.TransactionStatus.IDLE
@@ -680,12 +684,18 @@ def _execute_then_wake(conn: psycopg.Connection[Any], call: Call) -> Any:
     """Run a ``PIPELINED`` call in autocommit, then ``send_wakes`` after its commit: both sent
     in one round trip (pipeline mode), with a Sync between them so that the write is a
     transaction of its own (committed, without NOTIFY) before the wake-ups go in another (no
-    transaction id, no commit record: PostgreSQL's NOTIFY lock held briefly)."""
+    transaction id, no commit record: PostgreSQL's NOTIFY lock held briefly). The Sync is
+    queued with psycopg's private ``_enqueue_sync`` (``_ENQUEUE_SYNC``); a psycopg without it
+    gets the public ``sync()``, which waits for the write's result first: the same
+    statements in the same order, in two round trips."""
     cur = _target(conn, call.shape)
     try:
         with conn.pipeline() as pipeline:
             cur.execute(_sql(call), call.params)
-            pipeline._enqueue_sync()  # psycopg's Sync without waiting: ends the write's transaction
+            if _ENQUEUE_SYNC is not None:
+                _ENQUEUE_SYNC(pipeline)  # a Sync without waiting: ends the write's transaction
+            else:
+                pipeline.sync()  # the same Sync, then its results (one more round trip)
             _wake_cursor(conn).execute(_SEND_WAKES)
     except psycopg.Error as exc:
         _wake_failed(cur, exc)
@@ -700,7 +710,10 @@ async def _aexecute_then_wake(conn: psycopg.AsyncConnection[Any], call: Call) ->
     try:
         async with conn.pipeline() as pipeline:
             await cur.execute(_sql(call), call.params)
-            pipeline._enqueue_sync()
+            if _ENQUEUE_SYNC is not None:
+                _ENQUEUE_SYNC(pipeline)
+            else:
+                await pipeline.sync()
             await _wake_cursor(conn).execute(_SEND_WAKES)
     except psycopg.Error as exc:
         _wake_failed(cur, exc)

@@ -71,8 +71,11 @@ def _pending(store: ik.Store) -> tuple[str | None, str | None]:
 
 
 def test_pipelined_queries_exist() -> None:
-    """The queries whose wake-ups go in the write's round trip are named queries."""
+    """The queries whose wake-ups go in the write's round trip are named queries, and the
+    installed psycopg can queue the Sync between them without waiting (else each costs a
+    round trip more: see the test below)."""
     assert set(ik.queries.available_queries) >= ops.PIPELINED
+    assert ops._ENQUEUE_SYNC is not None, "psycopg has no Pipeline._enqueue_sync any more"
 
 
 def test_library_writes_wake_after_their_commit(
@@ -315,6 +318,43 @@ def test_async_face_wakes_after_commit_and_at_the_callers_commit(
     heard = _heard(listener, 1.0)
     assert ("ikigai_mail", str(bob)) in heard
     assert ("ikigai_mail", str(carol)) not in heard
+
+
+@pytest.mark.parametrize("face", ["sync", "async"])
+def test_pipelined_writes_wake_without_psycopgs_private_sync(
+    ikigai_db_url: str,
+    listener: psycopg.Connection[Any],
+    monkeypatch: pytest.MonkeyPatch,
+    face: str,
+) -> None:
+    """A psycopg without the private ``_enqueue_sync`` (3.2 and 3.3 have it): a send still
+    commits, then wakes its recipient after the commit (through the public ``sync()``), and a
+    failed send still raises its error."""
+    monkeypatch.setattr(ops, "_ENQUEUE_SYNC", None)
+    names = (f"w10{face}-alice", f"w10{face}-bob")
+
+    async def on_async() -> tuple[int, list[int], int]:
+        async with await ik.AsyncStore.connect(ikigai_db_url, pool_size=1) as store:
+            await store.identities.register(names[0])
+            bob = (await store.identities.register(names[1])).id
+            sent = await store.mail.send(names[0], names[1], "kept", "body")
+            with pytest.raises(ik.NotFound):
+                await store.mail.send(names[0], "w10-nobody", "lost", "body")
+            return bob, [e.mail.id for e in await store.mail.inbox(names[1])], sent.id
+
+    if face == "async":
+        bob, inbox, sent_id = asyncio.run(on_async())
+    else:
+        with ik.open(ikigai_db_url, pool_size=1) as store:
+            store.identities.register(names[0])
+            bob = store.identities.register(names[1]).id
+            sent_id = store.mail.send(names[0], names[1], "kept", "body").id
+            with pytest.raises(ik.NotFound):
+                store.mail.send(names[0], "w10-nobody", "lost", "body")
+            inbox = [e.mail.id for e in store.mail.inbox(names[1])]
+            assert _pending(store) == ("on", "")
+    assert inbox == [sent_id]
+    _hear(listener, ("ikigai_mail", str(bob)))
 
 
 def test_wakes_are_sent_when_notices_were_silenced(
