@@ -196,8 +196,9 @@ def hooks_install(
     The database the server uses is the one this command resolves (--database, else
     $IKIGAI_DATABASE_URL, else $DATABASE_URL, else the embedded PostgreSQL): a URL is
     written into the server's env, or, when it carries a password, a reference to
-    ${IKIGAI_DATABASE_URL} (no password is written into a file). The hooks use the agent's
-    environment, as any command.
+    ${IKIGAI_DATABASE_URL} (no password is written into a file); for the embedded
+    PostgreSQL, $IKIGAI_DATA_DIR when it is set (as an absolute path). The hooks use the
+    agent's environment, as any command.
 
     With --codex the MCP server is installed for Codex: its [mcp_servers.ikigai-store]
     table in $CODEX_HOME/config.toml (default ~/.codex/config.toml) is written or replaced
@@ -212,13 +213,16 @@ def hooks_install(
     must be running (`ikigai-store mcp --http`); while it is not, the hooks do nothing.
     """
     database = resolve_url(database_option())
+    data_dir = install.installing_data_dir() if database is None else None
     if codex:
         if http is not None or wake != "none" or auto_reserve:
             raise InvalidArgument(
                 "--codex installs the MCP server only: drop --http, --wake "
                 "and --auto-reserve (Claude Code hooks)"
             )
-        changes = install.plan_codex(install.executable(), name=name, role=role, database=database)
+        changes = install.plan_codex(
+            install.executable(), name=name, role=role, database=database, data_dir=data_dir
+        )
     else:
         changes = install.plan(
             project.resolve(),
@@ -229,6 +233,7 @@ def hooks_install(
             wake=wake,
             http=http,
             database=database,
+            data_dir=data_dir,
         )
     if dry_run:
         for change in changes:

@@ -66,7 +66,7 @@ def mcp_command(
         from ..mcp.tools import select
     except ImportError as exc:  # pragma: no cover - the extra is installed in tests
         raise click.ClickException(
-            f"the MCP server needs the mcp extra: pip install 'ikigai-store[mcp]' ({exc})"
+            f"the MCP server needs the mcp extra: pip install '.[mcp]' in a checkout ({exc})"
         ) from exc
     try:
         tools = select(tool_set)

@@ -44,7 +44,7 @@ def web_command(host: str, port: int, token: str | None, allow_writes: bool) -> 
         from ..web import serve
     except ImportError as exc:  # pragma: no cover - the extra is installed in tests
         raise click.ClickException(
-            f"the web view needs the web extra: pip install 'ikigai-store[web]' ({exc})"
+            f"the web view needs the web extra: pip install '.[web]' in a checkout ({exc})"
         ) from exc
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
     # SIGTERM stops it like Ctrl-C does (uvicorn handles both once serving).

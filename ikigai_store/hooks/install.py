@@ -50,6 +50,7 @@ __all__ = [
     "CODEX_APPROVAL",
     "COMMAND_ONLY",
     "DATABASE_VARIABLE",
+    "DATA_DIR_VARIABLE",
     "HOOK_EVENTS",
     "MCP_SERVER",
     "WAKES",
@@ -61,6 +62,7 @@ __all__ = [
     "hook_command",
     "hook_url",
     "http_hook",
+    "installing_data_dir",
     "merge_codex",
     "merge_local_settings",
     "merge_mcp",
@@ -362,15 +364,27 @@ def merge_settings(
 
 #: The variable that names the database in the agent's environment (``config.resolve_url``).
 DATABASE_VARIABLE = "IKIGAI_DATABASE_URL"
+#: The variable that names the embedded server's data directory (``embedded.data_dir``).
+DATA_DIR_VARIABLE = "IKIGAI_DATA_DIR"
+#: The variables of a server's environment that install writes (others are kept).
+_DATABASE_VARIABLES = frozenset({DATABASE_VARIABLE, DATA_DIR_VARIABLE})
 
 
-def database_env(database: str | None) -> dict[str, str]:
+def installing_data_dir() -> str | None:
+    """The embedded server's data directory named in this process' environment
+    (``IKIGAI_DATA_DIR``, as an absolute path); None when it is not set (the default one)."""
+    configured = os.environ.get(DATA_DIR_VARIABLE)
+    return os.path.realpath(os.path.expanduser(configured)) if configured else None
+
+
+def database_env(database: str | None, data_dir: str | None = None) -> dict[str, str]:
     """The environment an installed server gets so that it uses ``database`` (the URL the
-    installer resolved; None: the embedded server, nothing to say): the URL itself, or,
-    when it carries a password, a reference to ``$IKIGAI_DATABASE_URL`` (Claude Code expands
-    ``${VAR}``), so no password is written into a file."""
+    installer resolved): the URL itself, or, when it carries a password, a reference to
+    ``$IKIGAI_DATABASE_URL`` (Claude Code expands ``${VAR}``), so no password is written
+    into a file. ``database`` None is the embedded server: ``data_dir`` (the installer's
+    ``IKIGAI_DATA_DIR``, absolute) when one was named, else nothing (the default one)."""
     if database is None:
-        return {}
+        return {DATA_DIR_VARIABLE: data_dir} if data_dir else {}
     from ..config import password_of
 
     if password_of(database):
@@ -385,10 +399,11 @@ def merge_mcp(
     name: str | None = None,
     role: str | None = None,
     database: str | None = None,
+    data_dir: str | None = None,
 ) -> dict[str, Any]:
     """A copy of ``.mcp.json``'s ``config`` with our MCP server (its other keys kept); every
     other server is left alone. ``database`` (the URL the installer uses, None: the embedded
-    server) goes into the server's ``env`` (``database_env``)."""
+    server, of ``data_dir`` when named) goes into the server's ``env`` (``database_env``)."""
     merged = copy.deepcopy(_object(config, ".mcp.json"))
     servers = _object(merged.setdefault("mcpServers", {}), '"mcpServers"')
     ours = _object(servers.get(MCP_SERVER, {}), f'"mcpServers"."{MCP_SERVER}"')
@@ -396,9 +411,9 @@ def merge_mcp(
     env = {
         k: v
         for k, v in _object(entry.get("env", {}), f'"mcpServers"."{MCP_SERVER}"."env"').items()
-        if k != DATABASE_VARIABLE
+        if k not in _DATABASE_VARIABLES
     }
-    env |= database_env(database)
+    env |= database_env(database, data_dir)
     if env:
         entry["env"] = env
     else:
@@ -481,9 +496,10 @@ def plan(
     wake: str = "none",
     http: str | None = None,
     database: str | None = None,
+    data_dir: str | None = None,
 ) -> list[Change]:
     """What installing into ``project`` would write (reads only): ``.claude/settings.json``,
-    then ``.mcp.json`` (the server, with ``database``: see ``merge_mcp``), then
+    then ``.mcp.json`` (the server, with ``database`` or ``data_dir``: see ``merge_mcp``), then
     ``.claude/settings.local.json`` (the server approved). ``InvalidArgument`` names a file
     that cannot be merged. With ``http`` (a running server's URL) the hooks are ``http``
     hooks (SessionStart stays a command); ``.mcp.json`` is the same."""
@@ -503,7 +519,7 @@ def plan(
         )
 
     def mcp(data: dict[str, Any]) -> dict[str, Any]:
-        return merge_mcp(data, program, name=name, role=role, database=database)
+        return merge_mcp(data, program, name=name, role=role, database=database, data_dir=data_dir)
 
     changes = []
     for path, merge in (
@@ -624,12 +640,14 @@ def merge_codex(
     name: str | None = None,
     role: str | None = None,
     database: str | None = None,
+    data_dir: str | None = None,
     where: str = "config.toml",
 ) -> str:
     """Codex's ``config.toml`` (``text``) with our ``[mcp_servers.ikigai-store]`` table: its
     ``command``, ``args``, tool approval (``CODEX_APPROVAL``) and database (``database``, the
     URL the installer uses: written when it has no password; with one, Codex is told to pass
-    ``$IKIGAI_DATABASE_URL`` through, ``env_vars``). The table replaces ours where it stands
+    ``$IKIGAI_DATABASE_URL`` through, ``env_vars``; None: the embedded server, whose
+    ``data_dir`` is written when named). The table replaces ours where it stands
     (keys the user added to it kept), else is appended; every other line stays as it was.
     ``InvalidArgument`` (naming ``where``) for a file that is not TOML."""
     import tomllib
@@ -651,10 +669,12 @@ def merge_codex(
         "args": ["mcp", *_identity_args(name, role)],
         **CODEX_APPROVAL,
     }
-    env = {k: v for k, v in (ours.get("env") or {}).items() if k != DATABASE_VARIABLE}
+    env = {k: v for k, v in (ours.get("env") or {}).items() if k not in _DATABASE_VARIABLES}
     ours_forwarded = (DATABASE_VARIABLE, *SERVICE_VARIABLES)
     forwarded = [v for v in (ours.get("env_vars") or []) if v not in ours_forwarded]
-    if database is not None:
+    if database is None:
+        env |= database_env(None, data_dir)
+    else:
         from ..config import password_of
 
         if password_of(database):
@@ -702,6 +722,7 @@ def plan_codex(
     name: str | None = None,
     role: str | None = None,
     database: str | None = None,
+    data_dir: str | None = None,
     path: Path | None = None,
 ) -> list[Change]:
     """What installing the MCP server for Codex would write (reads only): its
@@ -715,7 +736,13 @@ def plan_codex(
         raise InvalidArgument(f"cannot read {path}: {exc}") from None
     try:
         after = merge_codex(
-            before or "", program, name=name, role=role, database=database, where=str(path)
+            before or "",
+            program,
+            name=name,
+            role=role,
+            database=database,
+            data_dir=data_dir,
+            where=str(path),
         )
     except InvalidArgument as exc:
         raise InvalidArgument(f"{exc}; nothing was written") from None

@@ -1,4 +1,4 @@
 """The MCP face: ``ikigai-store mcp`` serves the store's operations as MCP tools (``tools``)
 over stdio or streamable HTTP (``server``). Needs the ``mcp`` extra (``pip install
-'ikigai-store[mcp]'``); nothing else in the package imports it.
+'.[mcp]'`` in a checkout); nothing else in the package imports it.
 """

@@ -41,6 +41,7 @@ import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from .._version import __version__
+from .._where import default_data_dir
 from ..aio import AsyncStore, open_async
 from ..config import redact
 from ..embedded import install_exit_hooks
@@ -311,7 +312,9 @@ class Service:
             "ok": True,
             "pid": os.getpid(),
             "version": __version__,
-            "database": redact(self.database) if self.database else "embedded (default)",
+            "database": (
+                redact(self.database) if self.database else f"embedded, in {default_data_dir()}"
+            ),
             "socket": self.socket_path,
             "started": self.started,
             "uptime": round(time.time() - self.started, 3),

@@ -6,7 +6,7 @@ reviews, plans, task lists, leases, the activity feed and search, refreshed as t
 notifies (Server-Sent Events fed by LISTEN/NOTIFY, one listening connection per server).
 Read-only unless started with ``--allow-writes``; loopback-only unless given a token.
 
-Needs the ``web`` extra (``pip install 'ikigai-store[web]'``: Starlette, uvicorn, Jinja2); the
+Needs the ``web`` extra (``pip install '.[web]'`` in a checkout: Starlette, uvicorn, Jinja2); the
 JavaScript it serves is in the package (``static/``), with no build step.
 """
 

@@ -23,9 +23,11 @@ PROGRAM = "/opt/venv/bin/ikigai-store"
 @pytest.fixture(autouse=True)
 def running_as_ikigai_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """sys.argv[0] is an ``ikigai-store`` script (as when run from a shell); no database URL
-    in the environment (the embedded default), unless a test sets one."""
+    and no data directory in the environment (the embedded default), unless a test sets
+    one."""
     monkeypatch.delenv("IKIGAI_DATABASE_URL", raising=False)
     monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.delenv("IKIGAI_DATA_DIR", raising=False)
     script = tmp_path / "bin" / "ikigai-store"
     script.parent.mkdir()
     script.write_text("#!/bin/sh\n")
@@ -518,6 +520,44 @@ def test_the_server_entry_names_the_database_without_a_password(
     monkeypatch.delenv("IKIGAI_DATABASE_URL")
     assert installed(tmp_path).exit_code == 0
     assert "env" not in read(tmp_path / ".mcp.json")["mcpServers"]["ikigai-store"]
+
+
+def test_the_server_entry_names_the_embedded_servers_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the embedded server and $IKIGAI_DATA_DIR set (a relative path here), the
+    server's env names that directory as an absolute path, for Claude Code and for Codex
+    (which gives servers an allow-listed environment); the user's own env keys stay; a URL
+    takes its place; installing again without either removes it."""
+    import tomllib
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("IKIGAI_DATA_DIR", "agents/pgdata")
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    wanted = {"IKIGAI_DATA_DIR": str((tmp_path / "agents" / "pgdata").resolve())}
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"ikigai-store": {"env": {"FOO": "bar"}}}})
+    )
+    assert installed(tmp_path).exit_code == 0
+    entry = read(tmp_path / ".mcp.json")["mcpServers"]["ikigai-store"]
+    assert entry["env"] == {"FOO": "bar", **wanted}
+    assert installed(tmp_path, "--codex").exit_code == 0
+    table = tomllib.loads((tmp_path / "codex" / "config.toml").read_text())
+    assert table["mcp_servers"]["ikigai-store"]["env"] == wanted
+    monkeypatch.setenv("IKIGAI_DATABASE_URL", "postgresql://ann@db.internal/coord")
+    assert installed(tmp_path).exit_code == 0
+    entry = read(tmp_path / ".mcp.json")["mcpServers"]["ikigai-store"]
+    assert entry["env"] == {
+        "FOO": "bar",
+        "IKIGAI_DATABASE_URL": "postgresql://ann@db.internal/coord",
+    }
+    monkeypatch.delenv("IKIGAI_DATABASE_URL")
+    monkeypatch.delenv("IKIGAI_DATA_DIR")
+    assert installed(tmp_path).exit_code == 0
+    assert read(tmp_path / ".mcp.json")["mcpServers"]["ikigai-store"]["env"] == {"FOO": "bar"}
+    assert installed(tmp_path, "--codex").exit_code == 0
+    table = tomllib.loads((tmp_path / "codex" / "config.toml").read_text())
+    assert "env" not in table["mcp_servers"]["ikigai-store"]
 
 
 CODEX_CONFIG = """# my Codex settings
