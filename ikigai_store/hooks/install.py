@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+from .._where import default_data_dir
 from ..errors import InvalidArgument
 
 __all__ = [
@@ -373,8 +374,7 @@ _DATABASE_VARIABLES = frozenset({DATABASE_VARIABLE, DATA_DIR_VARIABLE})
 def installing_data_dir() -> str | None:
     """The embedded server's data directory named in this process' environment
     (``IKIGAI_DATA_DIR``, as an absolute path); None when it is not set (the default one)."""
-    configured = os.environ.get(DATA_DIR_VARIABLE)
-    return os.path.realpath(os.path.expanduser(configured)) if configured else None
+    return default_data_dir() if os.environ.get(DATA_DIR_VARIABLE) else None
 
 
 def database_env(database: str | None, data_dir: str | None = None) -> dict[str, str]:
