@@ -333,7 +333,7 @@ def rewind(agent_uuid: str, label: str | None = None) -> Op[Message]:
     marks = (yield from replay_agent(agent_uuid)).marks
     target = next((m for m in reversed(marks) if label is None or m.label == label), None)
     if target is None:
-        wanted = "a mark" if label is None else f"a mark labelled {label!r}"
+        wanted = "mark" if label is None else f"mark labelled {label!r}"
         raise InvalidArgument(f"agent {agent_uuid} has no {wanted} on its stack")
     return (
         yield from append(

@@ -132,9 +132,16 @@ class PruneReport:
 @contextlib.contextmanager
 def _opened(file: File, mode: str) -> Iterator[IO[bytes]]:
     """``file`` as a binary stream: a path is opened (and closed) here; a stream is used as
-    it is (and left open)."""
+    it is (and left open). ``InvalidArgument`` for a path that cannot be opened (missing,
+    a directory, not permitted), before anything is read or written."""
     if isinstance(file, str | os.PathLike):
-        with open(file, mode) as stream:
+        try:
+            stream = open(file, mode)  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise InvalidArgument(
+                f"cannot open {os.fsdecode(file)!r}: {exc.strerror or exc}"
+            ) from None
+        with stream:
             yield stream
     else:
         yield file
@@ -194,7 +201,8 @@ def export_session(session_id: int, file: File) -> Op[ExportSummary]:
     left open) in the export format, version 2 (see the module docstring), streamed by
     ``COPY``: memory stays constant whatever the size. A session being written to is exported
     up to its newest event once the appends in flight are in (nothing later, no gap).
-    ``NotFound`` for an unknown session."""
+    ``NotFound`` for an unknown session, ``InvalidArgument`` for a path that cannot be
+    opened for writing."""
     check_id(session_id, "session_id")
     version = yield from schema_version()
     export_id = str(uuid.uuid4())
@@ -361,7 +369,7 @@ def import_session(file: File, *, once: bool = False) -> Op[ImportSummary]:
     the module docstring): the new session replays to the same contents as the exported one.
     Importing a file twice makes two sessions; with ``once``, the second time is refused
     (``Conflict``) and nothing written. ``InvalidArgument`` (nothing written) for a
-    truncated, altered, malformed or newer file."""
+    truncated, altered, malformed or newer file, or a path that cannot be opened."""
     with _opened(file, "rb") as stream:
         header, first = _header(stream)
         export_id = header["export_id"]

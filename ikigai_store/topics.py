@@ -157,10 +157,7 @@ def create(
     topic = topic_name(name)
     check_choice(kind, "kind", TOPIC_KINDS)
     retention = check_duration(retention, "retention", maximum=_MAX_RETENTION, zero=False)
-    check_int(max_attempts, "max_attempts", minimum=1)
-    assert isinstance(max_attempts, int)
-    if max_attempts > 1000:
-        raise InvalidArgument(f"max_attempts must be at most 1000, got {max_attempts}")
+    check_int(max_attempts, "max_attempts", minimum=1, maximum=1000)
     row = yield one(
         "create_topic", name=topic, kind=kind, retention=retention, max_attempts=max_attempts
     )

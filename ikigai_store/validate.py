@@ -64,10 +64,13 @@ def check_limit(limit: object) -> None:
         raise InvalidArgument(f"limit must be a positive integer, got {limit!r}")
 
 
-def check_int(value: object, name: str, *, minimum: int = -MAX_ID - 1) -> None:
-    """An integer (not a bool) in [minimum, MAX_ID]: it must fit PostgreSQL's bigint."""
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_ID:
-        raise InvalidArgument(f"{name} must be an integer in [{minimum}, {MAX_ID}], got {value!r}")
+def check_int(
+    value: object, name: str, *, minimum: int = -MAX_ID - 1, maximum: int = MAX_ID
+) -> None:
+    """An integer (not a bool) in [minimum, maximum] (by default: it must fit PostgreSQL's
+    bigint)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise InvalidArgument(f"{name} must be an integer in [{minimum}, {maximum}], got {value!r}")
 
 
 def check_content(value: object, name: str = "content") -> None:
@@ -253,8 +256,10 @@ def check_when(value: object, what: str) -> datetime | None:
     try:
         if value.astimezone(UTC).year >= 9999:
             raise OverflowError
-    except OverflowError:
-        raise InvalidArgument(f"{what} must be before the year 9999, got {value!r}") from None
+    except OverflowError:  # also a time in the year 1 whose UTC is before datetime.min
+        raise InvalidArgument(
+            f"{what} must be a time from the year 1 to before the year 9999 in UTC, got {value!r}"
+        ) from None
     return value
 
 

@@ -44,6 +44,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
 from .. import models, ops
 from ..api import NAMESPACES, Operations
+from ..errors import InvalidArgument
+from ..plans import DECISIONS as PLAN_DECISIONS
 from .catalog import select_names
 
 __all__ = ["AREAS", "CORE", "MAX_DESCRIPTION", "TOOLS", "Tool", "select"]
@@ -133,6 +135,8 @@ class Tool:
             if name in self.maximum:
                 wire = Annotated[wire, Field(ge=0, le=self.maximum[name])]
             default = self.defaults.get(name, parameters[name].default)
+            if isinstance(default, timedelta):  # on the wire a duration is seconds
+                default = default.total_seconds()
             fields[name] = (wire, ... if default is inspect.Parameter.empty else default)
         config = ConfigDict(extra="forbid", arbitrary_types_allowed=False, strict=True)
         model: type[BaseModel] = create_model(f"{self.name}_arguments", __config__=config, **fields)
@@ -168,7 +172,13 @@ class Tool:
                 and float not in kinds
                 and int not in kinds
             ):
-                kwargs[name] = timedelta(seconds=value)
+                try:
+                    kwargs[name] = timedelta(seconds=value)
+                except (OverflowError, ValueError):  # inf, NaN, beyond timedelta's range
+                    raise InvalidArgument(
+                        f"{name} must be a finite number of seconds, at most "
+                        f"{int(timedelta.max.total_seconds())}, got {value!r}"
+                    ) from None
         return kwargs
 
     @cached_property
@@ -498,7 +508,7 @@ def _tools() -> tuple[Tool, ...]:
         Tool("submit_plan", "plans.submit", "plans", me="requester"),
         Tool("plan_status", "plans.get", "plans", read_only=True),
         Tool("decide_plan", "plans.decide", "plans", me="reviewed_by",
-             choices={"state": models.PLAN_STATES}),
+             choices={"state": PLAN_DECISIONS}),
         # tasks
         Tool("task_lists", "tasks.lists", "tasks", project="project_key", read_only=True),
         Tool("create_task_list", "tasks.create_list", "tasks", me="owner"),

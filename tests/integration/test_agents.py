@@ -209,7 +209,7 @@ def test_rewind_convenience_stays_on_own_stack(ikigai_store: ik.Store, sid: int)
     a = ikigai_store.create_agent(sid)
     b = ikigai_store.create_agent(sid)
     ikigai_store.mark(b.uuid, "cp")  # same label, other agent
-    with pytest.raises(ik.InvalidArgument, match="no a mark labelled 'cp'"):
+    with pytest.raises(ik.InvalidArgument, match="has no mark labelled 'cp' on its stack"):
         ikigai_store.rewind(a.uuid, "cp")
     mine = ikigai_store.mark(a.uuid, "cp")
     ikigai_store.append(sid, "user", "detour", agent_uuid=a.uuid)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -135,6 +135,11 @@ def test_parent_sets_thread_and_must_belong_to_it(people: ik.Store) -> None:
         ({"subject": "x" * 1001}, "subject is 1001 characters"),
         ({"priority": "high"}, "priority must be one of"),
         ({"deadline_at": datetime(2030, 1, 1)}, "timezone-aware"),
+        (
+            {"deadline_at": datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=14)))},
+            "from the year 1 to before the year 9999",
+        ),
+        ({"deadline_at": datetime(9999, 12, 31, tzinfo=UTC)}, "before the year 9999"),
         ({"metadata": {1: "x"}}, "metadata has a int object key"),
         ({"attachments": [float("nan")]}, "attachments is not JSON"),
         ({"metadata": {"a": "\x00"}}, "metadata contains a NUL"),

@@ -605,7 +605,10 @@ def test_parameters_accept_exactly_what_their_schema_declares(
     db: ik.Store, ikigai_db_url: str
 ) -> None:
     """No lax coercion: a number is not read as a date-time, a string not as a number or a
-    boolean; seconds are accepted where the schema offers a number (snoozed_until)."""
+    boolean; seconds are accepted where the schema offers a number (snoozed_until), and
+    more seconds than a duration holds are a one-line InvalidArgument, not an internal
+    error; a schema offers what the call accepts (no "pending" decision) and a duration's
+    default in seconds."""
     db.identities.register("Bob")
 
     async def scenario() -> None:
@@ -630,6 +633,18 @@ def test_parameters_accept_exactly_what_their_schema_declares(
                 "set_mail_state",
                 {"mail_id": mail, "state": "snoozed", "snoozed_until": "7200"},
             )
+            for beyond in (1e14, 1e20, -1e20):  # more seconds than a timedelta holds
+                told = await error(
+                    ann,
+                    "set_mail_state",
+                    {"mail_id": mail, "state": "snoozed", "snoozed_until": beyond},
+                )
+                assert told.startswith("InvalidArgument: snoozed_until must be a finite"), told
+            listed = {t.name: t for t in (await ann.list_tools()).tools}
+            decided = listed["decide_plan"].input_schema["properties"]["state"]
+            assert decided["enum"] == ["approved", "rejected", "changes_requested"]
+            retention = listed["create_topic"].input_schema["properties"]["retention"]
+            assert retention["type"] == "number" and retention["default"] == 7 * 86400
 
     anyio.run(scenario)
 

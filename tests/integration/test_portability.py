@@ -495,6 +495,28 @@ def test_export_of_an_unknown_session(ikigai_module_store: ik.Store, tmp_path: P
         ikigai_module_store.export_session(0, tmp_path / "x.jsonl")
 
 
+def test_a_path_that_cannot_be_opened_is_invalid_and_writes_nothing(
+    ikigai_db_url: str, ikigai_module_store: ik.Store, tmp_path: Path
+) -> None:
+    """A missing file to import, or an export into a missing directory: ``InvalidArgument``
+    naming the path, nothing written (no session, no file); the CLI says it in one line."""
+    store = ikigai_module_store
+    sid = store.create_session("kept")
+    store.append(sid, "user", "hello")
+    before = len(store.list_sessions(limit=1000))
+    missing = tmp_path / "nowhere.jsonl"
+    with pytest.raises(ik.InvalidArgument, match=r"cannot open .*nowhere\.jsonl.*No such file"):
+        store.import_session(missing)
+    into = tmp_path / "no-such-dir" / "out.jsonl"
+    with pytest.raises(ik.InvalidArgument, match=r"cannot open .*no-such-dir"):
+        store.export_session(sid, into)
+    assert not into.parent.exists() and len(store.list_sessions(limit=1000)) == before
+    for args in (("import", str(missing)), ("export", str(sid), "-o", str(into))):
+        done = _cli(ikigai_db_url, *args)
+        lines = done.stderr.decode().strip().splitlines()
+        assert done.returncode == 1 and len(lines) == 1 and "cannot open" in lines[0], lines
+
+
 def _old_ended(store: ik.Store, events: int, *, ago: timedelta) -> int:
     """An ended session with a forked agent tree and ``events`` events, ended ``ago``."""
     sid = store.create_session("old")

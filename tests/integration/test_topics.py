@@ -75,6 +75,15 @@ def test_create_refuses_bad_input(
     assert rows(ikigai_store, "topics") == 0
 
 
+def test_max_attempts_refusal_names_its_range(ikigai_store: ik.Store) -> None:
+    """max_attempts out of range is refused naming the range it must be in (1 to 1000)."""
+    for bad in (0, 1001):
+        with pytest.raises(
+            ik.InvalidArgument, match=r"max_attempts must be an integer in \[1, 1000\]"
+        ):
+            ikigai_store.topics.create("t", max_attempts=bad)
+
+
 def test_duplicate_topic_is_a_conflict(ikigai_store: ik.Store) -> None:
     """A taken topic name is a Conflict (as a taken identity or task list name is)."""
     ikigai_store.topics.create("t")
