@@ -37,6 +37,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
@@ -411,8 +412,27 @@ def http_app(
     """The streamable HTTP app (``/mcp``, and ``/hooks/{name}`` with ``hooks``), behind the
     bearer token when there is one."""
     routes = hooks.routes() if hooks is not None else None
-    app: ASGIApp = face.server().streamable_http_app(host=host, custom_starlette_routes=routes)
+    app: ASGIApp = face.server().streamable_http_app(
+        host=host, transport_security=rebinding_guard(host), custom_starlette_routes=routes
+    )
     return BearerToken(app, token) if token else app
+
+
+def rebinding_guard(host: str) -> TransportSecuritySettings | None:
+    """The ``Host`` and ``Origin`` checks of a loopback bind (against DNS rebinding): this
+    address and the usual loopback names, any port. The SDK turns them on by itself only for
+    ``127.0.0.1``, ``localhost`` and ``::1`` written so; any other loopback address (the
+    rest of 127.0.0.0/8, ``*.localhost``) served every ``Host``. None off loopback, where
+    the token guards the server (``serve_http`` refuses such a bind without one)."""
+    if not is_loopback(host):
+        return None
+    bare = host.strip("[]")
+    hosts = dict.fromkeys([f"[{bare}]" if ":" in bare else bare, "127.0.0.1", "localhost", "[::1]"])
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{name}:*" for name in hosts],
+        allowed_origins=[f"http://{name}:*" for name in hosts],
+    )
 
 
 async def serve_http(

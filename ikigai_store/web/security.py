@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from http.cookies import SimpleCookie
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -74,7 +74,7 @@ class Guard:
         if self.token is not None:
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
             given = query.get("token")
-            if given is not None and hmac.compare_digest(given, self.token):
+            if given is not None and _same(given, self.token):
                 await _login(scope, send, self.token)
                 return
             if not self._carries_token(headers):
@@ -99,7 +99,19 @@ class Guard:
         except Exception:
             return False
         morsel = cookie.get(COOKIE)
-        return morsel is not None and hmac.compare_digest(morsel.value, _cookie_value(self.token))
+        return morsel is not None and _same(morsel.value, _cookie_value(self.token))
+
+
+#: What a path keeps unquoted in the ``Location`` of ``_login`` (RFC 3986's pchar and ``/``).
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
+
+
+def _same(given: str, expected: str) -> bool:
+    """Whether ``given`` is ``expected``, in constant time, whatever characters it holds
+    (``hmac.compare_digest`` refuses non-ASCII strings with a TypeError: a 500)."""
+    return hmac.compare_digest(
+        given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass")
+    )
 
 
 def _cookie_value(token: str) -> str:
@@ -114,14 +126,16 @@ async def _login(scope: Scope, send: Send, token: str) -> None:
         for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"))
         if k != "token"
     ]
-    path = scope.get("path", "/")
-    location = path + ("?" + urlencode(query) if query else "")
+    # One leading slash: "//host" or "/\\host" would send the browser to another site.
+    path = "/" + str(scope.get("path", "/")).lstrip("/\\")
+    kept = "?" + urlencode(query, encoding="latin-1") if query else ""  # the bytes as sent
+    location = quote(path, safe=_PATH_SAFE) + kept
     await send(
         {
             "type": "http.response.start",
             "status": 303,
             "headers": [
-                (b"location", location.encode("latin-1", "replace")),
+                (b"location", location.encode("ascii")),
                 (
                     b"set-cookie",
                     f"{COOKIE}={_cookie_value(token)}; Path=/; HttpOnly; SameSite=Strict".encode(),
@@ -154,7 +168,7 @@ async def _plain(send: Send, status: int, message: str) -> None:
 def csrf_ok(request: Request, form_token: object, expected: str) -> bool:
     """Whether a write comes from one of this server's pages: the form's ``csrf`` field is the
     server's token, and ``Origin`` (when the browser sends one) is this server's origin."""
-    if not isinstance(form_token, str) or not hmac.compare_digest(form_token, expected):
+    if not isinstance(form_token, str) or not _same(form_token, expected):
         return False
     origin = request.headers.get("origin")
     if origin is None or origin == "null":

@@ -552,6 +552,43 @@ def test_http_needs_its_token_and_refuses_open_binds(db: ik.Store, ikigai_db_url
         server.stop()
 
 
+def test_http_on_any_loopback_address_checks_host_and_origin(
+    db: ik.Store, ikigai_db_url: str
+) -> None:
+    """On a loopback address the SDK does not know by name (127.0.0.2), a request naming
+    another Host (DNS rebinding) or from another Origin is refused, as on 127.0.0.1; the
+    server's own address works."""
+    server = HttpServer(ikigai_db_url, "--as", "Ann", "--host", "127.0.0.2")
+    try:
+        assert server.url.startswith("http://127.0.0.2:")
+        port = server.url.split(":")[2].split("/")[0]
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "probe", "version": "0"},
+            },
+        }
+        accept = {"Accept": "application/json, text/event-stream"}
+
+        def status(**headers: str) -> int:
+            sent = httpx2.post(
+                server.url, json=initialize, headers={**accept, **headers}, timeout=30
+            )
+            return sent.status_code
+
+        assert status(Host="evil.example") == 421
+        assert status(Host=f"evil.example:{port}") == 421
+        assert status(Origin="http://evil.example") == 403
+        assert status() == 200
+        assert status(Origin=f"http://127.0.0.2:{port}") == 200
+    finally:
+        server.stop()
+
+
 # ---------------------------------------------------------------- outages
 
 

@@ -135,8 +135,9 @@ def test_security_headers_and_loopback_host(server: Server) -> None:
 
 
 def test_token_on_pages_and_streams(ikigai_db_url: str) -> None:
-    """With --token: 401 without it; ?token= sets a cookie and redirects without the token;
-    the cookie or a bearer header opens pages and the event stream."""
+    """With --token: 401 without it, or with a wrong one (non-ASCII included); ?token= sets a
+    cookie and redirects to this server's page without the token; the cookie or a bearer
+    header opens pages and the event stream."""
     token = "t0ken-with-symbols;=,"
     running = Server(ikigai_db_url, "--token", token)
     try:
@@ -147,6 +148,15 @@ def test_token_on_pages_and_streams(ikigai_db_url: str) -> None:
         events.close()
         status, headers, _ = running.request(f"/sessions?q=x&token={quote(token)}")
         assert status == 303 and headers["location"] == "/sessions?q=x"
+        # The redirect stays on this server: one leading slash, whatever the path held.
+        for path in ("//evil.example", "/%2F%2Fevil.example", "/%5Cevil.example"):
+            status, headers, _ = running.request(f"{path}?token={quote(token)}")
+            assert status == 303 and headers["location"] == "/evil.example", (path, headers)
+        # A token that is not ASCII is a wrong token (401), not a server error.
+        assert running.request("/sessions?token=%C3%A9")[0] == 401
+        assert (
+            running.request("/sessions", headers={"Cookie": 'ikigai_web_token="\\351"'})[0] == 401
+        )
         cookie = headers["set-cookie"].split(";", 1)[0]
         assert token not in headers["set-cookie"] and "HttpOnly" in headers["set-cookie"]
         assert running.request("/sessions", headers={"Cookie": cookie})[0] == 200

@@ -391,7 +391,7 @@ def test_writes_are_refused_unless_allowed_and_from_this_server(
     client: TestClient, writer: TestClient, seed: Seed, ikigai_module_store: ik.Store
 ) -> None:
     """An ack is 403 on a read-only server, and on a writing one without the CSRF token,
-    with a wrong one, or from a foreign origin; nothing is written."""
+    with a wrong one (non-ASCII included), or from a foreign origin; nothing is written."""
     path = f"/identities/alice/mail/{seed.ack_mail.id}/ack"
     token = _csrf(writer)
     assert "writes on" in writer.get("/plans").text and "writes on" not in client.get("/plans").text
@@ -403,6 +403,7 @@ def test_writes_are_refused_unless_allowed_and_from_this_server(
         writer.post(path, data={"csrf": _csrf(client)}),  # another server's token
         writer.post(path, data={"csrf": token}, headers={"origin": "http://localhost:9999"}),
         writer.post(path, data={"csrf": token}, headers={"origin": "https://evil.example"}),
+        writer.post(path, data={"csrf": "é" + token[1:]}),  # not ASCII: a 403, not a 500
     ]
     assert [r.status_code for r in refused] == [403] * len(refused)
     assert _acked(ikigai_module_store, seed.ack_mail.id) is None
