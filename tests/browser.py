@@ -185,9 +185,11 @@ def web_server(ikigai_db_url: str) -> Iterator[StartServer]:
         pytest.fail("\n\n".join(failures), pytrace=False)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """Headless system Chromium (see the module docstring for when it skips or fails)."""
+    """Headless system Chromium (see the module docstring for when it skips or fails), for one
+    test module: Playwright's sync API keeps an asyncio loop running in this thread while it
+    is open, and every later ``asyncio.run``/``anyio.run`` of the worker would fail."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

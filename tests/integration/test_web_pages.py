@@ -314,9 +314,10 @@ def test_hostile_names_in_addresses_are_escaped(client: TestClient) -> None:
         assert "\u202e" not in response.text
 
 
-def test_search_snippets_mark_matches_only(client: TestClient) -> None:
-    """Search hits link to their event or mail; the snippet's marks become <mark> around
-    the match only, everything else escaped."""
+def test_search_snippets_mark_matches_only(client: TestClient, seed: Seed) -> None:
+    """Search hits link to their event or mail (of ``seed``: asked for, so that the test
+    does not depend on which tests ran before it in its worker); the snippet's marks become
+    <mark> around the match only, everything else escaped."""
     html = client.get("/search?q=parser").text
     assert re.search(r'<a href="/events/\d+">#\d+</a>', html)
     assert "<mark><bdi>parser</bdi></mark>" in html
