@@ -42,7 +42,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
 from .. import __version__
-from .._net import bound_port, is_loopback
+from .._net import bound_port, is_loopback, listen, listens_on_loopback
 from .._where import describe, instructions
 from ..aio import AsyncStore, open_async
 from ..errors import IkigaiStoreError, InvalidArgument
@@ -452,7 +452,10 @@ async def serve_http(
     called once listening (the bound port, useful with ``port=0``)."""
     import uvicorn
 
-    if not is_loopback(host) and not token:
+    sockets = listen(host, port)
+    if not (is_loopback(host) and listens_on_loopback(sockets)) and not token:
+        for sock in sockets:
+            sock.close()
         raise InvalidArgument(
             f"refusing to serve MCP on {host} without a token: give --token (or "
             "IKIGAI_MCP_TOKEN), or bind to 127.0.0.1"
@@ -466,7 +469,7 @@ async def serve_http(
         server = uvicorn.Server(config)
         try:
             async with anyio.create_task_group() as group:
-                group.start_soon(server.serve)
+                group.start_soon(server.serve, sockets)
                 while not server.started:
                     if server.should_exit:
                         return

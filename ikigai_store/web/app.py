@@ -26,7 +26,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from .._net import bound_port, is_loopback
+from .._net import bound_port, is_loopback, listen, listens_on_loopback
 from ..aio import AsyncStore, open_async
 from ..errors import DatabaseUnavailable, IkigaiStoreError, InvalidArgument, NotFound
 from . import coordination, history
@@ -146,8 +146,11 @@ async def serve(
     once listening (the bound port, useful with ``port=0``)."""
     import uvicorn
 
-    loopback = is_loopback(host)
+    sockets = listen(host, port)
+    loopback = is_loopback(host) and listens_on_loopback(sockets)
     if not loopback and not token:
+        for sock in sockets:
+            sock.close()
         raise InvalidArgument(
             f"refusing to serve the web view on {host} without a token: give --token (or "
             "IKIGAI_WEB_TOKEN), or bind to 127.0.0.1"
@@ -171,7 +174,7 @@ async def serve(
             await hub.close()
 
         closer = asyncio.get_running_loop().create_task(end_streams_on_exit())
-        starting = asyncio.get_running_loop().create_task(server.serve())
+        starting = asyncio.get_running_loop().create_task(server.serve(sockets))
         try:
             while not server.started:
                 if starting.done():

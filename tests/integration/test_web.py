@@ -184,6 +184,37 @@ def test_off_loopback_needs_a_token(ikigai_db_url: str) -> None:
     assert "without a token" in done.stderr
 
 
+@pytest.mark.parametrize("server", ["web", "mcp"])
+def test_an_address_it_cannot_serve_on_is_one_error_line(server: str, ikigai_db_url: str) -> None:
+    """A port in use, a host that does not resolve, an address not this machine's: ``Error:``
+    naming it, exit 1, no traceback (uvicorn itself logs and exits 3)."""
+    env = {**os.environ, "IKIGAI_DATABASE_URL": ikigai_db_url}
+    command = [
+        sys.executable,
+        "-m",
+        "ikigai_store",
+        *(["mcp", "--http"] if server == "mcp" else ["web"]),
+    ]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cases = {
+            ("--port", str(port)): f"cannot serve on 127.0.0.1:{port}: Address already in use",
+            ("--host", "nowhere.invalid", "--port", "0"): "cannot serve on nowhere.invalid: ",
+            ("--host", "192.0.2.1", "--port", "0", "--token", "t" * 32): (
+                "cannot serve on 192.0.2.1:0: Cannot assign requested address"
+            ),
+        }
+        for arguments, message in cases.items():
+            done = subprocess.run(
+                [*command, *arguments], capture_output=True, text=True, env=env, timeout=60
+            )
+            assert done.returncode == 1, done.stderr
+            assert done.stderr.startswith(f"Error: {message}"), done.stderr
+            assert done.stderr.count("\n") == 1, done.stderr
+
+
 def test_live_stream_reports_changes_and_resumes(server: Server, ikigai_db_url: str) -> None:
     """A mail is a ``change`` naming the recipient; after a reconnection with Last-Event-ID
     the missed changes come first; an unknown id gets ``reset``."""
