@@ -34,7 +34,11 @@ def create_session(title: str | None = None) -> Op[int]:
 
 
 def get_active_session() -> Op[int | None]:
-    """The most recently started session that has not ended, or None."""
+    """The most recently started session that has not ended, or None. A session a runtime
+    owns is never the active one: a LangGraph thread, a Claude Agent SDK transcript, or a
+    session named by a key (``session_for_key``, the OpenAI Agents SDK's sessions). Those are
+    never ended and are found by their key; another writer appending to "the active session"
+    must not land in an agent's context."""
     row = yield one("get_active_session")
     return None if row is None else int(row["id"])
 

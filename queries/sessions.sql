@@ -11,12 +11,17 @@ FROM sessions
 WHERE id = :session_id;
 
 -- name: get_active_session()^
--- The most recently started session that has not ended; id breaks started_at ties
--- (NOW() is frozen per transaction).
-SELECT id, started_at, ended_at, title
-FROM sessions
-WHERE ended_at IS NULL
-ORDER BY started_at DESC, id DESC
+-- The most recently started session that has not ended and that no runtime owns: not named by a
+-- key (session_keys: the OpenAI Agents SDK's sessions, session_for_key), not a LangGraph thread,
+-- not a Claude Agent SDK transcript. Those are never ended, and are found by their key. id
+-- breaks started_at ties (NOW() is frozen per transaction).
+SELECT s.id, s.started_at, s.ended_at, s.title
+FROM sessions AS s
+WHERE s.ended_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM session_keys AS k WHERE k.session_id = s.id)
+  AND NOT EXISTS (SELECT 1 FROM langgraph_threads AS t WHERE t.session_id = s.id)
+  AND NOT EXISTS (SELECT 1 FROM claude_transcripts AS c WHERE c.session_id = s.id)
+ORDER BY s.started_at DESC, s.id DESC
 LIMIT 1;
 
 -- name: list_sessions(limit)

@@ -193,3 +193,13 @@ async def test_an_ended_session_refuses_appends(astore: ik.AsyncStore) -> None:
         await store.append(key, [user("more")])
     assert await store.load(key) == first
     assert await store.list_sessions("p") == before
+
+
+@pytest.mark.asyncio
+async def test_a_transcript_is_never_the_active_session(astore: ik.AsyncStore) -> None:
+    """A transcript's session stays open, but another writer's "active session" is never it."""
+    store = IkigaiSessionStore(astore, namespace="not-active")
+    await store.append({"project_key": "p", "session_id": "t"}, [user("hello")])
+    (newest,) = await astore.list_sessions(limit=1)
+    assert newest.ended_at is None
+    assert await astore.get_active_session() != newest.id

@@ -88,3 +88,25 @@ def test_title_with_nul_rejected(ikigai_store: ik.Store) -> None:
     with pytest.raises(ik.InvalidArgument):
         ikigai_store.create_session("a\x00b")
     assert ikigai_store.list_sessions() == []
+
+
+def test_sessions_a_runtime_owns_are_never_active(ikigai_module_store: ik.Store) -> None:
+    """A LangGraph thread and a keyed session (the OpenAI Agents SDK's) stay open but are never
+    the active session: the runtime's own, older, is (a Claude Agent SDK transcript:
+    test_claude_agent.py)."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from ikigai_store.integrations.langgraph import IkigaiSaver
+
+    store = ikigai_module_store
+    with store.transaction(force_rollback=True):
+        mine = store.create_session("the runtime's")
+        keyed = store.session_for_key("openai-agents", "sdk-session")
+        config = {"configurable": {"thread_id": "a-thread", "checkpoint_ns": ""}}
+        IkigaiSaver(store).put(config, empty_checkpoint(), {}, {})  # type: ignore[arg-type]
+        thread = store.list_sessions(limit=1)[0]
+        assert thread.title is not None and "a-thread" in thread.title
+        assert mine < keyed < thread.id
+        assert store.get_active_session() == mine
+        store.end_session(mine)
+        assert store.get_active_session() is None
