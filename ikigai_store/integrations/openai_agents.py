@@ -12,9 +12,11 @@ when a session is made). Invariants:
 - ``get_items(limit)`` returns the newest ``limit`` items of the *replayed* context, in order,
   in one round trip whose cost does not grow with history (``replay_tail``); for an agent,
   ``replay_agent``'s context (one statement, the whole lineage);
-- ``pop_item`` appends a ``pop`` event aimed at the newest event of the context
-  (``pop_session``/``pop``): replay no longer shows it, history keeps it; it returns None and
-  writes nothing on an empty context;
+- ``pop_item`` appends a ``pop`` event aimed at the newest *item* of the context, holding the
+  session's row lock until it is stored (as ``pop_session``/``pop`` do: concurrent pops remove
+  different items): replay no longer shows it, history keeps it, and the events other writers
+  put on top of it (a mark, a usage record) stay in the context; it returns None and writes
+  nothing when the context holds no item;
 - ``clear_session`` appends a ``clear``: the context starts empty again, history stays;
 - the SDK's string ``session_id`` names one of our sessions through ``session_for_key`` under the
   namespace ``"openai-agents"`` (``IkigaiStoreSession.open``), or the caller gives the session
@@ -31,7 +33,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from ..agents import replay_agent, require_agent
+from ..errors import NotFound
+from ..events import append, replay_session
 from ..models import Message
+from ..ops import Op, atomic, one
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -86,6 +92,28 @@ def _item(message: Message) -> TResponseInputItem | None:
         return cast("TResponseInputItem", data)
     if message.kind in _TEXT_KINDS and message.content is not None:
         return cast("TResponseInputItem", {"role": message.kind, "content": message.content})
+    return None
+
+
+@atomic
+def _pop_item(session_id: int, agent_uuid: str | None) -> Op[TResponseInputItem | None]:
+    """``pop_item``'s operation: under the session's row lock, a ``pop`` aimed at the newest
+    event of the (session's or agent's) context that is an item; None, nothing written, when
+    there is none."""
+    if agent_uuid is not None:
+        session_id = (yield from require_agent(agent_uuid)).session_id
+    if (yield one("lock_session", session_id=session_id)) is None:
+        raise NotFound(f"session {session_id} does not exist")
+    if agent_uuid is None:
+        context = (yield from replay_session(session_id)).messages
+    else:
+        context = (yield from replay_agent(agent_uuid)).messages
+    for event in reversed(context):
+        item = _item(event)
+        if item is not None:
+            target = {"target_message_id": event.id}
+            yield from append(session_id, "pop", None, target, agent_uuid=agent_uuid)
+            return item
     return None
 
 
@@ -190,20 +218,12 @@ class IkigaiStoreSession:
             await self.store.append_many(self.ikigai_session_id, events, agent_uuid=self.agent_uuid)
 
     async def pop_item(self) -> TResponseInputItem | None:
-        """Remove the newest item from the context and return it (None when it is empty).
+        """Remove the newest item from the context and return it (None, nothing written, when
+        the context holds no item).
 
-        A ``pop`` event is appended (history keeps the item); events on top of the context
-        that are not items (a mark) are popped on the way."""
-        while True:
-            if self.agent_uuid is None:
-                popped = await self.store.pop_session(self.ikigai_session_id)
-            else:
-                popped = await self.store.pop(self.agent_uuid)
-            if popped is None:
-                return None
-            item = _item(popped)
-            if item is not None:
-                return item
+        A ``pop`` event aimed at it is appended (history keeps the item). Events of the context
+        that are not items, even newer ones (a mark, another writer's record), stay."""
+        return await self.store._run(_pop_item(self.ikigai_session_id, self.agent_uuid))
 
     async def clear_session(self) -> None:
         """Empty the context: a ``clear`` event (history is kept, as everywhere in the store)."""

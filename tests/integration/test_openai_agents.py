@@ -179,14 +179,43 @@ async def test_pop_item_removes_from_the_context_and_keeps_history(
 async def test_pop_item_skips_events_that_are_not_items(
     ikigai_async_store: ik.AsyncStore,
 ) -> None:
-    """A mark on top of the context is popped on the way to the newest item."""
+    """Events newer than the newest item that are not items (a mark, another writer's
+    record) stay in the context: only the item is popped, and a rewind to the mark works."""
     store = ikigai_async_store
     session = await IkigaiStoreSession.open(key(), store)
+    sid = session.ikigai_session_id
     await session.add_items([user("a"), assistant("b")])
-    await store.append(session.ikigai_session_id, "mark", "cp", {"label": "cp"})
+    mark = await store.append(sid, "mark", "cp", {"label": "cp"})
+    usage = await store.append(sid, "usage", None, {"tokens": 12})
     assert await session.get_items() == [user("a"), assistant("b")]
     assert await session.pop_item() == assistant("b")
-    assert (await store.replay_session(session.ikigai_session_id)).marks == []
+    context = await store.replay_session(sid)
+    assert [m.id for m in context.messages][-2:] == [mark.id, usage.id]
+    assert [m.message_id for m in context.marks] == [mark.id]
+    assert await session.get_items() == [user("a")]
+    assert await session.pop_item() == user("a")
+    assert await session.pop_item() is None  # only non-items left: nothing written
+    assert [m.kind for m in (await store.replay_session(sid)).messages] == ["mark", "usage"]
+    assert [m.kind for m in await store.messages(sid)][-2:] == ["pop", "pop"]
+
+
+@pytest.mark.asyncio
+async def test_concurrent_pop_items_remove_different_items(ikigai_db_url: str) -> None:
+    """Eight sessions over one SDK session, each on its own connection, pop at once: each
+    item is returned once, and the context ends empty."""
+    stores = [await ik.AsyncStore.connect(ikigai_db_url, pool_size=1) for _ in range(8)]
+    try:
+        name = key()
+        first = await IkigaiStoreSession.open(name, stores[0])
+        items = [user(f"item {k}") for k in range(8)]
+        await first.add_items(items)
+        sessions = [await IkigaiStoreSession.open(name, s) for s in stores]
+        popped = await asyncio.gather(*(s.pop_item() for s in sessions))
+        assert sorted(p["content"] for p in popped) == sorted(i["content"] for i in items)
+        assert await first.get_items() == []
+    finally:
+        for s in stores:
+            await s.close()
 
 
 @pytest.mark.asyncio
