@@ -347,12 +347,22 @@ def copy_thread(source_thread_id: str, target_thread_id: str) -> Op[int | None]:
     _check_key(target_thread_id, "target_thread_id")
     if source_thread_id == target_thread_id:
         raise InvalidArgument("a thread cannot be copied onto itself")
-    row = yield one(
-        "langgraph_copy_thread",
-        source_thread_id=source_thread_id,
-        target_thread_id=target_thread_id,
-        title=TITLE + target_thread_id,
-    )
+    try:
+        row = yield one(
+            "langgraph_copy_thread",
+            source_thread_id=source_thread_id,
+            target_thread_id=target_thread_id,
+            title=TITLE + target_thread_id,
+        )
+    except Conflict as exc:
+        if exc.constraint != "langgraph_threads_thread_id_key":
+            raise
+        raise Conflict(
+            f"thread {target_thread_id!r} already exists: copy onto a new thread id (or "
+            "delete_thread it first)",
+            constraint=exc.constraint,
+            sqlstate=exc.sqlstate,
+        ) from None
     return None if row is None else int(row["session_id"])
 
 

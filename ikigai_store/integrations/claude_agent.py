@@ -67,13 +67,19 @@ class IkigaiSessionStore(SessionStore):
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, url: str | None = None, *, namespace: str = NAMESPACE
+        cls,
+        url: str | None = None,
+        *,
+        namespace: str = NAMESPACE,
+        migrate: bool = True,
+        pool_size: int = 4,
     ) -> AsyncIterator[IkigaiSessionStore]:
-        """A session store on a store opened on ``url`` (``ik.open_async``'s resolution),
-        migrated, closed on exit."""
+        """A session store on a store opened on ``url`` (``ik.open_async``'s resolution;
+        ``migrate`` and ``pool_size`` are its: a deployed service passes ``migrate=False``),
+        closed on exit."""
         from ..aio import open_async
 
-        async with open_async(url) as store:
+        async with open_async(url, migrate=migrate, pool_size=pool_size) as store:
             yield cls(store, namespace=namespace)
 
     def __repr__(self) -> str:

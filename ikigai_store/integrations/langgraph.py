@@ -8,7 +8,8 @@ Invariants:
 - both savers run the very same operations (this module's ``_Core`` builds them once; the sync
   saver runs them on a ``Store``, the async one on an ``AsyncStore``), and every capability of
   LangGraph's conformance suite is implemented: put, put_writes, get_tuple, list,
-  delete_thread, delete_for_runs, copy_thread (one row, no checkpoint copied) and prune;
+  delete_thread, delete_for_runs, copy_thread (one row and the special writes, no checkpoint
+  copied) and prune;
 - values are serialised with the saver's ``serde`` (LangGraph's ``JsonPlusSerializer`` by
   default); strings, numbers, booleans and None stay inline in the checkpoint's JSON, as in
   LangGraph's Postgres saver, and every other channel value is a blob;
@@ -458,14 +459,23 @@ class IkigaiSaver(_Core):
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, conn_string: str | None = None, **kwargs: Any
+        cls,
+        conn_string: str | None = None,
+        *,
+        migrate: bool = True,
+        pool_size: int = 4,
+        serde: SerializerProtocol | None = None,
+        cache_size: int = 1024,
+        max_appends: int = 64,
     ) -> Iterator[IkigaiSaver]:
         """A saver on a store opened on ``conn_string`` (``ik.open``'s resolution: None is the
-        configured or embedded database), migrated, closed on exit."""
+        configured or embedded database; ``migrate`` and ``pool_size`` are ``ik.open``'s: a
+        deployed service passes ``migrate=False`` and migrates in its deploy), closed on exit.
+        The other arguments are the saver's."""
         from ..store import open as open_store
 
-        with open_store(conn_string) as store:
-            yield cls(store, **kwargs)
+        with open_store(conn_string, migrate=migrate, pool_size=pool_size) as store:
+            yield cls(store, serde=serde, cache_size=cache_size, max_appends=max_appends)
 
     def setup(self) -> None:
         """Apply pending migrations (``from_conn_string`` already does)."""
@@ -610,14 +620,22 @@ class AsyncIkigaiSaver(_Core):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls, conn_string: str | None = None, **kwargs: Any
+        cls,
+        conn_string: str | None = None,
+        *,
+        migrate: bool = True,
+        pool_size: int = 4,
+        serde: SerializerProtocol | None = None,
+        cache_size: int = 1024,
+        max_appends: int = 64,
     ) -> AsyncIterator[AsyncIkigaiSaver]:
-        """A saver on a store opened on ``conn_string`` (``ik.open_async``'s resolution),
-        migrated, closed on exit."""
+        """A saver on a store opened on ``conn_string`` (``ik.open_async``'s resolution;
+        ``migrate`` and ``pool_size`` are its: a deployed service passes ``migrate=False``),
+        closed on exit. The other arguments are the saver's."""
         from ..aio import open_async
 
-        async with open_async(conn_string) as store:
-            yield cls(store, **kwargs)
+        async with open_async(conn_string, migrate=migrate, pool_size=pool_size) as store:
+            yield cls(store, serde=serde, cache_size=cache_size, max_appends=max_appends)
 
     async def setup(self) -> None:
         """Apply pending migrations (``from_conn_string`` already does)."""
@@ -668,7 +686,8 @@ class AsyncIkigaiSaver(_Core):
         await self._arun(self._delete_for_runs_op(run_ids))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Make ``target_thread_id`` a copy of ``source_thread_id``: one row, nothing copied.
+        """Make ``target_thread_id`` a copy of ``source_thread_id``: one row and the special
+        writes (errors, interrupts), nothing else copied.
         ``Conflict`` when the target exists; nothing happens when the source does not."""
         await self._arun(self._copy_thread_op(source_thread_id, target_thread_id))
 

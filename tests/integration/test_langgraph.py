@@ -290,7 +290,7 @@ def test_bad_input_writes_nothing(store: ik.Store) -> None:
     with pytest.raises(InvalidArgument, match="NUL"):
         saver.put({"configurable": {"thread_id": "a\x00b"}}, checkpoint, {}, {})
     _steps(saver, "y", 1)
-    with pytest.raises(Conflict):
+    with pytest.raises(Conflict, match="thread 'y' already exists"):
         saver.copy_thread("x", "y")
     with pytest.raises(InvalidArgument, match="strategy"):
         saver.prune(["x"], strategy="keep_some")
@@ -599,3 +599,22 @@ def test_pruning_an_ended_threads_session_deletes_its_rows(store: ik.Store) -> N
     assert _thread_rows(store, gone) == 0
     assert _thread_rows(store, kept) == before
     assert saver.get_tuple({"configurable": {"thread_id": p + "gone"}}) is None
+
+
+def test_from_conn_string_takes_the_stores_and_the_savers_options(ikigai_db_url: str) -> None:
+    """``migrate=False`` and ``pool_size`` reach the store, the saver's options the saver; an
+    unknown keyword is a TypeError at the call (typed, so mypy sees it too)."""
+    with IkigaiSaver.from_conn_string(
+        ikigai_db_url, migrate=False, pool_size=2, max_appends=3
+    ) as saver:
+        assert saver.max_appends == 3 and saver.store._pool._max_size == 2
+    with pytest.raises(TypeError), IkigaiSaver.from_conn_string(ikigai_db_url, migrat=False):  # type: ignore[call-arg]
+        pass
+
+
+@pytest.mark.asyncio
+async def test_async_from_conn_string_takes_the_same_options(ikigai_db_url: str) -> None:
+    async with AsyncIkigaiSaver.from_conn_string(
+        ikigai_db_url, migrate=False, pool_size=2, cache_size=7
+    ) as saver:
+        assert saver.cache_size == 7 and saver.store._pool._max_size == 2
