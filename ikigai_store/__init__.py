@@ -314,23 +314,6 @@ __all__ = [
     "tool_result",
 ]
 
-#: Names of 0.5 that 0.6 replaced: the async namespaces are the same generic classes as the
-#: sync ones (``MailCalls[AsyncFace]``).
-_RENAMED = {
-    f"Async{name}Calls": f"{name}Calls"
-    for name in (
-        "Activity",
-        "Identity",
-        "Lease",
-        "Mail",
-        "Plan",
-        "Review",
-        "Summary",
-        "Task",
-        "Topic",
-    )
-}
-
 
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
@@ -344,16 +327,6 @@ def __getattr__(name: str) -> object:
         from . import sql
 
         return sql.aqueries
-    if name in _RENAMED:
-        import warnings
-
-        new = _RENAMED[name]
-        warnings.warn(
-            f"ikigai_store.{name} is deprecated; use ikigai_store.{new} (one class for both faces)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return __getattr__(new)
     raise AttributeError(f"module 'ikigai_store' has no attribute {name!r}")
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import InvalidArgument, NotFound
 from .models import ACTIVITY_TYPES, Activity, Identity
-from .ops import Area, FaceT, Op, deprecated, many, one, operation
+from .ops import Area, FaceT, Op, many, one, operation
 from .validate import (
     check_choice,
     check_cursor,
@@ -130,9 +130,6 @@ class ActivityCalls(Area[FaceT]):
     Wherever an identity is expected, its name or an ``Identity`` is accepted.
     """
 
-    record = operation(record, renamed={"type": "activity_type"})
-    feed = operation(feed, renamed={"type": "activity_type"})
+    record = operation(record)
+    feed = operation(feed)
     prune = operation(prune)
-    # Deprecated names (0.6), removed in 0.8.
-    record_activity = deprecated(record, "record_activity")
-    prune_activities = deprecated(prune, "prune_activities")

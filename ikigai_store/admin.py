@@ -6,7 +6,7 @@ without the schema reports version 0 instead of failing.
 
 from __future__ import annotations
 
-from .ops import Area, FaceT, Op, deprecated, one, operation, statement
+from .ops import Area, FaceT, Op, one, operation, statement
 
 __all__ = ["schema_version", "truncate_all"]
 
@@ -30,5 +30,3 @@ class AdminOps(Area[FaceT]):
 
     schema_version = operation(schema_version)
     _truncate_all = operation(truncate_all)
-    # An internal that was public (0.5), removed in 0.8.
-    truncate_all = deprecated(_truncate_all, "truncate_all", internal=True)

@@ -21,7 +21,7 @@ import os
 from .errors import InvalidArgument, NotFound
 from .events import append
 from .models import Agent, Message, ReplayContext, ReplayRange
-from .ops import Area, FaceT, Op, atomic, deprecated, many, message_rows, one, operation
+from .ops import Area, FaceT, Op, atomic, many, message_rows, one, operation
 from .replay import fold
 from .validate import check_id, check_int, check_text, check_texts, check_uuid
 
@@ -397,7 +397,3 @@ class AgentOps(Area[FaceT]):
     _find_clear = operation(find_clear)
     _replay_ranges = operation(replay_ranges)
     _query_range = operation(query_range)
-    # Internals that were public (0.5), removed in 0.8.
-    find_clear = deprecated(_find_clear, "find_clear", internal=True)
-    replay_ranges = deprecated(_replay_ranges, "replay_ranges", internal=True)
-    query_range = deprecated(_query_range, "query_range", internal=True)

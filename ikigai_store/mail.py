@@ -55,7 +55,6 @@ from .ops import (
     Op,
     Sleep,
     atomic,
-    deprecated,
     many,
     one,
     operation,
@@ -743,7 +742,7 @@ class MailCalls(Area[FaceT]):
 
     send = operation(send)
     reply = operation(reply)
-    inbox = operation(inbox, renamed={"before_id": "before"})
+    inbox = operation(inbox)
     read = operation(read)
     set_state = operation(set_state)
     ack = operation(ack)
@@ -759,4 +758,3 @@ class MailCalls(Area[FaceT]):
     send_or_queue = operation(send_or_queue)
     wake_snoozed = operation(wake_snoozed)
     prune = operation(prune)
-    purge_trash = deprecated(prune, "purge_trash")

@@ -457,7 +457,7 @@ def deprecated(new: operation[P, T], old_name: str, *, internal: bool = False) -
 
     def warn_then(*args: P.args, **kwargs: P.kwargs) -> Op[T]:
         if internal:
-            message = f"{old_name} is internal and will be removed in 0.8"
+            message = f"{old_name} is internal and will be removed in the next minor release"
         else:  # new.name is known once its class is made (__set_name__)
             message = f"{old_name} is deprecated; use {new.name}"
         warnings.warn(message, DeprecationWarning, stacklevel=3)
@@ -465,9 +465,9 @@ def deprecated(new: operation[P, T], old_name: str, *, internal: bool = False) -
 
     functools.update_wrapper(warn_then, fn)
     warn_then.__doc__ = (
-        f"Internal (removed in 0.8). {fn.__doc__ or ''}"
+        f"Internal (removed in the next minor release). {fn.__doc__ or ''}"
         if internal
-        else f"Deprecated alias (removed in 0.8). {fn.__doc__ or ''}"
+        else f"Deprecated alias (removed in the next minor release). {fn.__doc__ or ''}"
     )
     bound = operation(warn_then, renamed=new.renamed)
     bound._signature = new.signature()

@@ -23,7 +23,7 @@ from uuid import UUID
 
 from .errors import Conflict, InvalidArgument, NotFound
 from .models import PLAN_STATES, Identity, PlanReview
-from .ops import Area, FaceT, Op, deprecated, many, one, operation
+from .ops import Area, FaceT, Op, many, one, operation
 from .validate import (
     MAX_SUBJECT_CHARS,
     check_body,
@@ -305,7 +305,4 @@ class PlanCalls(Area[FaceT]):
     get = operation(get)
     by_thread = operation(by_thread)
     pending_for_session = operation(pending_for_session)
-    list = operation(list_plans, renamed={"before_id": "before"})
-    # Deprecated names (0.6), removed in 0.8.
-    submit_plan = deprecated(submit, "submit_plan")
-    resubmit_plan = deprecated(resubmit, "resubmit_plan")
+    list = operation(list_plans)

@@ -49,7 +49,7 @@ from .models import (
     ReviewIssue,
     ReviewIteration,
 )
-from .ops import Area, FaceT, Op, deprecated, many, one, operation
+from .ops import Area, FaceT, Op, many, one, operation
 from .validate import (
     MAX_ID,
     MAX_SUBJECT_CHARS,
@@ -776,7 +776,7 @@ class ReviewCalls(Area[FaceT]):
 
     create = operation(create)
     get = operation(get)
-    list = operation(list_reviews, renamed={"before_id": "before"})
+    list = operation(list_reviews)
     active = operation(active)
     resolve_prefix = operation(resolve_prefix)
     fire = operation(fire)
@@ -792,5 +792,3 @@ class ReviewCalls(Area[FaceT]):
     issues = operation(issues)
     open_issues = operation(open_issues)
     resolve_issue = operation(resolve_issue)
-    # Deprecated names (0.6), removed in 0.8.
-    active_reviews = deprecated(active, "active_reviews")

@@ -24,7 +24,7 @@ from datetime import timedelta
 
 from .errors import Conflict, InvalidArgument, NotFound
 from .models import AgentSummary, ContextSummary, Identity
-from .ops import Area, FaceT, Op, atomic, deprecated, many, one, operation
+from .ops import Area, FaceT, Op, atomic, many, one, operation
 from .validate import (
     MAX_ID,
     check_content,
@@ -250,8 +250,3 @@ class SummaryCalls(Area[FaceT]):
     prune = operation(prune)
     add_context_summary = operation(add_context)
     context_summaries = operation(context_summaries)
-    # Deprecated names (0.6), removed in 0.8.
-    add_summary = deprecated(add, "add_summary")
-    latest_summary = deprecated(latest, "latest_summary")
-    summary_history = deprecated(history, "summary_history")
-    prune_summaries = deprecated(prune, "prune_summaries")

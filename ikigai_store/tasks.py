@@ -44,7 +44,7 @@ from typing import Any
 
 from .errors import Conflict, InvalidArgument, NotFound
 from .models import TASK_STATUSES, Identity, Task, TaskList, TaskStats
-from .ops import Area, FaceT, Op, atomic, deprecated, many, one, operation
+from .ops import Area, FaceT, Op, atomic, many, one, operation
 from .validate import (
     MAX_KEY_CHARS,
     MAX_SUBJECT_CHARS,
@@ -540,12 +540,3 @@ class TaskCalls(Area[FaceT]):
     stats = operation(task_stats)
     sync = operation(sync_list)
     prune = operation(prune)
-    # Deprecated names (0.6), removed in 0.8.
-    upsert_task = deprecated(upsert, "upsert_task")
-    get_task = deprecated(get, "get_task")
-    tasks = deprecated(list, "tasks")
-    available_tasks = deprecated(available, "available_tasks")
-    claim_task = deprecated(claim, "claim_task")
-    release_task = deprecated(release, "release_task")
-    task_stats = deprecated(stats, "task_stats")
-    sync_list = deprecated(sync, "sync_list")

@@ -57,7 +57,6 @@ from .ops import (
     Op,
     Sleep,
     atomic,
-    deprecated,
     many,
     one,
     operation,
@@ -654,11 +653,10 @@ class TopicCalls(Area[FaceT]):
     read = operation(read)
     commit = operation(commit)
     offset = operation(offset)
-    claim = operation(claim, renamed={"lease": "ttl"})
+    claim = operation(claim)
     complete = operation(complete)
     release = operation(release)
-    extend = operation(extend, renamed={"lease": "ttl"})
+    extend = operation(extend)
     dead_letters = operation(dead_letters)
     requeue = operation(requeue)
     prune = operation(prune)
-    apply_retention = deprecated(prune, "apply_retention")

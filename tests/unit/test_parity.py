@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import inspect
 import pydoc
-import warnings
 
 import pytest
 
 import ikigai_store as ik
+from ikigai_store import mail as mail_ops
 from ikigai_store import ops
+from ikigai_store import tasks as tasks_ops
 from ikigai_store.api import NAMESPACES, Operations
 from ikigai_store.ops import AsyncFace, SyncFace
 
@@ -85,35 +86,45 @@ def test_both_stores_have_every_namespace() -> None:
         assert type(getattr(sync, attr)) is cls and type(getattr(asyn, attr)) is cls
 
 
+class _Renaming(ops.Area[ops.FaceT]):
+    """How a later rename keeps the old name for one minor release (0.6's aliases are gone)."""
+
+    claim = ops.operation(tasks_ops.claim_task)
+    claim_task = ops.deprecated(claim, "claim_task")
+    inbox = ops.operation(mail_ops.inbox, renamed={"before_id": "before"})
+
+
 def test_deprecated_aliases_warn_naming_the_new_name() -> None:
-    """A renamed operation keeps its old name for one minor release: the same signature, and
-    a DeprecationWarning naming the new one when called."""
-    tasks = ik.TaskCalls(Validating())
-    assert inspect.signature(tasks.claim_task) == inspect.signature(tasks.claim)
+    """A renamed operation keeps its old name: the same signature, and a DeprecationWarning
+    naming the new one when called."""
+    area = _Renaming(Validating())
+    assert inspect.signature(area.claim_task) == inspect.signature(area.claim)
     with (
         pytest.warns(DeprecationWarning, match="claim_task is deprecated; use claim$"),
         pytest.raises(ik.InvalidArgument),  # validation runs before the (absent) database
     ):
-        tasks.claim_task(123, "x", "ann")
+        area.claim_task(123, "x", "ann")
 
 
 def test_renamed_keywords_warn_and_are_mapped() -> None:
     """A renamed keyword (``before_id`` -> ``before``) still works, with a warning."""
-    mail = ik.MailCalls(Validating())
+    area = _Renaming(Validating())
     with (
         pytest.warns(DeprecationWarning, match=r"inbox\(before_id=...\) is deprecated"),
         pytest.raises(ik.InvalidArgument, match="before"),
     ):
-        mail.inbox("ann", before_id=-1)
+        area.inbox("ann", before_id=-1)
 
 
-def test_old_async_namespace_names_are_deprecated_aliases() -> None:
-    """``ik.AsyncMailCalls`` (0.5) is now ``ik.MailCalls`` (one class for both faces)."""
-    with pytest.warns(DeprecationWarning, match="use ikigai_store.MailCalls"):
-        assert ik.AsyncMailCalls is ik.MailCalls  # type: ignore[attr-defined]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert ik.MailCalls is not None
+def test_the_aliases_of_0_6_are_gone() -> None:
+    """0.6's old names were to go in 0.8 (0.8.0 still had them): an old method name, keyword
+    or ``Async*Calls`` class is an error now."""
+    tasks = ik.TaskCalls(Validating())
+    assert not hasattr(tasks, "claim_task") and not hasattr(ik, "AsyncMailCalls")
+    with pytest.raises(TypeError, match="before_id"):
+        ik.MailCalls(Validating()).inbox("ann", before_id=1)  # type: ignore[call-arg]
+    for area in AREAS:
+        assert not [n for n, op in _operations(area).items() if op.deprecated or op.renamed]
 
 
 def test_validation_runs_before_any_connection() -> None:
