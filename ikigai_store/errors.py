@@ -78,7 +78,23 @@ class DatabaseUnavailable(IkigaiStoreError):
 
 class ConnectError(DatabaseUnavailable):
     """No connection could be made, none became free within the store's ``timeout``, or the
-    embedded server could not start (seed ERR_DB_CONNECT)."""
+    embedded server could not start (seed ERR_DB_CONNECT).
+
+    ``sqlstate`` is the server's answer when it answered (None when it could not be reached);
+    ``refused`` is True when that answer will not change by waiting: a wrong password or role,
+    no ``pg_hba.conf`` entry, no such database. The offline outbox queues nothing then.
+    """
+
+    def __init__(self, message: str, *, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+    @property
+    def refused(self) -> bool:
+        """Whether the server refused this connection for good (SQLSTATE class 28, 3D000)."""
+        return self.sqlstate is not None and (
+            self.sqlstate.startswith("28") or self.sqlstate == "3D000"
+        )
 
 
 class MigrationError(IkigaiStoreError):

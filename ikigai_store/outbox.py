@@ -25,6 +25,7 @@ idempotency key. Invariants:
 from __future__ import annotations
 
 import builtins
+import hashlib
 import inspect
 import json
 import os
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from . import identities, mail, ops, sql, topics
 from .errors import (
     Conflict,
+    ConnectError,
     DatabaseError,
     DatabaseUnavailable,
     InvalidArgument,
@@ -65,7 +67,7 @@ if TYPE_CHECKING:
     from .aio import AsyncStore
     from .store import Store
 
-__all__ = ["LAYOUT_VERSION", "Outbox", "default_path", "uuid7"]
+__all__ = ["LAYOUT_VERSION", "Outbox", "database_path", "default_path", "uuid7"]
 
 #: ``PRAGMA user_version`` of the file layout this code reads and writes.
 LAYOUT_VERSION = 1
@@ -88,6 +90,32 @@ def default_path() -> Path:
         return Path(explicit)
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "ikigai_store" / "outbox.sqlite3"
+
+
+def database_path(url: str | None) -> Path:
+    """The CLI's outbox for one database: next to ``default_path()``, named by a hash of the
+    database ``url`` resolves to (host, port, database, user: the password left out) or, for
+    the embedded server, of its data directory. So mail queued for one database is never
+    delivered into another. ``$IKIGAI_OUTBOX`` still names one file for every database."""
+    explicit = os.environ.get("IKIGAI_OUTBOX")
+    if explicit:
+        return Path(explicit)
+    from .config import resolve_url
+
+    resolved = resolve_url(url)
+    if resolved is None:
+        from ._where import default_data_dir
+
+        identity = "embedded " + default_data_dir()
+    else:
+        from psycopg.conninfo import conninfo_to_dict
+
+        parts = conninfo_to_dict(resolved)
+        identity = " ".join(
+            f"{k}={parts[k]}" for k in sorted(parts) if k not in ("password", "sslpassword")
+        )
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return default_path().with_name(f"outbox-{digest}.sqlite3")
 
 
 def uuid7() -> str:
@@ -314,7 +342,9 @@ class Outbox:
             return (yield ops.Blocking(self._put, (op,)))
         try:
             return (yield ops.Run(_OPERATIONS[op.operation](**op.kwargs())))
-        except DatabaseUnavailable:
+        except DatabaseUnavailable as exc:
+            if isinstance(exc, ConnectError) and exc.refused:
+                raise  # a wrong password or database: queueing would only hide it
             return (yield ops.Blocking(self._put, (op,)))
 
     def submit(
@@ -329,11 +359,13 @@ class Outbox:
 
         Returns the store call's result (a ``Mail``; an ``Identity`` for ``heartbeat``), or
         ``Queued`` when it raised ``DatabaseUnavailable`` (``ConnectError``,
-        ``ConnectionLost``). Operations already waiting are drained first, and while any remain
-        this one queues behind them, so operations reach the store in the order they were
-        made. The operation always carries an idempotency key (a new UUIDv7 unless given), so
-        a delivery whose reply was lost and is retried from the outbox writes nothing twice.
-        Arguments are checked as by ``enqueue``.
+        ``ConnectionLost``), except a ``ConnectError`` the server refused for good (a wrong
+        password, no such database: ``ConnectError.refused``), which is raised. Operations
+        already waiting are drained first, and while any remain this one queues behind them,
+        so operations reach the store in the order they were made. The operation always
+        carries an idempotency key (a new UUIDv7 unless given), so a delivery whose reply was
+        lost and is retried from the outbox writes nothing twice. Arguments are checked as by
+        ``enqueue``.
         """
         return store._run(self.submitting(operation, payload, idempotency_key))
 

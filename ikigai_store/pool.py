@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import re
 import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -85,8 +86,23 @@ async def aconnect(url: str, **kwargs: Any) -> psycopg.AsyncConnection[Any]:
         raise _cannot_connect(url, exc) from exc
 
 
+#: libpq's connection failures carry no SQLSTATE: the server's refusals, by their message
+#: (an English server; a localised one's refusals count as outages, as before).
+_REFUSALS = (
+    (re.compile(r"FATAL:\s+password authentication failed"), "28P01"),
+    (re.compile(r"FATAL:\s+.*authentication failed"), "28000"),
+    (re.compile(r"FATAL:\s+no pg_hba\.conf entry"), "28000"),
+    (re.compile(r'FATAL:\s+role ".*" does not exist'), "28000"),
+    (re.compile(r'FATAL:\s+database ".*" does not exist'), "3D000"),
+)
+
+
 def _cannot_connect(url: str, exc: psycopg.Error) -> ConnectError:
-    return ConnectError(f"cannot connect to {redact(url)}: {scrub(first_line(exc), url)}")
+    text = str(exc)
+    sqlstate = exc.sqlstate or next((code for rx, code in _REFUSALS if rx.search(text)), None)
+    return ConnectError(
+        f"cannot connect to {redact(url)}: {scrub(first_line(exc), url)}", sqlstate=sqlstate
+    )
 
 
 def create_database(server_url: str, name: str) -> None:

@@ -6,7 +6,8 @@ command module uses. Invariants:
 - the store is opened only through ``open_store``, on the database named by the global
   ``--database`` option (or the configured default); with ``drain``, what waits in the offline
   outbox is delivered before the command's own operation;
-- the outbox file is the global ``--outbox`` option, else ``outbox.default_path()``.
+- the outbox file is the global ``--outbox`` option, else the database's own
+  (``outbox.database_path``): mail queued for one database is never delivered into another.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from typing import Any
 
 import click
 
-from ..errors import DatabaseUnavailable
+from ..errors import ConnectError, DatabaseUnavailable
 from ..models import Queued
-from ..outbox import Outbox, default_path
+from ..outbox import Outbox, database_path, default_path
 from ..store import Store
 from ..store import open as open_url
 from .render import as_dict, json_text
@@ -60,9 +61,28 @@ def show_help_without_command(ctx: click.Context) -> None:
 
 
 def _outbox_path() -> Path:
-    """The offline outbox's file: the global ``--outbox`` option, else ``default_path()``."""
+    """The offline outbox's file: the global ``--outbox`` option, else the database's own
+    (``outbox.database_path``: one file per database, so mail queued for one is never
+    delivered into another)."""
     path: str | None = click.get_current_context().find_root().params.get("outbox")
-    return Path(path) if path else default_path()
+    return Path(path) if path else database_path(database_option())
+
+
+def _legacy_notice() -> None:
+    """Before 0.9 the CLI kept one outbox for every database (``default_path()``). Its waiting
+    mail is not delivered into whatever database a command opens; say where it is."""
+    legacy = default_path()
+    if legacy == _outbox_path() or not legacy.exists():
+        return
+    waiting = Outbox(legacy).stats()
+    count = waiting.get("pending", 0) + waiting.get("delivering", 0)
+    if count:
+        click.echo(
+            f"outbox: {count} operation(s) wait in {legacy}, queued by an earlier version for "
+            "any database; deliver them into theirs with `ikigai-store --database URL --outbox "
+            f"{legacy} outbox drain`",
+            err=True,
+        )
 
 
 def open_outbox() -> Outbox:
@@ -84,6 +104,8 @@ def open_store(*, migrate: bool = True, drain: bool = True) -> Iterator[Store]:
     existing outbox file are delivered first (a line on stderr says what happened), so they
     reach the database before this command's own."""
     with open_url(database_option(), migrate=migrate) as store:
+        if drain and migrate:
+            _legacy_notice()
         if drain and migrate and _outbox_path().exists():
             report = open_outbox().drain(store)
             if report.delivered or report.failed or report.expired:
@@ -101,7 +123,9 @@ def deliver_or_queue(operation: str, payload: dict[str, Any], key: str | None) -
     try:
         with open_store(drain=False) as store:
             return open_outbox().submit(store, operation, payload, idempotency_key=key)
-    except DatabaseUnavailable:
+    except DatabaseUnavailable as exc:
+        if isinstance(exc, ConnectError) and exc.refused:
+            raise  # a wrong password or database: an error, not an outage
         outbox = open_outbox()
         queued = outbox.get(outbox.enqueue(operation, payload, idempotency_key=key))
         return Queued(queued.idempotency_key, queued.operation, queued.expires_at)

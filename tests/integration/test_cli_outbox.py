@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 import ikigai_store as ik
 from ikigai_store.cli import cli
@@ -128,3 +129,58 @@ def test_outbox_commands_work_without_a_file(box: Path) -> None:
     assert not box.exists()
     result = run(OFFLINE, box, "outbox", "drain")
     assert result.exit_code == 1 and "cannot connect" in result.stderr
+
+
+def _own_outbox(tmp_path: Path, db: str, *args: str) -> Result:
+    """The CLI with no ``--outbox`` nor ``IKIGAI_OUTBOX``: each database's own file."""
+    return CliRunner().invoke(
+        cli,
+        ["--database", db, *args],
+        env={"IKIGAI_OUTBOX": None, "XDG_STATE_HOME": str(tmp_path)},
+        catch_exceptions=False,
+    )
+
+
+def test_mail_queued_for_one_database_is_never_delivered_into_another(
+    ikigai_db_url: str, tmp_path: Path, names: tuple[str, str]
+) -> None:
+    """Each database has its own outbox file: mail queued while one was unreachable waits for
+    it, and a command on another database neither delivers nor lists it."""
+    ann, bob = names
+    queued = _own_outbox(tmp_path, OFFLINE, "mail", "send", "--from", ann, "--to", bob, "hi")
+    assert queued.exit_code == 0 and queued.stdout.startswith("queued (offline): ")
+    elsewhere = _own_outbox(tmp_path, ikigai_db_url, "mail", "inbox", bob, "--json")
+    assert elsewhere.exit_code == 0 and "outbox:" not in elsewhere.stderr
+    assert json.loads(elsewhere.stdout)["items"] == []
+    listed = _own_outbox(tmp_path, ikigai_db_url, "outbox", "list")
+    assert listed.stdout.strip() == "nothing queued"
+    waiting = json.loads(_own_outbox(tmp_path, OFFLINE, "outbox", "stats", "--json").stdout)
+    assert waiting["pending"] == 1
+    assert Path(waiting["path"]).parent == tmp_path / "ikigai_store"
+    assert Path(waiting["path"]).name.startswith("outbox-")
+
+
+def test_a_legacy_shared_outbox_is_named_not_delivered(
+    ikigai_db_url: str, tmp_path: Path, names: tuple[str, str]
+) -> None:
+    """Mail an earlier version queued in the one shared file stays there; commands say where."""
+    ann, bob = names
+    legacy = tmp_path / "ikigai_store" / "outbox.sqlite3"
+    ik.Outbox(legacy).enqueue("send", {"sender": ann, "to": [bob], "subject": "old", "body": "b"})
+    result = _own_outbox(tmp_path, ikigai_db_url, "mail", "inbox", bob, "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["items"] == []
+    assert f"1 operation(s) wait in {legacy}" in result.stderr
+    assert "outbox drain" in result.stderr
+
+
+def test_a_database_that_refuses_the_connection_is_an_error_not_an_outage(
+    ikigai_db_url: str, tmp_path: Path, names: tuple[str, str]
+) -> None:
+    """No such database (or a wrong password): ``Error:``, exit 1, nothing queued."""
+    ann, bob = names
+    parts = conninfo_to_dict(ikigai_db_url)
+    missing = make_conninfo(**{**parts, "dbname": f"no_such_db_{uuid.uuid4().hex[:8]}"})
+    result = _own_outbox(tmp_path, missing, "mail", "send", "--from", ann, "--to", bob, "hi")
+    assert result.exit_code == 1 and "does not exist" in result.stderr, result.output
+    assert "queued" not in result.output
+    assert not list((tmp_path / "ikigai_store").glob("outbox-*"))
