@@ -42,7 +42,8 @@ Invariants:
 - no psycopg exception leaves a driver: everything is translated by ``errors.translate``;
 - a call's wake-ups go after its commit: on a pooled connection the server keeps them and says
   so (``WAKES_NOTICE``); in autocommit the driver sends them right after the call
-  (``send_wakes``; in the same round trip for ``PIPELINED`` calls), in a transaction its face
+  (``send_wakes``, a round trip of its own once the call's result, and so its commit, is
+  known), in a transaction its face
   sends them at the end (migration 0032: PostgreSQL serialises the commits of transactions
   that NOTIFY);
 - both drivers execute the same SQL text (aiosql's parse of ``queries/*.sql``) with the same
@@ -590,22 +591,10 @@ def _let_go(conn: Any, rows: list[Any]) -> None:
 #: The NOTICE migration 0032's ikigai_notify raises when it keeps a wake-up for after the
 #: commit (on a connection that ran ``wake_after_commit``: every pooled one).
 WAKES_NOTICE = "ikigai: wake-ups kept until after the commit"
-#: Queries that (nearly) always wake someone: in autocommit, ``send_wakes`` goes in the same
-#: round trip (pipeline mode, a Sync between: the write commits first, alone). Any other
-#: statement that kept wake-ups (told by ``WAKES_NOTICE``: an append to a listened session, a
-#: queue release, a task change, ...) has them sent right after it, in a round trip of its own.
-#: Why after the commit: PostgreSQL serialises the commits of every transaction that issued
-#: NOTIFY, across their WAL flush (migration 0032).
-PIPELINED: frozenset[str] = frozenset({"send_mail", "publish_mail", "publish_mails"})
 _SEND_WAKES: str = queries.send_wakes.sql
-#: psycopg's private method that queues a pipeline's Sync without waiting for results (3.2 to
-#: 3.3, for both pipeline classes); None in a psycopg without it: ``_execute_then_wake`` then
-#: calls the public ``sync()``.
-_ENQUEUE_SYNC: Callable[[Any], None] | None = getattr(psycopg.Pipeline, "_enqueue_sync", None)
 #: The attribute a connection carries while it may hold wake-ups not sent yet.
 _WAKE_MARK = "_ikigai_wakes"
 _IDLE = pq.TransactionStatus.IDLE
-_OK = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK)
 
 log = logging.getLogger("ikigai_store.ops")
 
@@ -656,70 +645,10 @@ async def asend_committed_wakes(conn: psycopg.AsyncConnection[Any]) -> None:
         log.warning("writes committed but their wake-ups were not sent: %s", exc)
 
 
-def _wake_cursor(conn: Any) -> Any:
-    """``conn``'s reused cursor for ``send_wakes`` in a pipeline (its own: the write's cursor
-    keeps the write's result)."""
-    cur = conn.__dict__.get("_ikigai_wake_cursor")
-    if cur is None or cur.closed:
-        cur = conn._ikigai_wake_cursor = conn.cursor()
-    return cur
-
-
 def _target(conn: Any, shape: Shape) -> Any:
     """The reused cursor a call of ``shape`` runs on (see ``execute``)."""
     pair = _cursors(conn)
     return pair[0] if shape in ("messages", "model", "value") else pair[1]
-
-
-def _wake_failed(cur: Any, exc: psycopg.Error) -> None:
-    """The pipeline of a waking write failed: re-raise unless the write itself succeeded
-    (committed: only its wake-ups were not sent; waiters find it when they look again)."""
-    result = cur.pgresult
-    if result is None or result.status not in _OK:
-        raise exc
-    log.warning("writes committed but their wake-ups were not sent: %s", exc)
-
-
-def _execute_then_wake(conn: psycopg.Connection[Any], call: Call) -> Any:
-    """Run a ``PIPELINED`` call in autocommit, then ``send_wakes`` after its commit: both sent
-    in one round trip (pipeline mode), with a Sync between them so that the write is a
-    transaction of its own (committed, without NOTIFY) before the wake-ups go in another (no
-    transaction id, no commit record: PostgreSQL's NOTIFY lock held briefly). The Sync is
-    queued with psycopg's private ``_enqueue_sync`` (``_ENQUEUE_SYNC``); a psycopg without it
-    gets the public ``sync()``, which waits for the write's result first: the same
-    statements in the same order, in two round trips."""
-    cur = _target(conn, call.shape)
-    try:
-        with conn.pipeline() as pipeline:
-            cur.execute(_sql(call), call.params)
-            if _ENQUEUE_SYNC is not None:
-                _ENQUEUE_SYNC(pipeline)  # a Sync without waiting: ends the write's transaction
-            else:
-                pipeline.sync()  # the same Sync, then its results (one more round trip)
-            _wake_cursor(conn).execute(_SEND_WAKES)
-    except psycopg.Error as exc:
-        _wake_failed(cur, exc)
-    finally:
-        has_wakes(conn)  # sent (or rolled back with the write)
-    return _shape(call, conn, cur)
-
-
-async def _aexecute_then_wake(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
-    """``_execute_then_wake`` for an asyncio connection."""
-    cur = _target(conn, call.shape)
-    try:
-        async with conn.pipeline() as pipeline:
-            await cur.execute(_sql(call), call.params)
-            if _ENQUEUE_SYNC is not None:
-                _ENQUEUE_SYNC(pipeline)
-            else:
-                await pipeline.sync()
-            await _wake_cursor(conn).execute(_SEND_WAKES)
-    except psycopg.Error as exc:
-        _wake_failed(cur, exc)
-    finally:
-        has_wakes(conn)
-    return await _ashape(call, conn, cur)
 
 
 def _shape(call: Call, conn: Any, cur: Any) -> Any:
@@ -770,11 +699,11 @@ def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
     and ``model``/``value`` calls run on the binary tuple-row cursor: binary results skip
     timestamp parsing and tuple rows skip a dict per row (replay's and the lease path's hot
     calls, issue 38). In autocommit, the wake-ups a call kept (``WAKES_NOTICE``) are sent
-    right after its commit (``PIPELINED`` calls: in the same round trip); in a transaction the
-    connection stays marked and its face sends them at the end (``has_wakes``)."""
+    right after its commit, in a round trip of their own: only the call's own reply, which
+    comes after its commit, proves that it committed (a pipeline's write returns its rows
+    before the Sync that commits it); in a transaction the connection stays marked and its
+    face sends them at the end (``has_wakes``)."""
     idle = conn.pgconn.transaction_status == _IDLE  # autocommit: the call is a transaction
-    if idle and call.name in PIPELINED:
-        return _execute_then_wake(conn, call)
     sql, params = _sql(call), call.params
     shape = call.shape
     if shape == "copy_out" or shape == "copy_in":
@@ -798,8 +727,6 @@ def execute(conn: psycopg.Connection[Any], call: Call) -> Any:
 async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
     """``execute`` for an asyncio connection: the same SQL, the same shaping."""
     idle = conn.pgconn.transaction_status == _IDLE
-    if idle and call.name in PIPELINED:
-        return await _aexecute_then_wake(conn, call)
     sql, params = _sql(call), call.params
     shape = call.shape
     if shape == "copy_out" or shape == "copy_in":

@@ -15,7 +15,7 @@ Two ways, alternated in the same run on the same database:
   driver sends no ``send_wakes``: every trigger and query notifies in the writing transaction
   (migration 0032's ``ikigai_notify`` then calls ``pg_notify`` at once, as 0.8.0's did);
 - ``after``: this branch's way. The notifications are kept in the session and sent by
-  ``SELECT ikigai_send_wakes()`` after the write's commit, in the same round trip.
+  ``SELECT ikigai_send_wakes()`` after the write's commit, in a round trip of its own.
 
 Prints writes/s for each and the ratio after/inside. Needs ``/usr/lib/postgresql/15/bin``
 (or ``--pg-bin``); when run as root the server runs as the ``postgres`` user.
@@ -52,10 +52,9 @@ BODY = "x" * 1000
 
 def _way(way: str) -> None:
     """Make this process's stores notify the ``way`` says (see the module docstring)."""
-    from ikigai_store import ops, pool
+    from ikigai_store import pool
 
     if way == "inside":
-        ops.PIPELINED = frozenset()
         pool._WAKE_AFTER_COMMIT = "SELECT 1"  # no ikigai.wake_after_commit: no notice either
 
 

@@ -17,7 +17,6 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 import ikigai_store as ik
-from ikigai_store import ops
 
 pytestmark = pytest.mark.db
 
@@ -68,14 +67,6 @@ def _pending(store: ik.Store) -> tuple[str | None, str | None]:
         ).fetchone()
     assert row is not None
     return row["flag"], row["wakes"] or ""
-
-
-def test_pipelined_queries_exist() -> None:
-    """The queries whose wake-ups go in the write's round trip are named queries, and the
-    installed psycopg can queue the Sync between them without waiting (else each costs a
-    round trip more: see the test below)."""
-    assert set(ik.queries.available_queries) >= ops.PIPELINED
-    assert ops._ENQUEUE_SYNC is not None, "psycopg has no Pipeline._enqueue_sync any more"
 
 
 def test_library_writes_wake_after_their_commit(
@@ -283,6 +274,60 @@ def test_wake_failure_after_the_commit_is_not_an_error(
     assert "wake-ups were not sent" in caplog.text
 
 
+@pytest.mark.parametrize("face", ["sync", "async"])
+def test_a_write_whose_commit_fails_is_an_error_not_an_acknowledgement(
+    ikigai_db_url: str, face: str
+) -> None:
+    """A pipelined write's rows reach the client before its commit: when the COMMIT itself
+    fails (here a deferred constraint trigger), send, publish and publish_many raise, and
+    nothing is stored. (A server dying during the commit: ``ConnectionLost``, the connection
+    being broken.)"""
+    doomed = f"doomed-{uuid.uuid4().hex[:8]}"
+    names = (f"w11{face}-alice", f"w11{face}-bob")
+    topic = f"w11{face}-jobs"
+
+    async def on_async() -> None:
+        async with await ik.AsyncStore.connect(ikigai_db_url, pool_size=1) as store:
+            await store.identities.register(names[0])
+            await store.identities.register(names[1])
+            await store.topics.create(topic, "queue")
+            with pytest.raises(ik.DatabaseError, match="refused at commit"):
+                await store.mail.send(names[0], names[1], doomed, "body")
+            with pytest.raises(ik.DatabaseError, match="refused at commit"):
+                await store.mail.publish(names[0], topic, doomed, "body")
+            with pytest.raises(ik.DatabaseError, match="refused at commit"):
+                await store.mail.publish_many(names[0], topic, ["a", "b"], subject=doomed)
+            assert (await store.mail.send(names[0], names[1], "kept", "body")).id > 0
+
+    with psycopg.connect(ikigai_db_url, autocommit=True) as admin:
+        admin.execute(
+            f"""CREATE FUNCTION w11_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF NEW.subject = '{doomed}' THEN RAISE 'refused at commit'; END IF;
+            RETURN NULL; END $$;
+            CREATE CONSTRAINT TRIGGER w11_refuse AFTER INSERT ON mail
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION w11_refuse()"""
+        )
+        try:
+            if face == "async":
+                asyncio.run(on_async())
+            else:
+                with ik.open(ikigai_db_url, pool_size=1) as store:
+                    store.identities.register(names[0])
+                    store.identities.register(names[1])
+                    store.topics.create(topic, "queue")
+                    with pytest.raises(ik.DatabaseError, match="refused at commit"):
+                        store.mail.send(names[0], names[1], doomed, "body")
+                    with pytest.raises(ik.DatabaseError, match="refused at commit"):
+                        store.mail.publish(names[0], topic, doomed, "body")
+                    with pytest.raises(ik.DatabaseError, match="refused at commit"):
+                        store.mail.publish_many(names[0], topic, ["a", "b"], subject=doomed)
+                    assert store.mail.send(names[0], names[1], "kept", "body").id > 0
+        finally:
+            admin.execute("DROP TRIGGER w11_refuse ON mail; DROP FUNCTION w11_refuse()")
+        stored = admin.execute("SELECT count(*) FROM mail WHERE subject = %s", (doomed,))
+        assert stored.fetchone() == (0,)
+
+
 def test_failed_write_is_an_error_and_sends_nothing(
     store: ik.Store, listener: psycopg.Connection[Any]
 ) -> None:
@@ -318,43 +363,6 @@ def test_async_face_wakes_after_commit_and_at_the_callers_commit(
     heard = _heard(listener, 1.0)
     assert ("ikigai_mail", str(bob)) in heard
     assert ("ikigai_mail", str(carol)) not in heard
-
-
-@pytest.mark.parametrize("face", ["sync", "async"])
-def test_pipelined_writes_wake_without_psycopgs_private_sync(
-    ikigai_db_url: str,
-    listener: psycopg.Connection[Any],
-    monkeypatch: pytest.MonkeyPatch,
-    face: str,
-) -> None:
-    """A psycopg without the private ``_enqueue_sync`` (3.2 and 3.3 have it): a send still
-    commits, then wakes its recipient after the commit (through the public ``sync()``), and a
-    failed send still raises its error."""
-    monkeypatch.setattr(ops, "_ENQUEUE_SYNC", None)
-    names = (f"w10{face}-alice", f"w10{face}-bob")
-
-    async def on_async() -> tuple[int, list[int], int]:
-        async with await ik.AsyncStore.connect(ikigai_db_url, pool_size=1) as store:
-            await store.identities.register(names[0])
-            bob = (await store.identities.register(names[1])).id
-            sent = await store.mail.send(names[0], names[1], "kept", "body")
-            with pytest.raises(ik.NotFound):
-                await store.mail.send(names[0], "w10-nobody", "lost", "body")
-            return bob, [e.mail.id for e in await store.mail.inbox(names[1])], sent.id
-
-    if face == "async":
-        bob, inbox, sent_id = asyncio.run(on_async())
-    else:
-        with ik.open(ikigai_db_url, pool_size=1) as store:
-            store.identities.register(names[0])
-            bob = store.identities.register(names[1]).id
-            sent_id = store.mail.send(names[0], names[1], "kept", "body").id
-            with pytest.raises(ik.NotFound):
-                store.mail.send(names[0], "w10-nobody", "lost", "body")
-            inbox = [e.mail.id for e in store.mail.inbox(names[1])]
-            assert _pending(store) == ("on", "")
-    assert inbox == [sent_id]
-    _hear(listener, ("ikigai_mail", str(bob)))
 
 
 def test_wakes_are_sent_when_notices_were_silenced(
