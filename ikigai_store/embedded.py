@@ -362,7 +362,17 @@ class _Embedded:
                 f"(kill -INT {running.pid}) and retry"
             )
         self._handles.add_me()
-        create_database(self.server_url, EMBEDDED_DATABASE)
+        # A server restarting after a crash (a backend was killed) refuses connections with
+        # 57P03 until its recovery ends: wait for it, as for a server being started.
+        deadline = time.monotonic() + _CRASH_WAIT
+        while True:
+            try:
+                create_database(self.server_url, EMBEDDED_DATABASE)
+                return
+            except ConnectError as exc:
+                if exc.sqlstate != "57P03" or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     def _pg_ctl(self, *args: str, timeout: float = 90) -> None:
         self._pgserver.pgexec.pgexec(

@@ -86,9 +86,14 @@ async def aconnect(url: str, **kwargs: Any) -> psycopg.AsyncConnection[Any]:
         raise _cannot_connect(url, exc) from exc
 
 
-#: libpq's connection failures carry no SQLSTATE: the server's refusals, by their message
-#: (an English server; a localised one's refusals count as outages, as before).
-_REFUSALS = (
+#: libpq's connection failures carry no SQLSTATE: the server's answers, by their message (an
+#: English server; a localised one's count as outages, as before): its refusals, and "not yet"
+#: (crash recovery, start-up: 57P03).
+_ANSWERS = (
+    (
+        re.compile(r"FATAL:\s+the database system is (starting up|in recovery mode|not yet)"),
+        "57P03",
+    ),
     (re.compile(r"FATAL:\s+password authentication failed"), "28P01"),
     (re.compile(r"FATAL:\s+.*authentication failed"), "28000"),
     (re.compile(r"FATAL:\s+no pg_hba\.conf entry"), "28000"),
@@ -99,7 +104,7 @@ _REFUSALS = (
 
 def _cannot_connect(url: str, exc: psycopg.Error) -> ConnectError:
     text = str(exc)
-    sqlstate = exc.sqlstate or next((code for rx, code in _REFUSALS if rx.search(text)), None)
+    sqlstate = exc.sqlstate or next((code for rx, code in _ANSWERS if rx.search(text)), None)
     return ConnectError(
         f"cannot connect to {redact(url)}: {scrub(first_line(exc), url)}", sqlstate=sqlstate
     )

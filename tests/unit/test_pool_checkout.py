@@ -112,3 +112,35 @@ def test_pool_closed_under_a_waiter_retries_only_on_a_renewed_pool() -> None:
     core._closed = True
     with pytest.raises(StoreClosed):
         checkout.throw(PoolClosed("closed"))
+
+
+@pytest.mark.parametrize(
+    ("text", "sqlstate", "refused"),
+    [
+        ('FATAL:  password authentication failed for user "ann"', "28P01", True),
+        ('FATAL:  no pg_hba.conf entry for host "10.0.0.1", user "ann"', "28000", True),
+        ('FATAL:  role "ann" does not exist', "28000", True),
+        ('FATAL:  database "nope" does not exist', "3D000", True),
+        ("FATAL:  the database system is starting up", "57P03", False),
+        ("FATAL:  the database system is in recovery mode", "57P03", False),
+        ("FATAL:  sorry, too many clients already", None, False),
+        ("Connection refused", None, False),
+    ],
+)
+def test_a_failed_connection_says_whether_the_server_refused_it(
+    text: str, sqlstate: str | None, refused: bool
+) -> None:
+    """libpq gives no SQLSTATE for a failed connection: the server's answer is read from its
+    message; only a refusal (authentication, no such database or role) is ``refused``."""
+    import psycopg
+
+    from ikigai_store.pool import _cannot_connect
+
+    error = _cannot_connect(
+        "postgresql://ann:secret@db/x",
+        psycopg.OperationalError(
+            f'connection failed: connection to server at "db", port 5432 failed: {text}'
+        ),
+    )
+    assert (error.sqlstate, error.refused) == (sqlstate, refused)
+    assert "secret" not in str(error)
