@@ -177,6 +177,16 @@ def _yoyo(url: str) -> Iterator[Any]:
     try:
         # The advisory lock serialises us; yoyo's lock row would survive a SIGKILL.
         backend._is_locked = True
+        # A migrator killed mid-statement: its lock's connection closes, but this backend would
+        # finish its statement (a long fill) beside the next migrator's. Checking the client
+        # socket every second ends it with its client (PostgreSQL 14+). Named, to be found.
+        with backend.connection.cursor() as cur:
+            cur.execute("SET application_name = 'ikigai-store migrate (yoyo)'")
+            cur.execute("SELECT current_setting('server_version_num')::int >= 140000")
+            row = cur.fetchone()
+            if row is not None and row[0]:
+                cur.execute("SET client_connection_check_interval = '1s'")
+        backend.connection.commit()
         yield backend
     finally:
         backend.connection.close()

@@ -19,9 +19,14 @@ def migrate() -> None:
         if not pending:
             click.echo("up to date")
             return
-        click.echo(f"applying {len(pending)} migration(s) to {store.url}...")
-        store.migrate(progress=lambda migration_id: click.echo(f"  applying {migration_id}"))
-        click.echo(f"schema version {store.schema_version()}")
+        click.echo(f"{len(pending)} migration(s) pending on {store.url}")
+        applied = store.migrate(
+            progress=lambda migration_id: click.echo(f"  applying {migration_id}")
+        )
+        if applied:
+            click.echo(f"applied {len(applied)}: schema version {store.schema_version()}")
+        else:  # another migrator applied them while this one waited for the lock
+            click.echo(f"applied by another migrator: schema version {store.schema_version()}")
 
 
 @cli.command("migrations-path", short_help="Print the installed migrations directory.")

@@ -388,8 +388,26 @@ def database_env(database: str | None, data_dir: str | None = None) -> dict[str,
     from ..config import password_of
 
     if password_of(database):
-        return {DATABASE_VARIABLE: "${" + DATABASE_VARIABLE + "}"}
+        return {DATABASE_VARIABLE: "${" + password_variable(database) + "}"}
     return {DATABASE_VARIABLE: database}
+
+
+def password_variable(database: str) -> str:
+    """The variable of this environment that holds ``database`` (a URL with a password), for
+    the installed server to read it from: ``IKIGAI_DATABASE_URL`` or ``DATABASE_URL``.
+    ``InvalidArgument`` when neither does (``--database`` on the command line): a reference
+    to an unset variable would leave the server without a database."""
+    from ..config import resolve_url
+
+    for variable in (DATABASE_VARIABLE, "DATABASE_URL"):
+        value = os.environ.get(variable)
+        if value and resolve_url(value) == database:
+            return variable
+    raise InvalidArgument(
+        "the database URL has a password, which install does not write into a file: export "
+        f"it as {DATABASE_VARIABLE} (the installed server reads it from the agent's "
+        "environment) instead of passing it with --database"
+    )
 
 
 def merge_mcp(
@@ -670,7 +688,7 @@ def merge_codex(
         **CODEX_APPROVAL,
     }
     env = {k: v for k, v in (ours.get("env") or {}).items() if k not in _DATABASE_VARIABLES}
-    ours_forwarded = (DATABASE_VARIABLE, *SERVICE_VARIABLES)
+    ours_forwarded = (DATABASE_VARIABLE, "DATABASE_URL", *SERVICE_VARIABLES)
     forwarded = [v for v in (ours.get("env_vars") or []) if v not in ours_forwarded]
     if database is None:
         env |= database_env(None, data_dir)
@@ -678,7 +696,7 @@ def merge_codex(
         from ..config import password_of
 
         if password_of(database):
-            forwarded.append(DATABASE_VARIABLE)
+            forwarded.append(password_variable(database))
         else:
             env[DATABASE_VARIABLE] = database
     forwarded += SERVICE_VARIABLES

@@ -522,6 +522,39 @@ def test_the_server_entry_names_the_database_without_a_password(
     assert "env" not in read(tmp_path / ".mcp.json")["mcpServers"]["ikigai-store"]
 
 
+def test_a_password_url_is_referenced_by_the_variable_that_holds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only $DATABASE_URL set (as real-server.md shows): the reference names it, for Claude
+    Code and Codex; a password URL given with --database, in no variable: an error, nothing
+    written (a reference to an unset variable would leave the server without a database)."""
+    monkeypatch.delenv("IKIGAI_DATABASE_URL", raising=False)
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path))
+    monkeypatch.setenv("DATABASE_URL", "postgresql://ann:pw-secret@db/coord")
+    assert installed(tmp_path).exit_code == 0
+    entry = read(tmp_path / ".mcp.json")["mcpServers"]["ikigai-store"]
+    assert entry["env"] == {"IKIGAI_DATABASE_URL": "${DATABASE_URL}"}
+    assert installed(tmp_path, "--codex").exit_code == 0
+    table = tomllib.loads((tmp_path / "config.toml").read_text())["mcp_servers"]["ikigai-store"]
+    assert table["env_vars"] == ["DATABASE_URL", *install.SERVICE_VARIABLES]
+    monkeypatch.delenv("DATABASE_URL")
+    other = tmp_path / "other"
+    other.mkdir()
+    result = CliRunner().invoke(
+        cli,
+        [
+            "--database",
+            "postgresql://ann:pw-secret@db/coord",
+            "hooks",
+            "install",
+            "--project",
+            str(other),
+        ],
+    )
+    assert result.exit_code == 1 and "export it as IKIGAI_DATABASE_URL" in result.stderr
+    assert not list(other.iterdir())  # nothing written
+
+
 def test_the_server_entry_names_the_embedded_servers_data_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
