@@ -159,6 +159,13 @@ def translate(exc: psycopg.Error, conn: psycopg.Connection[Any] | None = None) -
     if isinstance(exc, psycopg.IntegrityError):
         diag = exc.diag
         return Conflict(first_line(exc), constraint=diag.constraint_name, sqlstate=diag.sqlstate)
+    if exc.sqlstate in _MISSING_SCHEMA:
+        # A relation or function of ours that is not there: a store opened with migrate=False
+        # on a database this version's migrations have not reached.
+        return DatabaseError(
+            f"{first_line(exc)} (is the database migrated? `ikigai-store status` shows its "
+            "schema version and what is pending; `ikigai-store migrate` applies it)"
+        )
     return DatabaseError(first_line(exc))
 
 
@@ -173,6 +180,10 @@ def translate_errors(conn: psycopg.Connection[Any] | None = None) -> Iterator[No
 
 #: The SQLSTATEs our statements refuse with, and the exception each becomes.
 _REFUSALS: dict[str, type[IkigaiStoreError]] = {"IK404": NotFound, "IK400": InvalidArgument}
+
+#: SQLSTATEs of a missing table, column or function: undefined_table, undefined_column,
+#: undefined_function.
+_MISSING_SCHEMA = frozenset({"42P01", "42703", "42883"})
 
 #: SQLSTATEs that end the session: class 08 (connection exception) and the shutdowns of 57P.
 _LOST_STATES = ("08", "57P01", "57P02", "57P03")

@@ -44,7 +44,14 @@ from .errors import ConnectError, IkigaiStoreError, MigrationError, translate_er
 from .pool import connect
 from .sql import queries
 
-__all__ = ["MIGRATION_LOCK_KEY", "apply", "migration_number", "pending", "rollback"]
+__all__ = [
+    "MIGRATION_LOCK_KEY",
+    "apply",
+    "migration_number",
+    "packaged_version",
+    "pending",
+    "rollback",
+]
 
 #: pg_advisory_lock key held while migrating ("ikigai-m" as a big-endian int64).
 MIGRATION_LOCK_KEY = int.from_bytes(b"ikigai-m", "big", signed=True)
@@ -56,6 +63,15 @@ def migration_number(migration_id: str) -> int:
     if not head.isdigit():
         raise MigrationError(f"migration {migration_id!r} does not start with a number")
     return int(head)
+
+
+def packaged_version() -> int:
+    """The schema version this ikigai-store's newest packaged migration writes."""
+    return max(
+        migration_number(p.name)
+        for p in migrations_dir().glob("[0-9]*.sql")
+        if not p.name.endswith(".rollback.sql")
+    )
 
 
 def _sources(extra: Sequence[Path | str]) -> list[str]:

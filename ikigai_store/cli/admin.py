@@ -7,6 +7,7 @@ import click
 from .. import citus as citus_ops
 from .._resources import migrations_dir
 from ..embedded import embedded_info, run_client
+from ..migrate import packaged_version
 from .app import cli
 from .common import open_store
 
@@ -50,7 +51,11 @@ def status() -> None:
             where += f"\n{'':17}(embedded PostgreSQL, data dir {store.embedded_data_dir})"
         click.echo(f"{'database:':<17}{where}")
         version = store.schema_version()
-        click.echo(f"{'schema version:':<17}{version}")
+        newest = packaged_version()
+        ahead = (
+            f" (newer than this ikigai-store's {newest}: upgrade it)" if version > newest else ""
+        )
+        click.echo(f"{'schema version:':<17}{version}{ahead}")
         pending = store.pending_migrations()
         click.echo(f"{'pending:':<17}{', '.join(pending) if pending else 'none'}")
         if version == 0:

@@ -170,6 +170,30 @@ def test_store_migrate_and_schema_version(ikigai_empty_db_url: str) -> None:
         assert store.schema_version() == LATEST
 
 
+def test_an_unmigrated_database_says_to_migrate(ikigai_empty_db_url: str) -> None:
+    """A store opened with migrate=False on a database without the schema: the first call's
+    error names the missing relation and says how to migrate (not a bare PostgreSQL error)."""
+    with ik.open(ikigai_empty_db_url, migrate=False) as store:
+        assert store.schema_version() == 0
+        with pytest.raises(ik.DatabaseError, match=r"does not exist \(is the database migrated"):
+            store.create_session()
+
+
+def test_status_says_when_the_schema_is_newer_than_the_code(ikigai_empty_db_url: str) -> None:
+    """A database a newer ikigai-store migrated: ``status`` says to upgrade, not just
+    "pending: none"."""
+    from click.testing import CliRunner
+
+    from ikigai_store.cli import cli
+
+    with ik.open(ikigai_empty_db_url) as store:
+        assert store.schema_version() == LATEST
+    _q(ikigai_empty_db_url, "UPDATE schema_metadata SET schema_version = %s", (LATEST + 1,))
+    result = CliRunner().invoke(cli, ["--database", ikigai_empty_db_url, "status"])
+    assert result.exit_code == 0, result.output
+    assert f"{LATEST + 1} (newer than this ikigai-store's {LATEST}: upgrade it)" in result.stdout
+
+
 def _yoyo(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "yoyo", *args, "--batch", "--no-config-file"],
