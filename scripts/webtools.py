@@ -61,6 +61,8 @@ def web_server(db_url: str, *args: str, timeout: float = 120) -> Iterator[Server
     env.pop("IKIGAI_WEB_TOKEN", None)
     command = [sys.executable, "-m", "ikigai_store", "--database", db_url, "web", "--port", "0"]
     with tempfile.TemporaryFile("w+") as log:
+        if "--token" not in args:
+            args = (*args, "--no-token")
         proc = subprocess.Popen([*command, *args], stdout=subprocess.DEVNULL, stderr=log, env=env)
         try:
             deadline = time.monotonic() + timeout

@@ -129,8 +129,7 @@ class WebServer:
         env.pop("IKIGAI_WEB_TOKEN", None)
         command = [sys.executable, "-m", "ikigai_store", "--database", db_url, "web"]
         command += ["--port", "0", *args]
-        if token is not None:
-            command += ["--token", token]
+        command += ["--no-token"] if token is None else ["--token", token]
         self.proc = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
         )

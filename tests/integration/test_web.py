@@ -35,6 +35,8 @@ class Server:
 
     def __init__(self, url: str, *args: str) -> None:
         env = {**os.environ, "IKIGAI_DATABASE_URL": url, "PYTHONUNBUFFERED": "1"}
+        if "--token" not in args and "IKIGAI_WEB_TOKEN" not in env:
+            args = (*args, "--no-token")  # the open loopback view these tests read
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ikigai_store", "web", "--port", "0", *args],
             stderr=subprocess.PIPE,
@@ -182,6 +184,46 @@ def test_off_loopback_needs_a_token(ikigai_db_url: str) -> None:
     )
     assert done.returncode == 1
     assert "without a token" in done.stderr
+
+
+def test_loopback_needs_a_token_it_makes_unless_told_not_to(ikigai_db_url: str) -> None:
+    """Loopback is reachable by every local user: with no token given, the view makes one and
+    prints the address to open with it; a request without it is 401, the address logs in.
+    ``--no-token`` with a token is a usage error."""
+    env = {**os.environ, "IKIGAI_DATABASE_URL": ikigai_db_url, "PYTHONUNBUFFERED": "1"}
+    env.pop("IKIGAI_WEB_TOKEN", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ikigai_store", "web", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        found = re.search(r"serving http://([^/]+):(\d+)/\?token=([\w-]{20,})$", line.strip())
+        assert found, line
+        host, port, token = found[1], int(found[2]), found[3]
+        conn = http.client.HTTPConnection(host, port, timeout=10)
+        conn.request("GET", "/sessions")
+        assert conn.getresponse().status == 401
+        conn.close()
+        conn = http.client.HTTPConnection(host, port, timeout=10)
+        conn.request("GET", f"/?token={token}")
+        response = conn.getresponse()
+        assert response.status == 303 and "HttpOnly" in (response.getheader("set-cookie") or "")
+        conn.close()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)  # closes its stderr pipe
+    both = subprocess.run(
+        [sys.executable, "-m", "ikigai_store", "web", "--no-token", "--token", "t" * 32],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert both.returncode == 1 and "exclude each other" in both.stderr
 
 
 @pytest.mark.parametrize("server", ["web", "mcp"])
