@@ -1,6 +1,10 @@
 -- Undo 0028: sequence what is pending, then offsets go back to mail.log_offset (kept).
-SELECT s.* FROM (SELECT DISTINCT topic_id FROM topic_log WHERE log_offset IS NULL) AS p,
-     LATERAL sequence_topic(p.topic_id, ARRAY[]::BIGINT[]) AS s;
+DO $undo$
+BEGIN
+    PERFORM s.* FROM (SELECT DISTINCT topic_id FROM topic_log WHERE log_offset IS NULL) AS p,
+                     LATERAL sequence_topic(p.topic_id, ARRAY[]::BIGINT[]) AS s;
+END
+$undo$;
 ALTER TABLE mail DROP CONSTRAINT IF EXISTS mail_topic_offset_check;
 UPDATE mail AS m SET log_offset = l.log_offset FROM topic_log AS l WHERE l.mail_id = m.id;
 ALTER TABLE mail ADD CONSTRAINT mail_topic_offset_check

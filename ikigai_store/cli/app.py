@@ -35,7 +35,16 @@ def _one_line_usage_errors() -> Iterator[None]:
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "ikigai-store"
         message = " ".join(exc.format_message().split())
+        if isinstance(exc, click.NoSuchOption) and exc.option_name in _GLOBAL_OPTIONS:
+            message += (
+                f" {exc.option_name} is a global option, written before the command: "
+                f"ikigai-store {exc.option_name} ... {where.removeprefix('ikigai-store ')}"
+            )
         raise click.ClickException(f"{message} (see: {where} --help)") from exc
+
+
+#: The options of ``ikigai-store`` itself, written before the command.
+_GLOBAL_OPTIONS = frozenset({"--database", "--outbox"})
 
 
 #: The module defining each command: imported the first time the command is looked up, so a

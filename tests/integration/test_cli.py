@@ -584,6 +584,12 @@ def usage_error(url: str, *args: str) -> str:
         (["nope"], "No such command 'nope'", "ikigai-store"),
         (["--bogus", "status"], "No such option", "ikigai-store"),
         (["append", "--sesion", "1", "user"], "Did you mean", "ikigai-store append"),
+        (
+            ["migrate", "--database", "postgresql://x@127.0.0.1:1/y"],
+            "--database is a global option, written before the command: "
+            "ikigai-store --database ... migrate",
+            "ikigai-store migrate",
+        ),
     ],
 )
 def test_usage_errors_are_one_line_exit_1(
