@@ -131,7 +131,8 @@ def private_dir(path: str | Path) -> str:
         raise ServiceError(f"the service directory {path} is not a directory (a link?)")
     if info.st_uid != os.geteuid():
         raise ServiceError(
-            f"the service directory {path} belongs to uid {info.st_uid}, not to this user"
+            f"the service directory {path} belongs to uid {info.st_uid}, not to this user: "
+            "another user made it first; set IKIGAI_RUNTIME_DIR to a directory of your own"
         )
     if info.st_mode & 0o077:
         raise ServiceError(
@@ -267,6 +268,11 @@ def connect(where: Target, *, start: bool = True, timeout: float = START_SECONDS
     except (FileNotFoundError, ConnectionRefusedError) as exc:
         if not start:
             raise ServiceError("the service is not running") from exc
+    except PermissionError:
+        private_dir(where.directory)  # says whose the directory is, when not ours
+        raise ServiceError(
+            f"cannot reach the service at {where.socket_path}: permission denied"
+        ) from None
     except OSError as exc:
         raise ServiceError(f"cannot reach the service at {where.socket_path}: {exc}") from None
     private_dir(where.directory)

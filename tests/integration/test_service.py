@@ -403,6 +403,27 @@ def test_a_runtime_dir_open_to_others_is_refused(
     assert service_pids(runtime) == []
 
 
+def test_a_runtime_dir_another_user_made_first_is_named(
+    runtime: Path, ikigai_db_url: str, project: str
+) -> None:
+    """Another user made the runtime dir first (a shared /tmp): the hook fails open saying
+    whose it is and what to do, not a bare "permission denied"."""
+    import pwd
+
+    other = pwd.getpwnam(os_user("ikigai-probe"))
+    os.chown(runtime, other.pw_uid, other.pw_gid)
+    try:
+        code, out, err = hook(
+            environment(runtime, ikigai_db_url), "session-start", start_event(project)
+        )
+    finally:
+        os.chown(runtime, os.geteuid(), os.getegid())
+    assert (code, out) == (0, "")
+    assert f"belongs to uid {other.pw_uid}, not to this user" in err
+    assert "IKIGAI_RUNTIME_DIR" in err and len(err.splitlines()) == 1
+    assert service_pids(runtime) == []
+
+
 # ------------------------------------------------------------------------------ thin clients
 
 _HEAVY = ("psycopg", "pydantic", "mcp", "click", "anyio", "aiosql", "starlette", "yoyo")
