@@ -196,12 +196,7 @@ def _yoyo(url: str) -> Iterator[Any]:
         # A migrator killed mid-statement: its lock's connection closes, but this backend would
         # finish its statement (a long fill) beside the next migrator's. Checking the client
         # socket every second ends it with its client (PostgreSQL 14+). Named, to be found.
-        with backend.connection.cursor() as cur:
-            cur.execute("SET application_name = 'ikigai-store migrate (yoyo)'")
-            cur.execute("SELECT current_setting('server_version_num')::int >= 140000")
-            row = cur.fetchone()
-            if row is not None and row[0]:
-                cur.execute("SET client_connection_check_interval = '1s'")
+        queries.migrator_session(backend.connection)
         backend.connection.commit()
         yield backend
     finally:

@@ -34,6 +34,15 @@ SELECT migration_hash FROM _yoyo_migration;
 -- Release the migration advisory lock.
 SELECT pg_advisory_unlock(:key) AS unlocked;
 
+-- name: migrator_session()^
+-- yoyo's connection, before it migrates: named (to be found in pg_stat_activity), and, on
+-- PostgreSQL 14+, checking its client every second, so that a migrator killed mid-statement
+-- does not leave that statement running beside the next migrator's (CASE evaluates
+-- set_config only on a server that knows the setting).
+SELECT set_config('application_name', 'ikigai-store migrate (yoyo)', false) AS name,
+       CASE WHEN current_setting('server_version_num')::int >= 140000
+            THEN set_config('client_connection_check_interval', '1s', false) END AS check_interval;
+
 -- name: yoyo_bookkeeping_exists()^
 -- True when yoyo has recorded migrations in this database.
 SELECT to_regclass('_yoyo_migration') IS NOT NULL AS exists;
