@@ -32,8 +32,9 @@ from .common import database_option
     "--token",
     envvar="IKIGAI_WEB_TOKEN",
     default=None,
-    help="Token every request must carry (required off loopback): open the view once with "
-    "?token=TOKEN, or send Authorization: Bearer TOKEN. Default: $IKIGAI_WEB_TOKEN.",
+    help="Token every request must carry: open the view once with ?token=TOKEN, or send "
+    "Authorization: Bearer TOKEN. Default: $IKIGAI_WEB_TOKEN, else (on loopback) one made at "
+    "start and printed in the address to open.",
 )
 @click.option(
     "--no-token",
