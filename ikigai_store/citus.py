@@ -20,12 +20,15 @@ Citus is a test tool here (AGPL-3.0): it is never a dependency of the package.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
-from .errors import InvalidArgument, translate_errors
+from .errors import IkigaiStoreError, InvalidArgument, translate_errors
 from .pool import connect, create_database
 from .pool import drop_database as drop_one
 from .sql import queries
@@ -33,6 +36,8 @@ from .sql import queries
 __all__ = [
     "TRANSFER_MODES",
     "Placement",
+    "RebalanceError",
+    "RebalanceProgress",
     "distribute",
     "is_citus",
     "placements",
@@ -68,9 +73,11 @@ def prepare_database(server_url: str, name: str) -> bool:
     coordinator with workers; returns whether it did.
 
     ``server_url``'s database must already have citus and its workers registered (Citus does not
-    propagate ``CREATE DATABASE``): the database is created on every worker (same user and
-    credentials), citus is created in it on every node, and the coordinator and the workers are
-    registered in it. Nothing is done when the server's database has no citus extension.
+    propagate ``CREATE DATABASE``): the database is created on the coordinator and on every
+    worker unless it exists there (same user and credentials), citus is created in it on every
+    node, and the coordinator and the workers are registered in it. Nothing is done when the
+    server's database has no citus extension; ``InvalidArgument`` (nothing created) when it
+    has citus but no workers.
     """
     if not is_citus(server_url):
         return False
@@ -96,6 +103,7 @@ def _prepare(server_url: str, name: str) -> bool:
             "the server's database has citus but no coordinator and workers registered "
             "(citus_set_coordinator_host, citus_add_node)"
         )
+    create_database(server_url, name)
     for node in workers:
         worker = make_conninfo(
             "", **{**params, "host": node["nodename"], "port": str(node["nodeport"])}
@@ -160,7 +168,16 @@ def placements(url: str) -> list[Placement]:
         ]
 
 
-def rebalance(url: str, *, mode: str = "auto", wait: bool = True) -> int | None:
+def rebalance(
+    url: str,
+    *,
+    mode: str = "auto",
+    wait: bool = True,
+    timeout: float | None = None,
+    stall_timeout: float = 60.0,
+    progress: Callable[[RebalanceProgress], None] | None = None,
+    poll_interval: float = 1.0,
+) -> int | None:
     """Move shards of the Citus database at ``url`` onto its nodes evenly
     (``citus_rebalance_start``), refusing a move that could lose acknowledged writes.
 
@@ -173,12 +190,24 @@ def rebalance(url: str, *, mode: str = "auto", wait: bool = True) -> int | None:
     be left on the old placement (docs/concepts/citus.md, "Growing the cluster"). Set
     ``synchronous_commit`` to ``local`` (or ``on``) on the nodes, or use ``block_writes``.
 
-    Returns the rebalance job's id, or ``None`` when no shard needs to move; with ``wait``
-    (the default) it returns once the job has finished. Raises ``InvalidArgument`` for an
-    unknown mode or a database without citus.
+    Returns the rebalance job's id, or ``None`` when no shard needs to move. With ``wait``
+    (the default) it follows the job every ``poll_interval`` seconds until it has finished,
+    calling ``progress`` with a ``RebalanceProgress`` whenever that changed, and raises
+    ``RebalanceError`` (the job cancelled first, so nothing moves later behind the caller's
+    back; the moves already done stay) when the job failed or was cancelled, when no move has
+    run for ``stall_timeout`` seconds (Citus could not start its background workers, for
+    example: each move runs in one, and every database with citus holds workers of its own
+    out of the coordinator's ``max_worker_processes``), or when it has not finished within
+    ``timeout`` seconds (``None``: no limit). Raises ``InvalidArgument`` for an unknown mode,
+    a non-positive timeout or a database without citus.
     """
     if mode not in TRANSFER_MODES:
         raise InvalidArgument(f"mode must be one of {', '.join(TRANSFER_MODES)}, not {mode!r}")
+    for name, value in (("stall_timeout", stall_timeout), ("poll_interval", poll_interval)):
+        if not value > 0:
+            raise InvalidArgument(f"{name} must be a positive number of seconds, got {value!r}")
+    if timeout is not None and not timeout > 0:
+        raise InvalidArgument(f"timeout must be a positive number of seconds, got {timeout!r}")
     with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
         if not queries.citus_installed(conn)["installed"]:
             raise InvalidArgument("this database has no citus extension: nothing to rebalance")
@@ -190,13 +219,106 @@ def rebalance(url: str, *, mode: str = "auto", wait: bool = True) -> int | None:
             ]
             if unsafe:
                 raise InvalidArgument(
-                    f"a {mode} rebalance moves shards by logical replication, which can lose "
-                    "acknowledged writes from a node committing with synchronous_commit = off: "
+                    f"a rebalance in mode {mode!r} moves shards by logical replication, which "
+                    "can lose acknowledged writes from a node committing with "
+                    "synchronous_commit = off: "
                     f"{', '.join(unsafe)}; set synchronous_commit to local or on there (for "
                     "example ALTER DATABASE ... SET synchronous_commit = local on the "
-                    "coordinator), or use mode='block_writes'"
+                    "coordinator), or move with mode 'block_writes' (the CLI's "
+                    "--mode block_writes)"
                 )
         job = queries.citus_rebalance_start(conn, mode=mode)["job_id"]
-        if wait and job is not None:
-            queries.citus_rebalance_wait(conn)
-        return None if job is None else int(job)
+        if job is None:
+            return None
+        if wait:
+            _follow(conn, int(job), timeout, stall_timeout, progress, poll_interval)
+        return int(job)
+
+
+@dataclass(frozen=True)
+class RebalanceProgress:
+    """Where a rebalance job stands: its ``state`` (Citus' job states: ``scheduled``,
+    ``running``, ``finished``, ``cancelling``, ``cancelled``, ``failing``, ``failed``), its
+    shard moves (``tasks``), how many are ``done`` and ``running``, and what moves that failed
+    or wait to be retried said (``messages``)."""
+
+    job_id: int
+    state: str
+    tasks: int
+    done: int
+    running: int
+    messages: tuple[str, ...]
+
+
+class RebalanceError(IkigaiStoreError):
+    """A rebalance job failed, was cancelled, stalled or ran out of time (``rebalance``);
+    ``progress`` is where it stood. The moves done before stay done; the job was cancelled,
+    so no other move starts."""
+
+    def __init__(self, message: str, *, progress: RebalanceProgress) -> None:
+        super().__init__(message)
+        self.progress = progress
+
+
+def _progress(conn: Any, job: int) -> RebalanceProgress:
+    row = queries.citus_job_progress(conn, job_id=job)
+    if row is None:  # removed by hand (DELETE FROM pg_dist_background_job)
+        return RebalanceProgress(job, "cancelled", 0, 0, 0, ("the job is gone",))
+    return RebalanceProgress(
+        job,
+        row["state"],
+        int(row["tasks"]),
+        int(row["done"]),
+        int(row["running"]),
+        tuple(sorted(row["messages"])),
+    )
+
+
+def _follow(
+    conn: Any,
+    job: int,
+    timeout: float | None,
+    stall_timeout: float,
+    progress: Callable[[RebalanceProgress], None] | None,
+    poll_interval: float,
+) -> None:
+    """Follow rebalance job ``job`` to its end (``rebalance``'s ``wait``)."""
+    start = moved_at = time.monotonic()
+    last: RebalanceProgress | None = None
+    while True:
+        now = time.monotonic()
+        seen = _progress(conn, job)
+        if seen != last:
+            if progress is not None:
+                progress(seen)
+            if last is None or seen.done != last.done:
+                moved_at = now
+        last = seen
+        if seen.running:
+            moved_at = now  # a move in progress, however long, is progress
+        if seen.state == "finished":
+            return
+        said = f"; its moves said: {' | '.join(seen.messages)}" if seen.messages else ""
+        where = f"{seen.done} of its {seen.tasks} tasks done"
+        if seen.state in ("failed", "cancelled"):
+            raise RebalanceError(f"rebalance job {job} {seen.state} ({where}){said}", progress=seen)
+        why = None
+        if now - moved_at > stall_timeout:
+            why = (
+                f"no shard move has run for {stall_timeout:g} s ({where}): Citus runs each "
+                "move in a background worker, and when the coordinator's log says \"unable to "
+                'start background worker" its max_worker_processes is used up (every '
+                "database with citus holds workers of its own: drop unused ones, or raise it "
+                "and restart)"
+            )
+        elif timeout is not None and now - start > timeout:
+            why = f"not finished within {timeout:g} s ({where})"
+        if why is not None:
+            if seen.state not in ("cancelling", "failing"):
+                queries.citus_job_cancel(conn, job_id=job)
+            raise RebalanceError(
+                f"rebalance job {job}: {why}; the job was cancelled, the moves done stay "
+                f"done{said}",
+                progress=_progress(conn, job),
+            )
+        time.sleep(poll_interval)

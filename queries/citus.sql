@@ -76,6 +76,25 @@ ORDER BY n.groupid, n.nodeport;
 SELECT citus_rebalance_start(shard_transfer_mode => CAST(:mode AS citus.shard_transfer_mode))
        AS job_id;
 
--- name: citus_rebalance_wait()^
--- Wait until the running rebalance job (if any) has finished; an error if it failed.
-SELECT citus_rebalance_wait() IS NULL AS done;
+
+-- name: citus_job_progress(job_id)^
+-- A background job's state (Citus' pg_dist_background_job: scheduled, running, finished,
+-- cancelling, cancelled, failing, failed) and its tasks' (a rebalance's shard moves): how many,
+-- how many done and running, and what the tasks that failed or are waiting to be retried
+-- said. No row: no such job.
+SELECT CAST(j.state AS text) AS state,
+       count(t.task_id) AS tasks,
+       count(t.task_id) FILTER (WHERE t.status = 'done') AS done,
+       count(t.task_id) FILTER (WHERE t.status IN ('running', 'cancelling')) AS running,
+       COALESCE(array_agg(DISTINCT t.message) FILTER (WHERE t.message <> ''
+                                                     AND t.status <> 'done'),
+                ARRAY[]::text[]) AS messages
+FROM pg_dist_background_job AS j
+LEFT JOIN pg_dist_background_task AS t ON t.job_id = j.job_id
+WHERE j.job_id = :job_id
+GROUP BY j.state;
+
+-- name: citus_job_cancel(job_id)^
+-- Cancel a background job (its running task is stopped, the others never start); a finished
+-- job is left as it is.
+SELECT citus_job_cancel(:job_id) IS NULL AS cancelled;

@@ -142,16 +142,46 @@ def tables() -> None:
     "block_writes blocks a shard's writes while it is copied.",
 )
 @click.option("--wait/--no-wait", default=True, help="Return when the rebalance has finished.")
-def rebalance(mode: str, wait: bool) -> None:
-    """Start Citus' rebalancer (citus_rebalance_start) after adding a node.
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Cancel the job (the moves done stay) and fail when it has not finished by then.",
+)
+@click.option(
+    "--stall-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Cancel the job and fail when no move has run for this long.",
+)
+def rebalance(mode: str, wait: bool, timeout: float | None, stall_timeout: float) -> None:
+    """Start Citus' rebalancer (citus_rebalance_start) after adding a node, and follow it.
 
     A logical move (auto, force_logical) is refused, moving nothing, while a node that holds
     shards commits with synchronous_commit = off: Citus could leave acknowledged writes on the
-    old placement (docs/concepts/citus.md, "Growing the cluster"). Prints the job's id, or
-    "nothing to move".
+    old placement (docs/concepts/citus.md, "Growing the cluster"). Prints the job's progress
+    on stderr as its tasks (shard moves) finish, then its id, or "nothing to move". A job that
+    fails, stalls (Citus could not start its background workers) or outlives --timeout is
+    cancelled and the command fails saying why.
     """
+
+    def report(p: citus_ops.RebalanceProgress) -> None:
+        click.echo(
+            f"rebalance job {p.job_id}: {p.state}, {p.done} of {p.tasks} tasks done", err=True
+        )
+
     with open_store(migrate=False) as store:
-        job = citus_ops.rebalance(store.url, mode=mode, wait=wait)
+        job = citus_ops.rebalance(
+            store.url,
+            mode=mode,
+            wait=wait,
+            timeout=timeout,
+            stall_timeout=stall_timeout,
+            progress=report,
+        )
     if job is None:
         click.echo("nothing to move")
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import operator
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -104,6 +105,24 @@ def test_distribute_refuses_a_plain_database(
         drop_test_database(ikigai_server_url, name)
 
 
+def test_prepare_database_creates_the_database_on_every_node(
+    cluster: str, request: pytest.FixtureRequest
+) -> None:
+    """prepare_database for a name no node has yet creates it on the coordinator too (it used
+    to create it on the workers, then fail on the coordinator); migrating it places the
+    tables."""
+    name = test_database_name(request.path, "unmade")
+    drop_test_database(cluster, name)
+    try:
+        assert citus.prepare_database(cluster, name)
+        url = admin_url(cluster, name)
+        migrate.apply(url)
+        placed = {p.relation: p.column for p in citus.placements(url) if p.kind == "distributed"}
+        assert placed == DISTRIBUTED
+    finally:
+        drop_test_database(cluster, name)
+
+
 @pytest.fixture
 def filled_plain(cluster: str, request: pytest.FixtureRequest) -> Iterator[str]:
     """A database on the coordinator migrated and written to before citus was created in it."""
@@ -181,6 +200,10 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
         assert f"{table}: distributed by list_id" in result.output
     for table in ("review_iterations", "review_issues"):
         assert f"{table}: distributed by review_id" in result.output
+    # The rows were copied to the shards; the coordinator keeps no copy of its own.
+    for table in ("messages", "activities", "tasks", "review_iterations", "langgraph_blobs"):
+        assert f"{table}: the copy of its rows left on the coordinator removed" in result.output
+    assert set(_local_bytes(url).values()) == {0}
     assert citus.distribute(url) == []
     with ik.Store(url, pool_size=2) as store:
         assert {sid: store.replay_session(sid) for sid in sessions} == before
@@ -216,6 +239,42 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
         assert row is not None and row["n"] == row["d"] == 20 * 7 + 1
     placed = {p.relation: p.column for p in citus.placements(url) if p.kind == "distributed"}
     assert placed == DISTRIBUTED
+
+
+def _local_bytes(url: str) -> dict[str, int]:
+    """The size of each distributed table's own storage on the coordinator."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT CAST(logicalrelid AS text), pg_relation_size(logicalrelid) "
+            "FROM pg_dist_partition WHERE partmethod = 'h'"
+        ).fetchall()
+    return dict(rows)
+
+
+def test_migrating_removes_the_copies_an_earlier_distribution_left(
+    cluster: str, filled_plain: str
+) -> None:
+    """A database distributed before migration 0043 kept a copy of every distributed table's
+    rows on the coordinator; migrating it removes them, and every row is still read."""
+    url = filled_plain
+    with ik.Store(url, pool_size=1) as store:
+        sessions = [store.create_session(f"s{n}") for n in range(5)]
+        for sid in sessions:
+            store.append_many(sid, [("user", f"hello {sid} {n}", None) for n in range(20)])
+        store.identities.register("alice")
+        store.activities.record("alice", "commit", "before distribution")
+        before = {sid: store.replay_session(sid) for sid in sessions}
+    assert migrate.rollback(url, count=1) == ["0043-citus-no-local-copies"]
+    assert citus.prepare_database(cluster, url.split("dbname=")[1].split()[0])
+    assert "messages" in dict(citus.distribute(url))
+    kept = _local_bytes(url)
+    assert kept["messages"] > 0 and kept["activities"] > 0
+    assert migrate.apply(url) == ["0043-citus-no-local-copies"]
+    assert set(_local_bytes(url).values()) == {0}
+    with ik.Store(url, pool_size=1) as store:
+        assert {sid: store.replay_session(sid) for sid in sessions} == before
+        assert [a.description for a in store.activities.feed()] == ["before distribution"]
+    assert citus.distribute(url) == []
 
 
 #: What rolling back each Citus migration moves back to the coordinator.
@@ -348,6 +407,75 @@ def test_rebalance_refuses_logical_moves_from_async_commit_nodes(
         )
         assert result.exit_code == 0, result.output
         assert result.output == "nothing to move\n"
+    finally:
+        drop_test_database(cluster, name)
+
+
+def test_rebalance_follows_its_tasks_and_cancels_a_stalled_job(
+    cluster: str, request: pytest.FixtureRequest
+) -> None:
+    """A rebalance whose moves never start (here Citus' task monitor is switched off, as when
+    the coordinator has no background worker left) fails after ``stall_timeout`` saying why,
+    with its job cancelled and nothing moved; once the monitor is back, the CLI's rebalance
+    reports its tasks as they finish and every shard leaves the worker that should have none.
+    (The monitor's setting is the server's: a second checkout rebalancing on the same cluster
+    meanwhile would stall too.)"""
+    name = test_database_name(request.path, "stall")
+    url = fresh_database(cluster, name)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'ALTER DATABASE "{name}" SET citus.shard_count = 4')
+        migrate.apply(url)
+        with psycopg.connect(url, autocommit=True) as conn:
+            node = conn.execute(
+                "SELECT nodename, nodeport FROM pg_dist_node WHERE groupid > 0 "
+                "ORDER BY nodeport DESC LIMIT 1"
+            ).fetchone()
+            assert node is not None
+            conn.execute("SELECT citus_set_node_property(%s, %s, 'shouldhaveshards', false)", node)
+            before = conn.execute(
+                "SELECT shardid, groupid FROM pg_dist_placement ORDER BY shardid"
+            ).fetchall()
+        with psycopg.connect(cluster, autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET citus.background_task_queue_interval = -1")
+            conn.execute("SELECT pg_reload_conf()")
+        try:
+            time.sleep(1)
+            seen: list[citus.RebalanceProgress] = []
+            with pytest.raises(citus.RebalanceError, match="no shard move has run for 2 s") as e:
+                citus.rebalance(
+                    url,
+                    mode="block_writes",
+                    stall_timeout=2,
+                    poll_interval=0.2,
+                    progress=seen.append,
+                )
+        finally:
+            with psycopg.connect(cluster, autocommit=True) as conn:
+                conn.execute("ALTER SYSTEM RESET citus.background_task_queue_interval")
+                conn.execute("SELECT pg_reload_conf()")
+        assert seen[0].state == "scheduled" and seen[0].tasks > 0 and seen[0].done == 0
+        assert e.value.progress.state == "cancelled"
+        with psycopg.connect(url, autocommit=True) as conn:
+            after = conn.execute(
+                "SELECT shardid, groupid FROM pg_dist_placement ORDER BY shardid"
+            ).fetchall()
+        assert after == before
+        time.sleep(1)
+        result = CliRunner().invoke(
+            cli, ["--database", url, "citus", "rebalance", "--mode", "block_writes"]
+        )
+        assert result.exit_code == 0, result.output
+        lines = result.output.splitlines()
+        assert re.fullmatch(r"rebalance job \d+: done", lines[-1]), lines
+        assert re.fullmatch(r"rebalance job \d+: finished, (\d+) of \1 tasks done", lines[-2])
+        with psycopg.connect(url, autocommit=True) as conn:
+            left = conn.execute(
+                "SELECT count(*) FROM pg_dist_placement AS p "
+                "JOIN pg_dist_node AS n ON n.groupid = p.groupid WHERE n.nodeport = %s",
+                (node[1],),
+            ).fetchone()
+        assert left == (0,)
     finally:
         drop_test_database(cluster, name)
 

@@ -65,8 +65,9 @@ ALL = [
     "0040-checks-in-values",
     "0041-routed-batches",
     "0042-agent-replay-one-read",
+    "0043-citus-no-local-copies",
 ]
-LATEST = 42
+LATEST = 43
 
 
 def _since(migration: str) -> int:
