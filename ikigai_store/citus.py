@@ -288,14 +288,11 @@ def _follow(
     while True:
         now = time.monotonic()
         seen = _progress(conn, job)
-        if seen != last:
-            if progress is not None:
-                progress(seen)
-            if last is None or seen.done != last.done:
-                moved_at = now
+        if seen.running or last is None or seen.done != last.done:
+            moved_at = now  # a move finished, or one in progress (however long it takes)
+        if seen != last and progress is not None:
+            progress(seen)
         last = seen
-        if seen.running:
-            moved_at = now  # a move in progress, however long, is progress
         if seen.state == "finished":
             return
         said = f"; its moves said: {' | '.join(seen.messages)}" if seen.messages else ""
