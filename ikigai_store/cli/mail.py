@@ -1,5 +1,5 @@
 """CLI ``mail`` commands: send, reply, inbox, read, ack, star, snooze, archive, trash, mark,
-thread, search, wait.
+thread, search, prune, wait.
 
 Mail goes between identities (``ikigai-store identity``); each recipient holds its own copy in
 a state (unread, read, starred, snoozed, archived, trash) that moves only along the allowed
@@ -467,6 +467,28 @@ def mail_search(query: str, identity: str | None, limit: int, order: str, as_jso
         [(f"{h.rank:.3f}", str(h.mail.id), h.mail.sender, one_line(h.snippet)) for h in hits],
         frozenset({"rank", "id"}),
     )
+
+
+@mail.command("prune", short_help="Delete mail long in the trash; print how many.")
+@click.option(
+    "--older-than",
+    default="30d",
+    show_default=True,
+    type=DURATION,
+    help="Time in the trash (30m, 12h, 30d...).",
+)
+@JSON_OPTION
+def mail_prune(older_than: timedelta, as_json: bool) -> None:
+    """Delete the recipients' copies that have been in the trash longer than --older-than
+    (only the copies: the other recipients keep theirs), and forget dead ``mail wait``
+    registrations; print how many copies were deleted. Topic mail has its own retention
+    (``topic retention``)."""
+    with open_store() as store:
+        deleted = store.mail.prune(older_than=older_than)
+    if as_json:
+        click.echo(json_text({"deleted": deleted}))
+    else:
+        click.echo(str(deleted))
 
 
 @mail.command("wait", short_help="Wait for a mail to arrive, then print it.")

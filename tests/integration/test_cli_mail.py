@@ -478,6 +478,25 @@ def test_mail_star_archive_trash_and_mark(ikigai_db_url: str) -> None:
     assert set(ok_json(ikigai_db_url, "mail", "mark", b, mid, "unread")) == ITEM_KEYS
 
 
+def test_mail_prune_deletes_copies_long_in_the_trash(ikigai_db_url: str) -> None:
+    """`mail prune` deletes the trashed copies older than --older-than (the text form prints
+    the count alone, --json an object), keeps a fresher one and the other recipient's copy;
+    a bad duration writes nothing."""
+    a, b, c = register(ikigai_db_url), register(ikigai_db_url), register(ikigai_db_url)
+    old = str(send(ikigai_db_url, a, b, "old", "--to", c))
+    ok(ikigai_db_url, "mail", "trash", b, old)
+    assert "--older-than" in fails(ikigai_db_url, "mail", "prune", "--older-than", "soon")
+    assert ok(ikigai_db_url, "mail", "prune", "--older-than", "1h").strip().isdigit()
+    trash = ("mail", "inbox", b, "--state", "trash")
+    assert [i["mail"]["id"] for i in ok_json(ikigai_db_url, *trash)["items"]] == [int(old)]
+    time.sleep(1.1)
+    new = str(send(ikigai_db_url, a, b, "new"))
+    ok(ikigai_db_url, "mail", "trash", b, new)
+    assert ok_json(ikigai_db_url, "mail", "prune", "--older-than", "1s")["deleted"] >= 1
+    assert [i["mail"]["id"] for i in ok_json(ikigai_db_url, *trash)["items"]] == [int(new)]
+    assert ok_json(ikigai_db_url, "mail", "inbox", c)["items"][0]["mail"]["id"] == int(old)
+
+
 def test_mail_illegal_transition_is_a_user_error(ikigai_db_url: str) -> None:
     """A transition the state machine forbids names both states and changes nothing."""
     a, b = register(ikigai_db_url), register(ikigai_db_url)
@@ -686,7 +705,7 @@ def test_groups_print_help_and_every_command_has_help(ikigai_db_url: str, group:
         "identity": ["register", "list", "discover", "retire"],
         "mail": [
             *("send", "reply", "inbox", "read", "ack", "star", "snooze", "archive", "trash"),
-            *("mark", "thread", "search", "wait"),
+            *("mark", "thread", "search", "prune", "wait"),
         ],
     }[group]
     out = ok(ikigai_db_url, group)
