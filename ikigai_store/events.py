@@ -23,12 +23,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import InvalidArgument, NotFound
+from .errors import Conflict, InvalidArgument, NotFound
 from .models import VALID_KINDS, Message, ReplayContext, is_valid_kind
 from .ops import Area, FaceT, Op, atomic, message_rows, one, operation
 from .replay import fold, target_id
 from .sessions import require_session
-from .validate import check_content, check_id, check_int, check_limit, check_uuid, dump_json
+from .validate import (
+    check_content,
+    check_id,
+    check_int,
+    check_limit,
+    check_str,
+    check_uuid,
+    dump_json,
+)
 
 __all__ = [
     "append",
@@ -51,8 +59,15 @@ def append(
     data: Any = None,
     *,
     agent_uuid: str | None = None,
+    idempotency_key: str | None = None,
 ) -> Op[Message]:
     """Append one event to a session (and to one of its agents) and return it as stored.
+
+    With ``idempotency_key`` (1-200 characters, unique within the session) a retried append
+    stores nothing new: when the session already holds an event with that key, that event is
+    returned, even if the session has ended since; ``Conflict`` when it is another event (a
+    different kind, agent, content or data). Retry a keyed append that raised
+    ``ConnectionLost`` with the same arguments: it is stored exactly once.
 
     Raises (and writes nothing) ``NotFound`` for a missing session or agent, and
     ``InvalidArgument`` for an unknown kind, a bad session id, an ended session, an
@@ -72,6 +87,11 @@ def append(
         if target is None:
             raise InvalidArgument(f"a {kind} needs an integer data.target_message_id")
         check_int(target, "data.target_message_id", minimum=1)
+    if idempotency_key is not None:
+        key = check_str(idempotency_key, "idempotency_key", max_chars=MAX_KEY_CHARS)
+        return (
+            yield from _append_keyed(session_id, agent_uuid, kind, content, data_json, target, key)
+        )
     # One statement per case (queries/messages.sql, append_event says why): the general one
     # only for rewinds and pops; without a target, a statement free of checks that could not
     # apply.
@@ -117,6 +137,40 @@ def _check_event(kind: str, content: str | None, data: Any) -> str | None:
     if label is not None and not isinstance(label, str):
         raise InvalidArgument("a mark's data.label must be a string or null")
     return data_json
+
+
+#: The longest idempotency key of an append (as mail's).
+MAX_KEY_CHARS = 200
+
+
+def _append_keyed(
+    session_id: int,
+    agent_uuid: str | None,
+    kind: str,
+    content: str | None,
+    data_json: str | None,
+    target: int | None,
+    key: str,
+) -> Op[Message]:
+    """``append`` with an idempotency key (queries/messages.sql: append_keyed)."""
+    row = yield one(
+        "append_keyed",
+        session_id=session_id,
+        agent_uuid=agent_uuid,
+        kind=kind,
+        content=content,
+        data=data_json,
+        target_message_id=target,
+        idempotency_key=key,
+    )
+    if not row["same"]:
+        raise Conflict(
+            f"idempotency key {key!r} of session {session_id} was used for a different event "
+            f"(event {row['id']}, a {row['kind']})",
+            constraint="messages_idempotency_key_idx",
+            sqlstate=None,
+        )
+    return Message.from_row(row)
 
 
 def append_many(

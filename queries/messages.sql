@@ -48,6 +48,19 @@ VALUES (ikigai_append_id(CAST(:session_id AS bigint), CAST(:agent_uuid AS text),
         CAST(:content AS text), CAST(:data AS jsonb))
 RETURNING e.id, e.session_id, e.agent_uuid, e.kind, e.content, e.data, e.created_at;
 
+-- name: append_keyed(session_id, agent_uuid, kind, content, data, target_message_id, idempotency_key)^
+-- append_message with an idempotency key (Store.append's idempotency_key; migration 0044's
+-- ikigai_append_keyed): the event is stored unless the session already holds one with this
+-- key, and then that one is returned instead (inserted false), with whether it is the same
+-- event (same: kind, agent, content and data equal). The checks, locks, refusals (IK404,
+-- IK400) and wake-up are append_message's, for an event stored now; an earlier event of the
+-- key is returned even after the session ended. On Citus each statement goes to the
+-- session's shard.
+SELECT id, session_id, agent_uuid, kind, content, data, created_at, inserted, same
+FROM ikigai_append_keyed(CAST(:session_id AS bigint), CAST(:agent_uuid AS text),
+                         CAST(:kind AS text), CAST(:content AS text), CAST(:data AS jsonb),
+                         CAST(:target_message_id AS bigint), CAST(:idempotency_key AS text));
+
 -- name: append_events(session_id, kinds, contents, datas)
 -- append_event for many events in one call (Store.append_many, an OpenAI Agents SDK session's
 -- add_items), all or none: the i-th event is (kinds[i], contents[i], datas[i]) and takes the

@@ -40,18 +40,28 @@ from .render import as_dict, echo_context, echo_hits, json_text
     default=None,
     help="Record the event as this agent's (the session defaults to the agent's).",
 )
+@click.option(
+    "--idempotency-key",
+    "key",
+    metavar="KEY",
+    default=None,
+    help="Store the event once per KEY in the session: run again, it prints the first id.",
+)
 def append(
     session_id: int | None,
     kind: str,
     content: str | None,
     data: Any,
     agent_uuid: str | None,
+    key: str | None,
 ) -> None:
     """Append one event of KIND (with optional CONTENT) and print its id.
 
     CONTENT `-` reads the content from standard input, stored verbatim (trailing newline
     included). CONTENT may start with '-' ("- item", "--- a/file"). A mark's label is data.label;
-    a rewind names its mark with data.target_message_id.
+    a rewind names its mark with data.target_message_id. With --idempotency-key a retry (the
+    same command again) stores nothing and prints the id stored first; the key given with
+    another event is an error.
     """
     if content == "-":
         content = read_stdin()
@@ -60,7 +70,9 @@ def append(
             sid = store.get_agent(agent_uuid).session_id
         else:
             sid = active_or(store, session_id)
-        click.echo(store.append(sid, kind, content, data, agent_uuid=agent_uuid).id)
+        click.echo(
+            store.append(sid, kind, content, data, agent_uuid=agent_uuid, idempotency_key=key).id
+        )
 
 
 @cli.command(short_help="Print the context a session replays to.")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -430,3 +432,85 @@ def test_an_empty_batch_statement_stores_nothing(ikigai_db_url: str) -> None:
         assert conn.execute(ik.queries.append_events.sql, params).fetchall() == []
     with ik.Store(ikigai_db_url, pool_size=1) as store:
         assert store.count_messages(sid) == 0
+
+
+# ---------------------------------------------------------------- idempotency keys
+
+
+def test_a_keyed_append_is_stored_once(ikigai_store: ik.Store, sid: int) -> None:
+    """A retried keyed append returns the event stored first and stores nothing; a key is
+    the session's (another session, another key: another event); the key with another event
+    is a Conflict that stores nothing; an agent's event and a rewind take keys too."""
+    first = ikigai_store.append(sid, "user", "hello", {"n": 1}, idempotency_key="turn-1")
+    assert ikigai_store.append(sid, "user", "hello", {"n": 1}, idempotency_key="turn-1") == first
+    other = ikigai_store.append(sid, "user", "hello", {"n": 1}, idempotency_key="turn-2")
+    assert other.id > first.id
+    elsewhere = ikigai_store.create_session()
+    assert ikigai_store.append(elsewhere, "user", "hello", idempotency_key="turn-1").id > other.id
+    before = ikigai_store.messages(sid)
+    for kind, content, data in [
+        ("user", "hello", {"n": 2}),
+        ("user", "hi", {"n": 1}),
+        ("assistant", "hello", {"n": 1}),
+    ]:
+        with pytest.raises(ik.Conflict, match=r"'turn-1' of session \d+ was used for a differ"):
+            ikigai_store.append(sid, kind, content, data, idempotency_key="turn-1")
+    assert ikigai_store.messages(sid) == before
+    agent = ikigai_store.create_agent(sid)
+    mine = ikigai_store.append(sid, "assistant", "a", agent_uuid=agent.uuid, idempotency_key="a")
+    assert (
+        ikigai_store.append(sid, "assistant", "a", agent_uuid=agent.uuid, idempotency_key="a")
+        == mine
+    )
+    with pytest.raises(ik.Conflict):
+        ikigai_store.append(sid, "assistant", "a", idempotency_key="a")  # not the agent's
+    mark = ikigai_store.append(sid, "mark", "m", {"label": "m"})
+    rewind = {"target_message_id": mark.id}
+    back = ikigai_store.append(sid, "rewind", None, rewind, idempotency_key="back")
+    assert ikigai_store.append(sid, "rewind", None, rewind, idempotency_key="back") == back
+    assert ikigai_store.count_messages(sid) == len(before) + 3
+
+
+def test_a_keyed_retry_after_the_session_ended_returns_the_event(
+    ikigai_store: ik.Store, sid: int
+) -> None:
+    """The event stored under a key is returned even once the session has ended (a retry
+    whose first try committed); a new key there is refused as any append is."""
+    stored = ikigai_store.append(sid, "assistant", "done", idempotency_key="last")
+    ikigai_store.end_session(sid)
+    assert ikigai_store.append(sid, "assistant", "done", idempotency_key="last") == stored
+    with pytest.raises(ik.InvalidArgument, match="ended"):
+        ikigai_store.append(sid, "assistant", "done", idempotency_key="other")
+    with pytest.raises(ik.NotFound):
+        ikigai_store.append(123_456, "user", "x", idempotency_key="k")
+
+
+@pytest.mark.parametrize("key", ["", "k" * 201, 7, "nul\x00"], ids=["empty", "long", "int", "nul"])
+def test_a_bad_key_is_refused_and_writes_nothing(
+    ikigai_store: ik.Store, sid: int, key: Any
+) -> None:
+    """An empty, too long (over 200 characters), non-string or NUL-holding key raises
+    InvalidArgument and stores nothing; 200 characters are accepted."""
+    with pytest.raises(ik.InvalidArgument, match="idempotency_key"):
+        ikigai_store.append(sid, "user", "x", idempotency_key=key)
+    assert ikigai_store.count_messages(sid) == 0
+    assert ikigai_store.append(sid, "user", "x", idempotency_key="k" * 200).content == "x"
+
+
+def test_racing_keyed_appends_store_one_event(ikigai_db_url: str) -> None:
+    """Eight threads appending the same keyed event at once all get the one event stored."""
+    with ik.Store(ikigai_db_url, pool_size=8) as store:
+        sid = store.create_session()
+        for round_ in range(5):
+
+            def go(barrier: threading.Barrier, key: str) -> ik.Message:
+                barrier.wait()
+                return store.append(sid, "user", "once", idempotency_key=key)
+
+            barrier = threading.Barrier(8)
+
+            with ThreadPoolExecutor(8) as pool:
+                futures = [pool.submit(go, barrier, f"race-{round_}") for _ in range(8)]
+                got = [f.result() for f in futures]
+            assert len({m.id for m in got}) == 1
+        assert [m.content for m in store.messages(sid)] == ["once"] * 5

@@ -264,12 +264,14 @@ def test_migrating_removes_the_copies_an_earlier_distribution_left(
         store.identities.register("alice")
         store.activities.record("alice", "commit", "before distribution")
         before = {sid: store.replay_session(sid) for sid in sessions}
-    assert migrate.rollback(url, count=1) == ["0043-citus-no-local-copies"]
+    rolled: list[str] = []  # back to 0042: 0043 and every migration after it
+    while "0043-citus-no-local-copies" not in rolled:
+        rolled += migrate.rollback(url, count=1)
     assert citus.prepare_database(cluster, url.split("dbname=")[1].split()[0])
     assert "messages" in dict(citus.distribute(url))
     kept = _local_bytes(url)
     assert kept["messages"] > 0 and kept["activities"] > 0
-    assert migrate.apply(url) == ["0043-citus-no-local-copies"]
+    assert migrate.apply(url) == rolled[::-1]
     assert set(_local_bytes(url).values()) == {0}
     with ik.Store(url, pool_size=1) as store:
         assert {sid: store.replay_session(sid) for sid in sessions} == before

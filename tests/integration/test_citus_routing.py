@@ -62,12 +62,13 @@ DISTRIBUTED = (
 )
 
 #: A statement that touches a distributed table (or task_view, over tasks), or calls a function
-#: that does (migrations 0030, 0033, 0036, 0038, 0040 and 0041).
+#: that does (migrations 0030, 0033, 0036, 0038, 0040, 0041 and 0044).
 TOUCHES = re.compile(
     r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+"
     r"(?:messages|langgraph_(?:checkpoints|blobs|writes)|activities|agent_summaries"
     r"|tasks|task_deps|task_view|review_iterations|review_issues)\b"
     r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append_id|ikigai_append_batch"
+    r"|ikigai_append_keyed"
     r"|ikigai_claude_append"
     r"|langgraph_put|langgraph_put_writes|langgraph_blob_chain|langgraph_get_checkpoint"
     r"|langgraph_list_checkpoints|langgraph_delete_thread|langgraph_drop_unnamed"
@@ -161,6 +162,15 @@ ROUTED: dict[str, P] = {
         "kind": "user",
         "content": "x",
         "data": None,
+    },
+    "append_keyed": lambda w: {
+        "session_id": w.session_id,
+        "agent_uuid": w.agent,
+        "kind": "user",
+        "content": "x",
+        "data": None,
+        "target_message_id": None,
+        "idempotency_key": "routed",
     },
     "append_events": lambda w: {
         "session_id": w.session_id,
@@ -700,6 +710,11 @@ def test_appends_and_langgraph_writes_are_one_command_to_the_shard(
     calls: list[tuple[str, dict[str, Any]]] = [
         ("append_event", {"session_id": sid, **event}),
         ("append_agent_event", {"session_id": sid, "agent_uuid": agent, **event}),
+        (
+            "append_keyed",
+            {"session_id": sid, "agent_uuid": None, **event, "target_message_id": None}
+            | {"idempotency_key": "one-command"},
+        ),
         (
             "activities_record",
             {"identity": IDENTITY, "type": "commit", "description": "d", "metadata": None},

@@ -763,3 +763,16 @@ def test_python_m_entry_point() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "Usage: ikigai-store" in proc.stdout
     assert "demo" in proc.stdout
+
+
+def test_append_with_an_idempotency_key_stores_once(ikigai_db_url: str) -> None:
+    """`append --idempotency-key` run twice prints the same id and stores one event; the key
+    with other content is a one-line error that stores nothing."""
+    sid = str(new_session(ikigai_db_url))
+    args = ("append", "-s", sid, "--idempotency-key", "turn-1", "user", "hello")
+    first = ok(ikigai_db_url, *args)
+    assert ok(ikigai_db_url, *args) == first
+    err = fails(ikigai_db_url, "append", "-s", sid, "--idempotency-key", "turn-1", "user", "bye")
+    assert "'turn-1'" in err and "different event" in err
+    doc = json.loads(ok(ikigai_db_url, "replay", "--session", sid, "--json"))
+    assert [(m["id"], m["content"]) for m in doc["messages"]] == [(int(first), "hello")]

@@ -66,8 +66,9 @@ ALL = [
     "0041-routed-batches",
     "0042-agent-replay-one-read",
     "0043-citus-no-local-copies",
+    "0044-append-idempotency-keys",
 ]
-LATEST = 43
+LATEST = 44
 
 
 def _since(migration: str) -> int:
@@ -114,8 +115,13 @@ def test_fresh_database_gets_seed_schema(ikigai_empty_db_url: str) -> None:
         ("created_at", "timestamp with time zone", "NO"),
         ("agent_uuid", "text", "YES"),
         ("search_vector", "tsvector", "YES"),
+        ("idempotency_key", "text", "YES"),
     ]
     idx = _indexes(url)
+    # 0044: a key is unique within its session; events without one have no entry
+    assert idx["messages_idempotency_key_idx"].endswith(
+        "(session_id, idempotency_key) WHERE (idempotency_key IS NOT NULL)"
+    )
     # 0015: a stored vector under GIN replaced 0006's expression index
     assert idx["idx_messages_search_vector"].endswith("USING gin (search_vector)")
     assert "idx_messages_search" not in idx

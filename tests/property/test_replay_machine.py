@@ -56,6 +56,8 @@ class ReplayMachine(RuleBasedStateMachine):
         self.store = store
         self.model = RefSession()
         self.sid: int | None = None
+        # Each idempotency key used, with the event stored under it (its id, kind, content, data).
+        self.keyed: dict[str, tuple[int, str, str | None, Any]] = {}
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -110,6 +112,34 @@ class ReplayMachine(RuleBasedStateMachine):
     def append_ordinary(self, kind: str, content: str | None, data: Any) -> None:
         """An ordinary event is always kept by replay."""
         self.append(kind, content, data)
+
+    @rule(
+        kind=st.sampled_from(ORDINARY_KINDS),
+        content=st.none() | texts,
+        data=ordinary_data,
+        key=st.sampled_from(["k1", "k2", "k3", "a key with spaces ✓"]),
+        repeat=st.booleans(),
+    )
+    def append_with_a_key(
+        self, kind: str, content: str | None, data: Any, key: str, repeat: bool
+    ) -> None:
+        """An append with an unused key is stored; the same append again (a retry) returns the
+        stored event and stores nothing; another event under a used key is a Conflict that
+        stores nothing."""
+        assert self.sid is not None
+        if key not in self.keyed:
+            message = self.store.append(self.sid, kind, content, data, idempotency_key=key)
+            assert (message.kind, message.content, message.data) == (kind, content, data)
+            self.model.append(message.id, kind, content, data)
+            self.keyed[key] = (message.id, kind, content, data)
+            return
+        first_id, *event = self.keyed[key]
+        if repeat or tuple(event) == (kind, content, data):
+            again = self.store.append(self.sid, *event, idempotency_key=key)
+            assert (again.id, again.kind, again.content, again.data) == (first_id, *event)
+        else:
+            with pytest.raises(ik.Conflict, match="used for a different event"):
+                self.store.append(self.sid, kind, content, data, idempotency_key=key)
 
     @rule(label=labels, style=st.sampled_from(["dict", "dict", "label_none", "none"]))
     def append_mark_rule(self, label: str | None, style: str) -> None:
