@@ -39,6 +39,7 @@ __all__ = [
     "RebalanceError",
     "RebalanceProgress",
     "distribute",
+    "drain",
     "is_citus",
     "placements",
     "prepare_database",
@@ -201,6 +202,52 @@ def rebalance(
     ``timeout`` seconds (``None``: no limit). Raises ``InvalidArgument`` for an unknown mode,
     a non-positive timeout or a database without citus.
     """
+    return _move(url, None, mode, False, wait, timeout, stall_timeout, progress, poll_interval)
+
+
+def drain(
+    url: str,
+    host: str,
+    port: int,
+    *,
+    mode: str = "auto",
+    remove: bool = False,
+    wait: bool = True,
+    timeout: float | None = None,
+    stall_timeout: float = 60.0,
+    progress: Callable[[RebalanceProgress], None] | None = None,
+    poll_interval: float = 1.0,
+) -> int | None:
+    """Move every shard of the Citus database at ``url`` off the worker ``host:port``, to
+    take it out of the cluster: the node is marked ``shouldhaveshards = false`` in this
+    database (so no later rebalance puts shards back on it), then Citus' rebalancer moves its
+    shards in drain-only mode, followed as ``rebalance`` follows a job; with ``remove`` the
+    node is removed from this database's nodes once it holds nothing (``citus_remove_node``).
+
+    Nodes are registered per database: drain it in every Citus database on the cluster. The
+    same refusal as ``rebalance`` for a logical move from a node committing with
+    ``synchronous_commit = off`` (checked before anything changes). Returns the job's id, or
+    ``None`` when the node held no shard. ``InvalidArgument`` for a node this database does not
+    know, or the coordinator; ``RebalanceError`` as ``rebalance`` (the node stays marked).
+    """
+    return _move(
+        url, (host, port), mode, remove, wait, timeout, stall_timeout, progress, poll_interval
+    )
+
+
+def _move(
+    url: str,
+    node: tuple[str, int] | None,
+    mode: str,
+    remove: bool,
+    wait: bool,
+    timeout: float | None,
+    stall_timeout: float,
+    progress: Callable[[RebalanceProgress], None] | None,
+    poll_interval: float,
+) -> int | None:
+    """``rebalance`` (``node`` None) or ``drain`` (of ``node``)."""
+    what = "rebalance" if node is None else "drain"
     if mode not in TRANSFER_MODES:
         raise InvalidArgument(f"mode must be one of {', '.join(TRANSFER_MODES)}, not {mode!r}")
     for name, value in (("stall_timeout", stall_timeout), ("poll_interval", poll_interval)):
@@ -208,9 +255,22 @@ def rebalance(
             raise InvalidArgument(f"{name} must be a positive number of seconds, got {value!r}")
     if timeout is not None and not timeout > 0:
         raise InvalidArgument(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if remove and not wait:
+        raise InvalidArgument("remove needs wait: the node is removed once it holds nothing")
     with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
         if not queries.citus_installed(conn)["installed"]:
-            raise InvalidArgument("this database has no citus extension: nothing to rebalance")
+            raise InvalidArgument(f"this database has no citus extension: nothing to {what}")
+        if node is not None:
+            known = [
+                n for n in queries.citus_nodes(conn) if (n["nodename"], int(n["nodeport"])) == node
+            ]
+            if not known:
+                raise InvalidArgument(
+                    f"node {node[0]}:{node[1]} is not one of this database's nodes "
+                    "(citus_add_node registers a node per database)"
+                )
+            if known[0]["groupid"] == 0:
+                raise InvalidArgument(f"node {node[0]}:{node[1]} is the coordinator")
         if mode != "block_writes":
             unsafe = [
                 f"{r['nodename']}:{r['nodeport']}"
@@ -219,7 +279,7 @@ def rebalance(
             ]
             if unsafe:
                 raise InvalidArgument(
-                    f"a rebalance in mode {mode!r} moves shards by logical replication, which "
+                    f"a {what} in mode {mode!r} moves shards by logical replication, which "
                     "can lose acknowledged writes from a node committing with "
                     "synchronous_commit = off: "
                     f"{', '.join(unsafe)}; set synchronous_commit to local or on there (for "
@@ -227,12 +287,14 @@ def rebalance(
                     "coordinator), or move with mode 'block_writes' (the CLI's "
                     "--mode block_writes)"
                 )
-        job = queries.citus_rebalance_start(conn, mode=mode)["job_id"]
-        if job is None:
-            return None
-        if wait:
+        if node is not None:
+            queries.citus_node_keeps_no_shards(conn, host=node[0], port=node[1])
+        job = queries.citus_rebalance_start(conn, mode=mode, drain_only=node is not None)["job_id"]
+        if job is not None and wait:
             _follow(conn, int(job), timeout, stall_timeout, progress, poll_interval)
-        return int(job)
+        if remove and node is not None:
+            queries.citus_remove_worker(conn, host=node[0], port=node[1])
+        return None if job is None else int(job)
 
 
 @dataclass(frozen=True)

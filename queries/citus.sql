@@ -70,11 +70,22 @@ WHERE n.noderole = 'primary'
   AND (NOT r.success OR r.result = 'off')
 ORDER BY n.groupid, n.nodeport;
 
--- name: citus_rebalance_start(mode)^
+-- name: citus_rebalance_start(mode, drain_only)^
 -- Start Citus' background rebalancer with this shard transfer mode ('auto', 'force_logical'
--- or 'block_writes'); job_id is NULL when no shard needs to move.
-SELECT citus_rebalance_start(shard_transfer_mode => CAST(:mode AS citus.shard_transfer_mode))
+-- or 'block_writes'); with drain_only, it only moves the shards of nodes marked
+-- shouldhaveshards = false off them. job_id is NULL when no shard needs to move.
+SELECT citus_rebalance_start(drain_only => :drain_only,
+                             shard_transfer_mode => CAST(:mode AS citus.shard_transfer_mode))
        AS job_id;
+
+-- name: citus_node_keeps_no_shards(host, port)^
+-- Mark a node of this database to hold no shards (what a drain moves them off; no later
+-- rebalance puts any back until the property is set true again).
+SELECT citus_set_node_property(:host, :port, 'shouldhaveshards', false) IS NULL AS marked;
+
+-- name: citus_remove_worker(host, port)^
+-- Remove a drained node from this database's nodes (Citus refuses while it holds shards).
+SELECT citus_remove_node(:host, :port) IS NULL AS removed;
 
 
 -- name: citus_job_progress(job_id)^

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
 from .. import citus as citus_ops
@@ -132,31 +134,50 @@ def tables() -> None:
         click.echo(f"{p.relation:<24}{how}")
 
 
+def _moving(command: Callable[..., None]) -> Callable[..., None]:
+    """The options of the commands that move shards (rebalance, drain)."""
+    for option in reversed(
+        [
+            click.option(
+                "--mode",
+                type=click.Choice(citus_ops.TRANSFER_MODES),
+                default="auto",
+                show_default=True,
+                help="Citus' shard_transfer_mode: auto and force_logical move by logical "
+                "replication, block_writes blocks a shard's writes while it is copied.",
+            ),
+            click.option(
+                "--wait/--no-wait", default=True, help="Return when the job has finished."
+            ),
+            click.option(
+                "--timeout",
+                type=click.FloatRange(min=0, min_open=True),
+                default=None,
+                metavar="SECONDS",
+                help="Cancel the job (the moves done stay) and fail when it has not finished "
+                "by then.",
+            ),
+            click.option(
+                "--stall-timeout",
+                type=click.FloatRange(min=0, min_open=True),
+                default=60.0,
+                show_default=True,
+                metavar="SECONDS",
+                help="Cancel the job and fail when no move has run for this long.",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def _report(p: citus_ops.RebalanceProgress) -> None:
+    """A job's progress, on stderr."""
+    click.echo(f"rebalance job {p.job_id}: {p.state}, {p.done} of {p.tasks} tasks done", err=True)
+
+
 @citus.command(short_help="Spread the shards over the nodes, refusing a move that can lose writes.")
-@click.option(
-    "--mode",
-    type=click.Choice(citus_ops.TRANSFER_MODES),
-    default="auto",
-    show_default=True,
-    help="Citus' shard_transfer_mode: auto and force_logical move by logical replication, "
-    "block_writes blocks a shard's writes while it is copied.",
-)
-@click.option("--wait/--no-wait", default=True, help="Return when the rebalance has finished.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    metavar="SECONDS",
-    help="Cancel the job (the moves done stay) and fail when it has not finished by then.",
-)
-@click.option(
-    "--stall-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=60.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="Cancel the job and fail when no move has run for this long.",
-)
+@_moving
 def rebalance(mode: str, wait: bool, timeout: float | None, stall_timeout: float) -> None:
     """Start Citus' rebalancer (citus_rebalance_start) after adding a node, and follow it.
 
@@ -167,12 +188,6 @@ def rebalance(mode: str, wait: bool, timeout: float | None, stall_timeout: float
     fails, stalls (Citus could not start its background workers) or outlives --timeout is
     cancelled and the command fails saying why.
     """
-
-    def report(p: citus_ops.RebalanceProgress) -> None:
-        click.echo(
-            f"rebalance job {p.job_id}: {p.state}, {p.done} of {p.tasks} tasks done", err=True
-        )
-
     with open_store(migrate=False) as store:
         job = citus_ops.rebalance(
             store.url,
@@ -180,9 +195,50 @@ def rebalance(mode: str, wait: bool, timeout: float | None, stall_timeout: float
             wait=wait,
             timeout=timeout,
             stall_timeout=stall_timeout,
-            progress=report,
+            progress=_report,
         )
     if job is None:
         click.echo("nothing to move")
     else:
         click.echo(f"rebalance job {job}: {'done' if wait else 'started'}")
+
+
+@citus.command(short_help="Move every shard off a worker (to take it out), and follow it.")
+@click.argument("node", metavar="HOST:PORT")
+@_moving
+@click.option(
+    "--remove", is_flag=True, help="Then remove the node from this database (it holds nothing)."
+)
+def drain(
+    node: str, mode: str, wait: bool, timeout: float | None, stall_timeout: float, remove: bool
+) -> None:
+    """Mark the worker HOST:PORT to hold no shards in this database and move its shards to the
+    others (Citus' rebalancer, drain only), as `citus rebalance` does; with --remove, remove
+    it from this database's nodes afterwards.
+
+    Nodes are registered per database: drain the node in each Citus database of the cluster.
+    A later rebalance puts nothing back on a drained node; to use it again, run
+    SELECT citus_set_node_property('HOST', PORT, 'shouldhaveshards', true).
+    """
+    host, sep, port = node.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise click.BadParameter(f"expected HOST:PORT, got {node!r}", param_hint="NODE")
+    with open_store(migrate=False) as store:
+        job = citus_ops.drain(
+            store.url,
+            host,
+            int(port),
+            mode=mode,
+            remove=remove,
+            wait=wait,
+            timeout=timeout,
+            stall_timeout=stall_timeout,
+            progress=_report,
+        )
+    if job is None:
+        click.echo(f"{node} holds no shard" + (": removed" if remove else ""))
+    else:
+        click.echo(
+            f"rebalance job {job}: {'done' if wait else 'started'}"
+            + (f"; {node} removed" if remove else "")
+        )

@@ -482,6 +482,60 @@ def test_rebalance_follows_its_tasks_and_cancels_a_stalled_job(
         drop_test_database(cluster, name)
 
 
+def test_drain_moves_every_shard_off_a_worker_then_removes_it(
+    cluster: str, request: pytest.FixtureRequest
+) -> None:
+    """``citus drain HOST:PORT --remove`` moves every shard of the database off the worker,
+    printing its progress, then removes the node from the database; the sessions read back
+    the same. A node the database does not know, the coordinator, --remove without waiting
+    and (on the test cluster, synchronous_commit = off) a logical drain are refused, changing
+    nothing."""
+    name = test_database_name(request.path, "drain")
+    url = fresh_database(cluster, name)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'ALTER DATABASE "{name}" SET citus.shard_count = 4')
+        migrate.apply(url)
+        with ik.Store(url, pool_size=1) as store:
+            sessions = [store.create_session(f"s{n}") for n in range(8)]
+            for sid in sessions:
+                store.append(sid, "user", f"hello {sid}")
+            before = {sid: store.replay_session(sid) for sid in sessions}
+        with psycopg.connect(url, autocommit=True) as conn:
+            nodes = conn.execute(
+                "SELECT nodename, nodeport, groupid FROM pg_dist_node ORDER BY groupid"
+            ).fetchall()
+        (head, head_port, _), *_, (host, port, _) = nodes
+        with pytest.raises(ik.InvalidArgument, match="not one of this database's nodes"):
+            citus.drain(url, host, 1)
+        with pytest.raises(ik.InvalidArgument, match="is the coordinator"):
+            citus.drain(url, head, head_port)
+        with pytest.raises(ik.InvalidArgument, match="remove needs wait"):
+            citus.drain(url, host, port, remove=True, wait=False)
+        with pytest.raises(ik.InvalidArgument, match="synchronous_commit = off"):
+            citus.drain(url, host, port, mode="force_logical")
+        with psycopg.connect(url, autocommit=True) as conn:
+            keeps = conn.execute(
+                "SELECT shouldhaveshards FROM pg_dist_node WHERE nodeport = %s", (port,)
+            ).fetchone()
+        assert keeps == (True,)
+        drain = ("citus", "drain", f"{host}:{port}", "--mode", "block_writes", "--remove")
+        result = CliRunner().invoke(cli, ["--database", url, *drain])
+        assert result.exit_code == 0, result.output
+        lines = result.output.splitlines()
+        assert re.fullmatch(rf"rebalance job \d+: done; {host}:{port} removed", lines[-1]), lines
+        assert re.fullmatch(r"rebalance job \d+: finished, (\d+) of \1 tasks done", lines[-2])
+        with psycopg.connect(url, autocommit=True) as conn:
+            left = conn.execute(
+                "SELECT count(*) FROM pg_dist_node WHERE nodeport = %s", (port,)
+            ).fetchone()
+        assert left == (0,)
+        with ik.Store(url, pool_size=1) as store:
+            assert {sid: store.replay_session(sid) for sid in sessions} == before
+    finally:
+        drop_test_database(cluster, name)
+
+
 def _as_pg(*args: str) -> None:
     """Run a PostgreSQL binary as the cluster's OS user (the servers refuse to run as root)."""
     user = os.environ.get("CITUS_OSUSER", "citususer")
