@@ -665,12 +665,12 @@ def test_rebalance_under_load_loses_and_duplicates_nothing(
             host, port = extra_worker
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("SELECT citus_add_node(%s, %s)", (host, port))
-                conn.execute(
-                    "SELECT citus_rebalance_start("
-                    "shard_transfer_mode => CAST(%s AS citus.shard_transfer_mode))",
-                    (mode,),
-                )
-                conn.execute("SELECT citus_rebalance_wait()")
+            # The library's rebalance (its check, then the job followed to its end).
+            seen: list[citus.RebalanceProgress] = []
+            job = citus.rebalance(url, mode=mode, stall_timeout=300, progress=seen.append)
+            assert job is not None and seen[-1].state == "finished", seen
+            assert seen[-1].done == seen[-1].tasks > 0
+            with psycopg.connect(url, autocommit=True) as conn:
                 moved = conn.execute(
                     "SELECT count(*) FROM pg_dist_shard_placement WHERE nodeport = %s", (port,)
                 ).fetchone()
