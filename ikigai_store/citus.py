@@ -28,7 +28,7 @@ from typing import Any
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
-from .errors import IkigaiStoreError, InvalidArgument, translate_errors
+from .errors import DatabaseError, IkigaiStoreError, InvalidArgument, translate_errors
 from .pool import connect, create_database
 from .pool import drop_database as drop_one
 from .sql import queries
@@ -152,8 +152,18 @@ def distribute(url: str) -> list[tuple[str, str]]:
     with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
         if not queries.citus_installed(conn)["installed"]:
             raise InvalidArgument("this database has no citus extension: nothing to distribute")
+        _require_coordinator(conn)
         with conn.transaction():
             return [(r["relation"], r["made"]) for r in queries.citus_distribute(conn)]
+
+
+def _require_coordinator(conn: Any) -> None:
+    """``InvalidArgument`` unless ``conn`` (with citus installed) is on the coordinator."""
+    if not queries.citus_is_coordinator(conn)["coordinator"]:
+        raise InvalidArgument(
+            "this database is on a Citus worker (its tables are the coordinator's shards): "
+            "connect to the coordinator"
+        )
 
 
 def placements(url: str) -> list[Placement]:
@@ -161,6 +171,7 @@ def placements(url: str) -> list[Placement]:
     with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
         if not queries.citus_installed(conn)["installed"]:
             raise InvalidArgument("this database has no citus extension")
+        _require_coordinator(conn)
         return [
             Placement(
                 r["relation"], r["kind"], r["column_name"], r["colocation_id"], r["shard_count"]
@@ -260,6 +271,7 @@ def _move(
     with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
         if not queries.citus_installed(conn)["installed"]:
             raise InvalidArgument(f"this database has no citus extension: nothing to {what}")
+        _require_coordinator(conn)
         if node is not None:
             known = [
                 n for n in queries.citus_nodes(conn) if (n["nodename"], int(n["nodeport"])) == node
@@ -293,8 +305,27 @@ def _move(
         if job is not None and wait:
             _follow(conn, int(job), timeout, stall_timeout, progress, poll_interval)
         if remove and node is not None:
-            queries.citus_remove_worker(conn, host=node[0], port=node[1])
+            _remove(conn, node, int(known[0]["groupid"]))
         return None if job is None else int(job)
+
+
+def _remove(conn: Any, node: tuple[str, int], group: int, attempts: int = 30) -> None:
+    """Remove the drained ``node`` (of ``group``) once Citus has dropped the copies its moves
+    left there (deferred cleanup): removed before, the node would leave cleanup records that
+    nothing can finish, and the shards they name could never move again."""
+    for attempt in range(attempts):
+        queries.citus_cleanup_orphans(conn)
+        left = int(queries.citus_pending_cleanup(conn, group_id=group)["n"])
+        if left == 0:
+            queries.citus_remove_worker(conn, host=node[0], port=node[1])
+            return
+        if attempt < attempts - 1:
+            time.sleep(1.0)
+    raise DatabaseError(
+        f"node {node[0]}:{node[1]} holds no shard, but Citus has not yet dropped {left} copies "
+        "its moves left there (pg_dist_cleanup; something holds a lock on them): it is "
+        "drained, not removed; run the drain with --remove again later"
+    )
 
 
 @dataclass(frozen=True)
@@ -362,7 +393,9 @@ def _follow(
         if seen.state in ("failed", "cancelled"):
             raise RebalanceError(f"rebalance job {job} {seen.state} ({where}){said}", progress=seen)
         why = None
-        if now - moved_at > stall_timeout:
+        if now - moved_at > stall_timeout and seen.messages:
+            why = f"no shard move has succeeded for {stall_timeout:g} s ({where}): they fail"
+        elif now - moved_at > stall_timeout:
             why = (
                 f"no shard move has run for {stall_timeout:g} s ({where}): Citus runs each "
                 "move in a background worker, and when the coordinator's log says \"unable to "

@@ -109,3 +109,19 @@ GROUP BY j.state;
 -- Cancel a background job (its running task is stopped, the others never start); a finished
 -- job is left as it is.
 SELECT citus_job_cancel(:job_id) IS NULL AS cancelled;
+
+-- name: citus_is_coordinator()^
+-- Whether this node is its cluster's coordinator (call only when citus is installed): a
+-- worker answers false (its tables are the coordinator's shards and metadata).
+SELECT citus_is_coordinator() AS coordinator;
+
+-- name: citus_cleanup_orphans()!
+-- Drop now what Citus keeps for a deferred cleanup: the source copies of shards moved
+-- (pg_dist_cleanup), where no lock stops it.
+CALL citus_cleanup_orphaned_resources();
+
+-- name: citus_pending_cleanup(group_id)^
+-- How many objects Citus still has to drop on the nodes of this group (pg_dist_cleanup): a
+-- node removed before they are gone leaves records no cleanup can finish, and the shards they
+-- name can never move again.
+SELECT count(*) AS n FROM pg_dist_cleanup WHERE node_group_id = :group_id;

@@ -173,7 +173,11 @@ def _moving(command: Callable[..., None]) -> Callable[..., None]:
 
 def _report(p: citus_ops.RebalanceProgress) -> None:
     """A job's progress, on stderr."""
-    click.echo(f"rebalance job {p.job_id}: {p.state}, {p.done} of {p.tasks} tasks done", err=True)
+    failing = f"; failing: {p.messages[-1]}" if p.messages else ""
+    click.echo(
+        f"rebalance job {p.job_id}: {p.state}, {p.done} of {p.tasks} tasks done{failing}",
+        err=True,
+    )
 
 
 @citus.command(short_help="Spread the shards over the nodes, refusing a move that can lose writes.")

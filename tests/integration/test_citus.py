@@ -24,6 +24,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 from langgraph.graph import END, START, StateGraph
+from psycopg.conninfo import make_conninfo
 
 import ikigai_store as ik
 from ikigai_store import citus, migrate
@@ -505,7 +506,10 @@ def test_drain_moves_every_shard_off_a_worker_then_removes_it(
             nodes = conn.execute(
                 "SELECT nodename, nodeport, groupid FROM pg_dist_node ORDER BY groupid"
             ).fetchall()
-        (head, head_port, _), *_, (host, port, _) = nodes
+        (head, head_port, _), *_, (host, port, group) = nodes
+        # The database's copy on a worker is refused, saying so.
+        with pytest.raises(ik.InvalidArgument, match="on a Citus worker"):
+            citus.placements(make_conninfo(url, host=host, port=str(port)))
         with pytest.raises(ik.InvalidArgument, match="not one of this database's nodes"):
             citus.drain(url, host, 1)
         with pytest.raises(ik.InvalidArgument, match="is the coordinator"):
@@ -529,7 +533,12 @@ def test_drain_moves_every_shard_off_a_worker_then_removes_it(
             left = conn.execute(
                 "SELECT count(*) FROM pg_dist_node WHERE nodeport = %s", (port,)
             ).fetchone()
-        assert left == (0,)
+            # Removed only once Citus had dropped what the moves left there: no cleanup
+            # record names the gone node (its shards could never move again).
+            orphans = conn.execute(
+                "SELECT count(*) FROM pg_dist_cleanup WHERE node_group_id = %s", (group,)
+            ).fetchone()
+        assert left == (0,) and orphans == (0,)
         with ik.Store(url, pool_size=1) as store:
             assert {sid: store.replay_session(sid) for sid in sessions} == before
     finally:
