@@ -150,15 +150,18 @@ def distribute(url: str) -> list[tuple[str, str]]:
     no citus extension.
     """
     with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
-        if not queries.citus_installed(conn)["installed"]:
-            raise InvalidArgument("this database has no citus extension: nothing to distribute")
-        _require_coordinator(conn)
+        _require_coordinator(conn, "nothing to distribute")
         with conn.transaction():
             return [(r["relation"], r["made"]) for r in queries.citus_distribute(conn)]
 
 
-def _require_coordinator(conn: Any) -> None:
-    """``InvalidArgument`` unless ``conn`` (with citus installed) is on the coordinator."""
+def _require_coordinator(conn: Any, then: str = "") -> None:
+    """``InvalidArgument`` unless ``conn``'s database has citus (the message ends with
+    ``then``) and is on the coordinator."""
+    if not queries.citus_installed(conn)["installed"]:
+        raise InvalidArgument(
+            "this database has no citus extension" + (f": {then}" if then else "")
+        )
     if not queries.citus_is_coordinator(conn)["coordinator"]:
         raise InvalidArgument(
             "this database is on a Citus worker (its tables are the coordinator's shards): "
@@ -169,8 +172,6 @@ def _require_coordinator(conn: Any) -> None:
 def placements(url: str) -> list[Placement]:
     """How each application table of the Citus database at ``url`` is placed."""
     with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
-        if not queries.citus_installed(conn)["installed"]:
-            raise InvalidArgument("this database has no citus extension")
         _require_coordinator(conn)
         return [
             Placement(
@@ -269,9 +270,7 @@ def _move(
     if remove and not wait:
         raise InvalidArgument("remove needs wait: the node is removed once it holds nothing")
     with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
-        if not queries.citus_installed(conn)["installed"]:
-            raise InvalidArgument(f"this database has no citus extension: nothing to {what}")
-        _require_coordinator(conn)
+        _require_coordinator(conn, f"nothing to {what}")
         if node is not None:
             known = [
                 n for n in queries.citus_nodes(conn) if (n["nodename"], int(n["nodeport"])) == node
@@ -393,9 +392,10 @@ def _follow(
         if seen.state in ("failed", "cancelled"):
             raise RebalanceError(f"rebalance job {job} {seen.state} ({where}){said}", progress=seen)
         why = None
-        if now - moved_at > stall_timeout and seen.messages:
+        stalled = now - moved_at > stall_timeout
+        if stalled and seen.messages:
             why = f"no shard move has succeeded for {stall_timeout:g} s ({where}): they fail"
-        elif now - moved_at > stall_timeout:
+        elif stalled:
             why = (
                 f"no shard move has run for {stall_timeout:g} s ({where}): Citus runs each "
                 "move in a background worker, and when the coordinator's log says \"unable to "
