@@ -25,7 +25,7 @@ from typing import Any
 
 from .errors import Conflict, InvalidArgument, NotFound
 from .models import VALID_KINDS, Message, ReplayContext, is_valid_kind
-from .ops import Area, FaceT, Op, atomic, message_rows, one, operation
+from .ops import Area, FaceT, Op, atomic, many, message_rows, one, operation
 from .replay import fold, target_id
 from .sessions import require_session
 from .validate import (
@@ -178,17 +178,30 @@ def append_many(
     events: Sequence[tuple[str, str | None, Any]],
     *,
     agent_uuid: str | None = None,
+    idempotency_key: str | None = None,
 ) -> Op[list[Message]]:
     """Append ``events``, each ``(kind, content, data)``, in one statement; return them as
-    stored, in order (consecutive ids unless other appends run at the same time).
+    stored, in order (consecutive among the session's events: the batch locks the session).
 
     Every event is checked as by ``append`` before anything is written, and either all are
     stored or none. Rewinds and pops (which aim at other events) go through ``append``:
     ``InvalidArgument`` here. An empty ``events`` returns ``[]`` without touching the database.
+
+    With ``idempotency_key`` (1-200 characters; one key space per session, shared with
+    ``append``'s) a retried batch stores nothing new: the key is stored on the batch's first
+    event, and when the session already holds an event with that key, the session's events
+    from that one, as many as ``events``, are returned and nothing is stored, even if the
+    session has ended since; ``Conflict`` when they are not ``events`` (fewer, or another
+    kind, agent, content or data). Retry a keyed batch that raised ``ConnectionLost`` with the
+    same arguments: it is stored exactly once. (Batches have no stored end: a retry of a
+    prefix of the batch gets that prefix back.)
     """
     check_id(session_id, "session_id")
     if agent_uuid is not None:
         check_uuid(agent_uuid)
+    key = None
+    if idempotency_key is not None:
+        key = check_str(idempotency_key, "idempotency_key", max_chars=MAX_KEY_CHARS)
     if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
         raise InvalidArgument("events must be a sequence of (kind, content, data) tuples")
     kinds: list[str] = []
@@ -205,6 +218,24 @@ def append_many(
         contents.append(content)
     if not kinds:
         return []
+    if key is not None:
+        rows = yield many(
+            "append_events_keyed",
+            session_id=session_id,
+            agent_uuid=agent_uuid,
+            kinds=kinds,
+            contents=contents,
+            datas=datas,
+            idempotency_key=key,
+        )
+        if not all(r["same"] for r in rows):
+            raise Conflict(
+                f"idempotency key {key!r} of session {session_id} was used for different "
+                f"events (from event {rows[0]['id']}, a {rows[0]['kind']})",
+                constraint="messages_idempotency_key_idx",
+                sqlstate=None,
+            )
+        return [Message.from_row(r) for r in rows]
     if agent_uuid is None:
         call = message_rows(
             "append_events", session_id=session_id, kinds=kinds, contents=contents, datas=datas

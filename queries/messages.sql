@@ -87,6 +87,20 @@ FROM ikigai_append_batch(CAST(:session_id AS bigint), CAST(:agent_uuid AS text),
                          CAST(:datas AS text[]))
 ORDER BY id;
 
+-- name: append_events_keyed(session_id, agent_uuid, kinds, contents, datas, idempotency_key)
+-- append_events / append_agent_events (agent_uuid NULL or not) with an idempotency key
+-- (Store.append_many's idempotency_key; migration 0045's ikigai_append_batch_keyed): the
+-- batch is stored, its first event carrying the key, unless the session already holds an
+-- event with this key; then the session's events from that one, as many as the batch has,
+-- are returned instead (inserted false), with whether they are this batch (same). The checks,
+-- lock, refusals and wake-up are append_events'. On Citus each statement goes to the
+-- session's shard.
+SELECT id, session_id, agent_uuid, kind, content, data, created_at, inserted, same
+FROM ikigai_append_batch_keyed(CAST(:session_id AS bigint), CAST(:agent_uuid AS text),
+                               CAST(:kinds AS text[]), CAST(:contents AS text[]),
+                               CAST(:datas AS text[]), CAST(:idempotency_key AS text))
+ORDER BY id;
+
 -- name: session_messages(session_id)
 -- The full audit trail of a session, in id order.
 SELECT id, session_id, agent_uuid, kind, content, data, created_at

@@ -514,3 +514,89 @@ def test_racing_keyed_appends_store_one_event(ikigai_db_url: str) -> None:
                 got = [f.result() for f in futures]
             assert len({m.id for m in got}) == 1
         assert [m.content for m in store.messages(sid)] == ["once"] * 5
+
+
+def test_a_keyed_batch_is_stored_once(ikigai_store: ik.Store, sid: int) -> None:
+    """A retried keyed batch returns the events stored first and stores nothing, even once the
+    session has ended; the key is on the batch's first event (one key space per session with
+    single appends); another batch under the key is a Conflict that stores nothing; an agent's
+    batch keeps its agent in the comparison."""
+    events = [("user", "q", {"n": 1}), ("assistant", "a", None), ("tool_call", None, [1, 2])]
+    first = ikigai_store.append_many(sid, events, idempotency_key="batch-1")
+    assert [m.id for m in first] == list(range(first[0].id, first[0].id + 3))
+    later = ikigai_store.append(sid, "user", "after")
+    assert ikigai_store.append_many(sid, events, idempotency_key="batch-1") == first
+    before = ikigai_store.messages(sid)
+    for other in (
+        [*events, ("user", "z", None)],  # longer: the 4th is 'after'
+        [events[0], ("assistant", "b", None), events[2]],
+        [("user", "q", {"n": 2}), *events[1:]],
+    ):
+        with pytest.raises(ik.Conflict, match=r"'batch-1' of session \d+ was used for differ"):
+            ikigai_store.append_many(sid, other, idempotency_key="batch-1")
+    # The session's events from the keyed one, as many as asked: a prefix of the batch, or
+    # the batch and what followed it, are found, not stored again.
+    assert ikigai_store.append_many(sid, events[:2], idempotency_key="batch-1") == first[:2]
+    longer = [*events, ("user", "after", None)]
+    assert ikigai_store.append_many(sid, longer, idempotency_key="batch-1") == [*first, later]
+    # A single append under the batch's key finds the batch's first event.
+    assert ikigai_store.append(sid, "user", "q", {"n": 1}, idempotency_key="batch-1") == first[0]
+    with pytest.raises(ik.Conflict):
+        ikigai_store.append(sid, "user", "other", idempotency_key="batch-1")
+    assert ikigai_store.messages(sid) == before
+    # A batch under a single append's key compares with the session's events from it.
+    solo = ikigai_store.append(sid, "user", "solo", idempotency_key="solo")
+    assert ikigai_store.append_many(sid, [("user", "solo", None)], idempotency_key="solo") == [solo]
+    with pytest.raises(ik.Conflict):
+        ikigai_store.append_many(
+            sid, [("user", "solo", None), ("user", "more", None)], idempotency_key="solo"
+        )
+    assert ikigai_store.messages(sid) == [*before, solo]
+    assert later.id == first[-1].id + 1
+    agent = ikigai_store.create_agent(sid)
+    mine = ikigai_store.append_many(
+        sid, events[:1], agent_uuid=agent.uuid, idempotency_key="agent-batch"
+    )
+    assert (
+        ikigai_store.append_many(
+            sid, events[:1], agent_uuid=agent.uuid, idempotency_key="agent-batch"
+        )
+        == mine
+    )
+    with pytest.raises(ik.Conflict):
+        ikigai_store.append_many(sid, events[:1], idempotency_key="agent-batch")
+    ikigai_store.end_session(sid)
+    assert ikigai_store.append_many(sid, events, idempotency_key="batch-1") == first
+    with pytest.raises(ik.InvalidArgument, match="ended"):
+        ikigai_store.append_many(sid, events, idempotency_key="batch-2")
+    with pytest.raises(ik.NotFound):
+        ikigai_store.append_many(123_456, events, idempotency_key="batch-1")
+
+
+@pytest.mark.parametrize("key", ["", "k" * 201, 7, "nul\x00"], ids=["empty", "long", "int", "nul"])
+def test_a_bad_batch_key_is_refused_and_writes_nothing(
+    ikigai_store: ik.Store, sid: int, key: Any
+) -> None:
+    """A bad key raises InvalidArgument before anything is written, as append's."""
+    with pytest.raises(ik.InvalidArgument, match="idempotency_key"):
+        ikigai_store.append_many(sid, [("user", "x", None)], idempotency_key=key)
+    assert ikigai_store.count_messages(sid) == 0
+
+
+def test_racing_keyed_batches_store_one_batch(ikigai_db_url: str) -> None:
+    """Eight threads appending the same keyed batch at once all get the one batch stored."""
+    events = [("user", "once", None), ("assistant", "twice", None)]
+    with ik.Store(ikigai_db_url, pool_size=8) as store:
+        sid = store.create_session()
+        for round_ in range(5):
+
+            def go(barrier: threading.Barrier, key: str) -> list[ik.Message]:
+                barrier.wait()
+                return store.append_many(sid, events, idempotency_key=key)
+
+            barrier = threading.Barrier(8)
+            with ThreadPoolExecutor(8) as pool:
+                futures = [pool.submit(go, barrier, f"race-{round_}") for _ in range(8)]
+                got = [f.result() for f in futures]
+            assert len({tuple(m.id for m in g) for g in got}) == 1
+        assert [m.content for m in store.messages(sid)] == ["once", "twice"] * 5

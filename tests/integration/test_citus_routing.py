@@ -62,13 +62,13 @@ DISTRIBUTED = (
 )
 
 #: A statement that touches a distributed table (or task_view, over tasks), or calls a function
-#: that does (migrations 0030, 0033, 0036, 0038, 0040, 0041 and 0044).
+#: that does (migrations 0030, 0033, 0036, 0038, 0040, 0041, 0044 and 0045).
 TOUCHES = re.compile(
     r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+"
     r"(?:messages|langgraph_(?:checkpoints|blobs|writes)|activities|agent_summaries"
     r"|tasks|task_deps|task_view|review_iterations|review_issues)\b"
     r"|\b(?:agent_replay_ranges|agent_replay_events|ikigai_append_id|ikigai_append_batch"
-    r"|ikigai_append_keyed"
+    r"|ikigai_append_keyed|ikigai_append_batch_keyed"
     r"|ikigai_claude_append"
     r"|langgraph_put|langgraph_put_writes|langgraph_blob_chain|langgraph_get_checkpoint"
     r"|langgraph_list_checkpoints|langgraph_delete_thread|langgraph_drop_unnamed"
@@ -184,6 +184,14 @@ ROUTED: dict[str, P] = {
         "kinds": ["user"],
         "contents": ["a"],
         "datas": [None],
+    },
+    "append_events_keyed": lambda w: {
+        "session_id": w.session_id,
+        "agent_uuid": w.agent,
+        "kinds": ["user", "assistant"],
+        "contents": ["a", "b"],
+        "datas": [None, None],
+        "idempotency_key": "routed-batch",
     },
     "count_session_messages": lambda w: {"session_id": w.session_id},
     "session_messages": lambda w: {"session_id": w.session_id},
@@ -721,6 +729,10 @@ def test_appends_and_langgraph_writes_are_one_command_to_the_shard(
         ),
         ("append_events", {"session_id": sid, **batch}),
         ("append_agent_events", {"session_id": sid, "agent_uuid": agent, **batch}),
+        (
+            "append_events_keyed",
+            {"session_id": sid, "agent_uuid": agent, **batch, "idempotency_key": "one-batch"},
+        ),
         ("langgraph_put", _put("one-command-thread", "c1", ["a", "b"], ["1", "1"], [None, None])),
         ("langgraph_put_writes", writes),
         (

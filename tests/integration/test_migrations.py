@@ -67,8 +67,9 @@ ALL = [
     "0042-agent-replay-one-read",
     "0043-citus-no-local-copies",
     "0044-append-idempotency-keys",
+    "0045-append-many-idempotency-keys",
 ]
-LATEST = 44
+LATEST = 45
 
 
 def _since(migration: str) -> int:

@@ -58,6 +58,8 @@ class ReplayMachine(RuleBasedStateMachine):
         self.sid: int | None = None
         # Each idempotency key used, with the event stored under it (its id, kind, content, data).
         self.keyed: dict[str, tuple[int, str, str | None, Any]] = {}
+        # Each key a batch used: the id of its first event, and how many events it stored.
+        self.batch_keys: dict[str, tuple[int, int]] = {}
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -140,6 +142,44 @@ class ReplayMachine(RuleBasedStateMachine):
         else:
             with pytest.raises(ik.Conflict, match="used for a different event"):
                 self.store.append(self.sid, kind, content, data, idempotency_key=key)
+
+    @rule(
+        events=st.lists(
+            st.tuples(st.sampled_from(ORDINARY_KINDS), st.none() | texts, ordinary_data),
+            min_size=1,
+            max_size=4,
+        ),
+        key=st.sampled_from(["b1", "b2"]),
+        repeat=st.booleans(),
+    )
+    def append_many_with_a_key(
+        self, events: list[tuple[str, str | None, Any]], key: str, repeat: bool
+    ) -> None:
+        """A keyed batch under an unused key is stored (the key on its first event); under a
+        used key it stores nothing and returns the session's events from the keyed one, as
+        many as the batch has, when they are this batch (a retry), else raises Conflict."""
+        assert self.sid is not None
+        if key not in self.batch_keys:
+            stored = self.store.append_many(self.sid, events, idempotency_key=key)
+            assert [(m.kind, m.content, m.data) for m in stored] == events
+            for m, (kind, content, data) in zip(stored, events, strict=True):
+                self.model.append(m.id, kind, content, data)
+            self.batch_keys[key] = (stored[0].id, len(stored))
+            return
+        first, count = self.batch_keys[key]
+        if repeat:  # the first batch again, exactly
+            events = [(e.kind, e.content, e.data) for e in self.model.events if e.id >= first][
+                :count
+            ]
+        found = [e for e in self.model.events if e.id >= first][: len(events)]
+        if [(e.kind, e.content, e.data) for e in found] == events:
+            again = self.store.append_many(self.sid, events, idempotency_key=key)
+            assert [(m.id, m.kind, m.content, m.data) for m in again] == [
+                (e.id, e.kind, e.content, e.data) for e in found
+            ]
+        else:
+            with pytest.raises(ik.Conflict, match="used for different events"):
+                self.store.append_many(self.sid, events, idempotency_key=key)
 
     @rule(label=labels, style=st.sampled_from(["dict", "dict", "label_none", "none"]))
     def append_mark_rule(self, label: str | None, style: str) -> None:
