@@ -35,6 +35,7 @@ from .sql import queries
 
 __all__ = [
     "TRANSFER_MODES",
+    "ClusterSummary",
     "Placement",
     "RebalanceError",
     "RebalanceProgress",
@@ -44,6 +45,7 @@ __all__ = [
     "placements",
     "prepare_database",
     "rebalance",
+    "summary",
 ]
 
 #: Citus' shard transfer modes: ``auto`` and ``force_logical`` move by logical replication
@@ -61,6 +63,24 @@ class Placement:
     column: str | None
     colocation_id: int | None
     shard_count: int | None
+    #: The nodes holding its shards (None for a local table).
+    nodes: int | None = None
+    #: Its size in bytes: of one copy for a reference table; on the coordinator for a local one.
+    size_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    """The Citus cluster as one database sees it (``summary``)."""
+
+    #: Whether the database is on the coordinator (a worker holds the coordinator's shards).
+    coordinator: bool
+    #: Active worker nodes registered in the database.
+    workers: int
+    #: How many of its application tables are distributed, reference or local.
+    distributed: int
+    reference: int
+    local: int
 
 
 def is_citus(url: str) -> bool:
@@ -175,10 +195,32 @@ def placements(url: str) -> list[Placement]:
         _require_coordinator(conn)
         return [
             Placement(
-                r["relation"], r["kind"], r["column_name"], r["colocation_id"], r["shard_count"]
+                r["relation"],
+                r["kind"],
+                r["column_name"],
+                r["colocation_id"],
+                r["shard_count"],
+                r["nodes"],
+                r["size_bytes"],
             )
             for r in queries.citus_tables(conn)
         ]
+
+
+def summary(url: str) -> ClusterSummary | None:
+    """The Citus cluster of the database at ``url`` (``ikigai-store status`` shows it); None
+    when the database has no citus extension."""
+    with connect(url, autocommit=True, row_factory=dict_row) as conn, translate_errors(conn):
+        if not queries.citus_installed(conn)["installed"]:
+            return None
+        r = queries.citus_summary(conn)
+        return ClusterSummary(
+            bool(r["coordinator"]),
+            int(r["workers"]),
+            int(r["distributed"]),
+            int(r["reference"]),
+            int(r["local"]),
+        )
 
 
 def rebalance(

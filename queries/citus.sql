@@ -44,16 +44,48 @@ SELECT relation, made FROM ikigai_distribute();
 
 -- name: citus_tables()
 -- How each application table is placed on the cluster: distributed (with its distribution
--- column and colocation group), reference, or local (on the coordinator).
+-- column and colocation group), reference, or local (on the coordinator); for the first two
+-- the nodes holding its shards and its size (of one copy: a reference table's is on every
+-- node; citus_shards asks every node), for a local table its size on the coordinator. yoyo's
+-- bookkeeping tables are left out.
+WITH shards AS (
+    SELECT s.table_name, count(DISTINCT (s.nodename, s.nodeport)) AS nodes,
+           sum(s.shard_size) AS bytes
+    FROM citus_shards AS s
+    GROUP BY s.table_name
+)
 SELECT CAST(c.relname AS text) AS relation,
        COALESCE(CAST(t.citus_table_type AS text), 'local') AS kind,
        CAST(t.distribution_column AS text) AS column_name,
-       t.colocation_id, t.shard_count
+       t.colocation_id, t.shard_count, sh.nodes,
+       CAST(CASE WHEN t.table_name IS NULL THEN pg_total_relation_size(c.oid)
+                 WHEN CAST(t.citus_table_type AS text) = 'reference'
+                 THEN sh.bytes / GREATEST(sh.nodes, 1)
+                 ELSE sh.bytes END AS bigint) AS size_bytes
+FROM pg_class AS c
+JOIN pg_namespace AS n ON n.oid = c.relnamespace AND n.nspname = current_schema()
+LEFT JOIN citus_tables AS t ON t.table_name = CAST(c.oid AS regclass)
+LEFT JOIN shards AS sh ON sh.table_name = CAST(c.oid AS regclass)
+WHERE c.relkind IN ('r', 'p') AND c.relname NOT LIKE '\_yoyo%%'
+  AND c.relname NOT LIKE 'yoyo\_%%'
+ORDER BY c.relname;
+
+-- name: citus_summary()^
+-- The cluster as this database sees it (call only when citus is installed): whether it is
+-- the coordinator (as citus_is_coordinator), its active workers, and how many of its application tables are
+-- distributed, reference or local (as citus_tables counts them).
+SELECT citus_is_coordinator() OR NOT EXISTS (SELECT 1 FROM pg_dist_node) AS coordinator,
+       (SELECT count(*) FROM pg_dist_node AS d
+        WHERE d.noderole = 'primary' AND d.groupid <> 0 AND d.isactive) AS workers,
+       count(*) FILTER (WHERE CAST(t.citus_table_type AS text) = 'distributed') AS distributed,
+       count(*) FILTER (WHERE CAST(t.citus_table_type AS text) = 'reference') AS reference,
+       count(*) FILTER (WHERE t.table_name IS NULL OR CAST(t.citus_table_type AS text)
+                               NOT IN ('distributed', 'reference')) AS local
 FROM pg_class AS c
 JOIN pg_namespace AS n ON n.oid = c.relnamespace AND n.nspname = current_schema()
 LEFT JOIN citus_tables AS t ON t.table_name = CAST(c.oid AS regclass)
 WHERE c.relkind IN ('r', 'p') AND c.relname NOT LIKE '\_yoyo%%'
-ORDER BY c.relname;
+  AND c.relname NOT LIKE 'yoyo\_%%';
 
 -- name: citus_async_commit_nodes()
 -- The primary nodes that hold or may get shards on which a new session of this user in this database commits with
@@ -112,8 +144,10 @@ SELECT citus_job_cancel(:job_id) IS NULL AS cancelled;
 
 -- name: citus_is_coordinator()^
 -- Whether this node is its cluster's coordinator (call only when citus is installed): a
--- worker answers false (its tables are the coordinator's shards and metadata).
-SELECT citus_is_coordinator() AS coordinator;
+-- worker answers false (its tables are the coordinator's shards and metadata). A database
+-- that has registered no node yet is a single-node cluster's coordinator (Citus puts its
+-- shards there), although citus_is_coordinator() answers false until a node is added.
+SELECT citus_is_coordinator() OR NOT EXISTS (SELECT 1 FROM pg_dist_node) AS coordinator;
 
 -- name: citus_cleanup_orphans()!
 -- Drop now what Citus keeps for a deferred cleanup: the source copies of shards moved

@@ -60,6 +60,9 @@ def status() -> None:
         click.echo(f"{'schema version:':<17}{version}{ahead}")
         pending = store.pending_migrations()
         click.echo(f"{'pending:':<17}{', '.join(pending) if pending else 'none'}")
+        cluster = citus_ops.summary(store.url)
+        if cluster is not None:
+            click.echo(f"{'citus:':<17}{_cluster_line(cluster)}")
         if version == 0:
             click.echo(f"{'active session:':<17}- (no schema: run `ikigai-store migrate`)")
             return
@@ -126,12 +129,44 @@ def distribute() -> None:
 
 @citus.command(short_help="Show how each table is placed on the cluster.")
 def tables() -> None:
-    """Show each application table: distributed (and by which column), reference or local."""
+    """Show each application table: distributed (and by which column), reference or local;
+    the shards and nodes it is on and its size (a reference table's: of one copy)."""
     with open_store(migrate=False) as store:
         rows = citus_ops.placements(store.url)
+    click.echo(f"{'table':<24}{'placement':<28}{'shards':>7}{'nodes':>7}{'size':>11}")
     for p in rows:
         how = f"distributed by {p.column}" if p.kind.startswith("distributed") else p.kind
-        click.echo(f"{p.relation:<24}{how}")
+        shards = "" if p.shard_count is None else str(p.shard_count)
+        nodes = "" if p.nodes is None else str(p.nodes)
+        size = "" if p.size_bytes is None else _size(p.size_bytes)
+        click.echo(f"{p.relation:<24}{how:<28}{shards:>7}{nodes:>7}{size:>11}")
+
+
+def _cluster_line(c: citus_ops.ClusterSummary) -> str:
+    """``status``'s line about the Citus cluster."""
+    if not c.coordinator:
+        return (
+            "a worker's database (its tables are the coordinator's shards): "
+            "connect to the coordinator"
+        )
+    workers = f"coordinator with {c.workers} worker{'s' if c.workers != 1 else ''}"
+    if c.workers == 0:
+        workers += " (shards stay on the coordinator: `citus_add_node`, docs/concepts/citus.md)"
+    if c.distributed == 0 and c.reference == 0:
+        return f"{workers}; nothing distributed yet: run `ikigai-store citus distribute`"
+    return (
+        f"{workers}; {c.distributed} tables distributed, {c.reference} reference, "
+        f"{c.local} local (`ikigai-store citus tables`)"
+    )
+
+
+def _size(n: int) -> str:
+    """``n`` bytes, as pg_size_pretty writes them (1024-based)."""
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if n < 10 * 1024 or unit == "GB":
+            return f"{n} {unit}"
+        n //= 1024
+    raise AssertionError("unreachable")
 
 
 def _moving(command: Callable[..., None]) -> Callable[..., None]:

@@ -79,6 +79,21 @@ def test_migrations_place_the_tables(cluster: str, ikigai_db_url: str) -> None:
     assert all(len(ids) == 1 for ids in groups.values()), groups
     assert len(set().union(*groups.values())) == 4, groups
     assert {p.kind for name, p in placed.items() if name not in DISTRIBUTED} == {"local"}
+    # Where they are and what they weigh (`citus tables`); yoyo's tables are left out.
+    assert not [n for n in placed if "yoyo" in n]
+    assert all(placed[n].nodes == 2 and (placed[n].size_bytes or 0) > 0 for n in DISTRIBUTED)
+    assert placed["identities"].nodes is None and (placed["identities"].size_bytes or 0) > 0
+    summary = citus.summary(ikigai_db_url)
+    local = len(placed) - len(DISTRIBUTED)
+    assert summary == citus.ClusterSummary(True, 2, len(DISTRIBUTED), 0, local)
+    out = CliRunner().invoke(cli, ["--database", ikigai_db_url, "citus", "tables"]).output
+    assert re.search(
+        r"^messages\s+distributed by session_id\s+\d+\s+2\s+\d+ (bytes|kB|MB)$", out, re.M
+    )
+    assert re.search(r"^identities\s+local\s+\d+ (bytes|kB)$", out, re.M), out
+    out = CliRunner().invoke(cli, ["--database", ikigai_db_url, "status"]).output
+    expected = f"coordinator with 2 workers; {len(DISTRIBUTED)} tables distributed, 0 reference"
+    assert re.search(rf"^citus:\s+{expected}, {local} local", out, re.M), out
 
 
 def test_distribute_refuses_a_plain_database(
@@ -120,6 +135,31 @@ def test_prepare_database_creates_the_database_on_every_node(
         migrate.apply(url)
         placed = {p.relation: p.column for p in citus.placements(url) if p.kind == "distributed"}
         assert placed == DISTRIBUTED
+    finally:
+        drop_test_database(cluster, name)
+
+
+def test_status_says_a_coordinator_without_workers_keeps_the_shards(
+    cluster: str, request: pytest.FixtureRequest
+) -> None:
+    """citus with no worker registered in the database: status says the shards stay on the
+    coordinator, migrating places every shard there, and `citus tables` shows them."""
+    name = test_database_name(request.path, "alone")
+    drop_test_database(cluster, name)
+    create_database(cluster, name)
+    url = admin_url(cluster, name)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION citus")
+        # Citus' citus_is_coordinator() says false until a node is registered: the commands
+        # must not take such a database for a worker's.
+        assert citus.summary(url) == citus.ClusterSummary(True, 0, 0, 0, 0)
+        out = CliRunner().invoke(cli, ["--database", url, "status"]).output
+        assert "citus:           coordinator with 0 workers (shards stay on the coordinator" in out
+        migrate.apply(url)
+        placed = {p.relation: p for p in citus.placements(url) if p.kind == "distributed"}
+        assert {n: p.column for n, p in placed.items()} == DISTRIBUTED
+        assert {p.nodes for p in placed.values()} == {1}
     finally:
         drop_test_database(cluster, name)
 
@@ -190,6 +230,8 @@ def test_a_database_holding_data_is_distributed_later(cluster: str, filled_plain
         found = store.search("hello", limit=200)
     # What the docs say to run: the extension and the nodes, then distribute.
     assert citus.prepare_database(cluster, url.split("dbname=")[1].split()[0])
+    status = CliRunner().invoke(cli, ["--database", url, "status"]).output
+    assert "citus:           coordinator with 2 workers; nothing distributed yet" in status
     result = CliRunner().invoke(cli, ["citus", "distribute"], env={"IKIGAI_DATABASE_URL": url})
     assert result.exit_code == 0, result.output
     assert "messages: distributed by session_id" in result.output

@@ -7,6 +7,7 @@ sessions and compare by id, never assuming an empty database.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -185,6 +186,7 @@ def test_status_shows_version_and_no_pending(ikigai_db_url: str, ikigai_store: i
     assert re.search(rf"^schema version:\s+{ikigai_store.schema_version()}$", out, re.M)
     assert re.search(r"^pending:\s+none$", out, re.M)
     assert re.search(rf"^active session:\s+{sid}$", out, re.M)
+    assert ("citus:" in out) is (os.environ.get("IKIGAI_TEST_CITUS") == "1")
 
 
 def test_status_redacts_password(ikigai_db_url: str) -> None:
