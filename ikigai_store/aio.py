@@ -27,7 +27,7 @@ from . import ops
 from .api import Operations
 from .config import redact, resolve_url
 from .embedded import install_exit_hooks
-from .errors import ConnectionLost, IkigaiStoreError, translate
+from .errors import ConnectionLost, IkigaiStoreError, NodeUnavailable, translate
 from .notify import NOT_MINE, RETRY, AsyncListener, Listening
 from .ops import AsyncFace
 from .pool import AConn, AsyncPool
@@ -196,7 +196,7 @@ class AsyncStore(AsyncFace, Operations[AsyncFace]):
 
     def _on_error(self, exc: psycopg.Error, conn: Any) -> IkigaiStoreError:
         error = translate(exc, conn)
-        if isinstance(error, ConnectionLost):
+        if isinstance(error, ConnectionLost) and not isinstance(error, NodeUnavailable):
             self._pool.mark_suspect()
         return error
 

@@ -253,8 +253,9 @@ def rebalance(
     run for ``stall_timeout`` seconds (Citus could not start its background workers, for
     example: each move runs in one, and every database with citus holds workers of its own
     out of the coordinator's ``max_worker_processes``), or when it has not finished within
-    ``timeout`` seconds (``None``: no limit). Raises ``InvalidArgument`` for an unknown mode,
-    a non-positive timeout or a database without citus.
+    ``timeout`` seconds (``None``: no limit). Raises ``InvalidArgument`` (nothing moved) for
+    an unknown mode, a non-positive timeout, a database without citus, or a coordinator with
+    fewer than two background worker slots free (the job would never start).
     """
     return _move(url, None, mode, False, wait, timeout, stall_timeout, progress, poll_interval)
 
@@ -340,6 +341,7 @@ def _move(
                     "coordinator), or move with mode 'block_writes' (the CLI's "
                     "--mode block_writes)"
                 )
+        _check_worker_slots(queries.citus_worker_slots(conn), what)
         if node is not None:
             queries.citus_node_keeps_no_shards(conn, host=node[0], port=node[1])
         job = queries.citus_rebalance_start(conn, mode=mode, drain_only=node is not None)["job_id"]
@@ -348,6 +350,29 @@ def _move(
         if remove and node is not None:
             _remove(conn, node, int(known[0]["groupid"]))
         return None if job is None else int(job)
+
+
+#: Background workers a rebalance job needs free on the coordinator: Citus' task queue
+#: monitor and one executor for its moves.
+JOB_WORKERS = 2
+
+
+def _check_worker_slots(row: Any, what: str) -> None:
+    """``InvalidArgument`` when the coordinator's background worker slots held for good
+    (``row``: the ``citus_worker_slots`` query's) leave fewer than ``JOB_WORKERS``: the job
+    would be scheduled and never run. Slots held by workers that end by themselves (another
+    job's, a parallel query's) are left to the stall timeout."""
+    slots, held, daemons = int(row["slots"]), int(row["held"]), int(row["daemons"])
+    if slots - held >= JOB_WORKERS:
+        return
+    raise InvalidArgument(
+        f"the coordinator has {max(slots - held, 0)} of its {slots} background worker slots "
+        f"(max_worker_processes) free, and a {what} needs {JOB_WORKERS} (Citus' task queue "
+        f"monitor and a move executor): it would never start. {held} are held, {daemons} of "
+        "them by Citus' maintenance daemons, one per database that has used citus since the "
+        "server started. Raise max_worker_processes on the coordinator (it takes a restart), "
+        "or drop the Citus databases no longer used; nothing was moved"
+    )
 
 
 def _remove(conn: Any, node: tuple[str, int], group: int, attempts: int = 30) -> None:

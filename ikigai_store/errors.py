@@ -22,6 +22,7 @@ ones ``ConnectError`` (no new connection can be made); a caller retries on the f
     ├── DatabaseUnavailable
     │   ├── ConnectError
     │   └── ConnectionLost
+    │       └── NodeUnavailable
     ├── StoreClosed
     ├── OutboxError
     │   └── OutboxFull
@@ -47,6 +48,7 @@ __all__ = [
     "IkigaiStoreError",
     "InvalidArgument",
     "MigrationError",
+    "NodeUnavailable",
     "NotFound",
     "OutboxError",
     "OutboxFull",
@@ -113,6 +115,16 @@ class ConnectionLost(DatabaseUnavailable):
     """
 
 
+class NodeUnavailable(ConnectionLost):
+    """On a Citus cluster: the coordinator could not reach the worker node holding the rows
+    the call needed (it is down, restarting or unreachable); the connection to the
+    coordinator is fine. The call's distributed transaction was aborted, so nothing was
+    committed, unless the node failed while committing (as with ``ConnectionLost``). Calls
+    that only need other nodes go on working; retry when the node is back (an idempotency key
+    makes a retried append safe).
+    """
+
+
 class StoreClosed(IkigaiStoreError):
     """The store was closed: open a new one (retrying on this one can never succeed)."""
 
@@ -146,11 +158,17 @@ class Conflict(DatabaseError):
 def translate(exc: psycopg.Error, conn: psycopg.Connection[Any] | None = None) -> IkigaiStoreError:
     """The ``IkigaiStoreError`` for a psycopg error raised while using ``conn``.
 
-    A dropped connection (server restart, ``pg_terminate_backend``) becomes ``ConnectionLost``;
+    A dropped connection (server restart, ``pg_terminate_backend``) becomes ``ConnectionLost``,
+    and a Citus worker the coordinator could not reach ``NodeUnavailable`` (a ConnectionLost);
     an integrity violation a ``Conflict`` naming its constraint; a refusal raised by one of our
     statements (SQLSTATE ``IK404``, ``IK400``) ``NotFound`` or ``InvalidArgument`` with its
     message; anything else ``DatabaseError`` with PostgreSQL's first line.
     """
+    if _node_unreachable(exc, conn):
+        return NodeUnavailable(
+            "a node of the Citus cluster is unreachable (the connection to the coordinator is "
+            f"fine): {first_line(exc)}"
+        )
     if _connection_lost(exc, conn):
         return ConnectionLost(f"database connection lost: {first_line(exc)}")
     refusal = _REFUSALS.get(exc.sqlstate or "")
@@ -187,6 +205,14 @@ _MISSING_SCHEMA = frozenset({"42P01", "42703", "42883"})
 
 #: SQLSTATEs that end the session: class 08 (connection exception) and the shutdowns of 57P.
 _LOST_STATES = ("08", "57P01", "57P02", "57P03")
+
+
+def _node_unreachable(exc: psycopg.Error, conn: psycopg.Connection[Any] | None) -> bool:
+    """True for Citus' "connection to the remote node ... failed" (class 08, raised by the
+    coordinator on a connection that is still good)."""
+    if not (exc.sqlstate or "").startswith("08") or (conn is not None and conn.broken):
+        return False
+    return (exc.diag.message_primary or "").startswith("connection to the remote node ")
 
 
 def _connection_lost(exc: psycopg.Error, conn: psycopg.Connection[Any] | None) -> bool:

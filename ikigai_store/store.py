@@ -34,7 +34,7 @@ from . import ops
 from .api import Operations
 from .config import redact, resolve_url
 from .embedded import default_data_dir, embedded_url
-from .errors import ConnectionLost, IkigaiStoreError, InvalidArgument, translate
+from .errors import ConnectionLost, IkigaiStoreError, InvalidArgument, NodeUnavailable, translate
 from .notify import NOT_MINE, RETRY, Listener, Listening
 from .ops import SyncFace
 from .pool import Conn, Pool
@@ -188,7 +188,7 @@ class Store(SyncFace, Operations[SyncFace]):
 
     def _on_error(self, exc: psycopg.Error, conn: Any) -> IkigaiStoreError:
         error = translate(exc, conn)
-        if isinstance(error, ConnectionLost):
+        if isinstance(error, ConnectionLost) and not isinstance(error, NodeUnavailable):
             self._pool.mark_suspect()  # the outage probably killed the idle ones too
         return error
 

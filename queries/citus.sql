@@ -142,6 +142,28 @@ GROUP BY j.state;
 -- job is left as it is.
 SELECT citus_job_cancel(:job_id) IS NULL AS cancelled;
 
+-- name: citus_worker_slots()^
+-- This node's background worker slots (max_worker_processes) and how many are held for good:
+-- by Citus' maintenance daemons (one per database that has used citus since the server
+-- started, until it is dropped) and other workers that stay. Workers that end by themselves
+-- are not counted: parallel query workers, Citus' task queue monitors and executors (a
+-- running job's), logical replication apply and table sync workers (a running move's). A
+-- rebalance job needs two slots (Citus' task queue monitor and an executor for its moves).
+SELECT CAST(current_setting('max_worker_processes') AS integer) AS slots,
+       count(*) FILTER (WHERE a.backend_type NOT IN (
+                               'client backend', 'autovacuum launcher', 'autovacuum worker',
+                               'background writer', 'checkpointer', 'walwriter', 'walsender',
+                               'walreceiver', 'startup', 'archiver', 'logger', 'io worker',
+                               'slotsync worker', 'standalone backend', 'walsummarizer',
+                               'parallel worker', 'logical replication worker',
+                               'logical replication apply worker',
+                               'logical replication tablesync worker',
+                               'logical replication parallel worker')
+                          AND a.backend_type NOT LIKE 'Citus Background Task Queue%%')
+           AS held,
+       count(*) FILTER (WHERE a.backend_type LIKE 'Citus Maintenance Daemon%%') AS daemons
+FROM pg_stat_activity AS a;
+
 -- name: citus_is_coordinator()^
 -- Whether this node is its cluster's coordinator (call only when citus is installed): a
 -- worker answers false (its tables are the coordinator's shards and metadata). A database

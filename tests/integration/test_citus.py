@@ -25,6 +25,7 @@ import pytest
 from click.testing import CliRunner
 from langgraph.graph import END, START, StateGraph
 from psycopg.conninfo import make_conninfo
+from psycopg.rows import dict_row
 
 import ikigai_store as ik
 from ikigai_store import citus, migrate
@@ -162,6 +163,81 @@ def test_status_says_a_coordinator_without_workers_keeps_the_shards(
         assert {p.nodes for p in placed.values()} == {1}
     finally:
         drop_test_database(cluster, name)
+
+
+def test_a_move_is_refused_when_the_coordinator_has_no_worker_slot_for_it(cluster: str) -> None:
+    """The coordinator's background worker slots held for good are read from the server
+    (Citus' maintenance daemons among them); a rebalance or drain that would find fewer than
+    two free is refused before anything changes, saying why and what to do. (Starving the
+    shared test cluster for real would stall the other tests' moves: the decision is checked
+    on the server's own figures with the held count raised.)"""
+    with psycopg.connect(cluster, autocommit=True, row_factory=dict_row) as conn:
+        row = ik.queries.citus_worker_slots(conn)
+        slots = conn.execute("SHOW max_worker_processes").fetchone()
+    assert slots is not None and row["slots"] == int(slots["max_worker_processes"])
+    assert 1 <= row["daemons"] < row["held"] < row["slots"]  # + the replication launcher
+    citus._check_worker_slots(row, "rebalance")  # the cluster can move now
+    full = {**row, "held": row["slots"] - 1}
+    with pytest.raises(ik.InvalidArgument, match=r"1 of its \d+ background worker slots") as err:
+        citus._check_worker_slots(full, "drain")
+    assert "a drain needs 2" in str(err.value) and "max_worker_processes" in str(err.value)
+    assert "nothing was moved" in str(err.value)
+
+
+def test_a_worker_out_of_reach_raises_node_unavailable(
+    cluster: str, request: pytest.FixtureRequest
+) -> None:
+    """A call whose session lives on a worker the coordinator cannot reach (the database's
+    node pointed at a closed port with citus_update_node, as a failover would) raises
+    NodeUnavailable, a ConnectionLost that says so, and stores nothing; sessions on the other
+    worker go on working through the same store, and all of them once the node is back."""
+    name = test_database_name(request.path, "outage")
+    drop_test_database(cluster, name)
+    assert citus.prepare_database(cluster, name)
+    url = admin_url(cluster, name)
+    try:
+        migrate.apply(url)
+        with ik.Store(url, pool_size=1) as store, psycopg.connect(url, autocommit=True) as conn:
+            sessions = [store.create_session(f"s{n}") for n in range(8)]
+            for sid in sessions:
+                store.append(sid, "user", "before")
+            node, port = _node_of_most_sessions(conn, sessions)
+            conn.execute("SELECT citus_update_node(%s, '127.0.0.1', 1)", (node,))
+            try:
+                reached = []
+                for sid in sessions:
+                    try:
+                        reached.append(store.append(sid, "user", "during").session_id)
+                    except ik.NodeUnavailable as exc:
+                        assert isinstance(exc, ik.ConnectionLost)
+                        assert str(exc).startswith(
+                            "a node of the Citus cluster is unreachable (the connection to "
+                            "the coordinator is fine): connection to the remote node"
+                        )
+                assert 0 < len(reached) < len(sessions)
+            finally:
+                conn.execute("SELECT citus_update_node(%s, '127.0.0.1', %s)", (node, port))
+            for sid in sessions:
+                store.append(sid, "user", "after")
+            for sid in sessions:
+                during = 1 if sid in reached else 0
+                assert store.count_messages(sid) == 2 + during
+    finally:
+        drop_test_database(cluster, name)
+
+
+def _node_of_most_sessions(conn: psycopg.Connection[Any], sessions: list[int]) -> tuple[int, int]:
+    """The worker (node id, port) holding the shards of the most of ``sessions``."""
+    row = conn.execute(
+        "SELECT n.nodeid, n.nodeport FROM unnest(%s::bigint[]) AS s (id) "
+        "JOIN pg_dist_shard_placement AS p "
+        "ON p.shardid = get_shard_id_for_distribution_column('messages', s.id) "
+        "JOIN pg_dist_node AS n ON n.nodename = p.nodename AND n.nodeport = p.nodeport "
+        "GROUP BY n.nodeid, n.nodeport ORDER BY count(*) DESC LIMIT 1",
+        (sessions,),
+    ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
 
 
 @pytest.fixture
