@@ -320,3 +320,35 @@ def test_a_mail_left_pending_gets_its_offset_from_a_reader_at_the_end_of_the_log
         assert [(m.subject, m.log_offset, m.id) for m in log] == [("orphan", 2, row["id"])]
         assert store.topics.list()[0].last_offset == 2
         assert [m.log_offset for m in store.topics.read("quiet")] == [1, 2]
+
+
+def test_a_publish_that_does_not_wait_returns_pending_and_the_log_stays_gapless(url: str) -> None:
+    """With the topic's sequencer busy (its lock held elsewhere), publish and publish_many
+    with wait_for_offset=False return at once, their mails committed and pending (log_offset
+    None); they are not in the log yet, and the next read at its end gives them the next
+    offsets in id order, with no gap. Without contention such a publish gets its offset in
+    its own statement, as any publish. A non-bool is refused before anything is written."""
+    with ik.open(url, migrate=False) as store:
+        store.topics.create("fast", kind="queue")
+        store.identities.register("a")
+        store.identities.register("w")
+        store.topics.subscribe("w", "fast")
+        assert store.mail.publish("a", "fast", "s", "0", wait_for_offset=False).log_offset == 1
+        with psycopg.connect(url) as holder:
+            holder.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended('topic-sequencer:' || id, 7))"
+                " FROM topics WHERE name = 'fast'"
+            )
+            one = store.mail.publish("a", "fast", "s", "1", wait_for_offset=False)
+            batch = store.mail.publish_many("a", "fast", ["2", "3"], wait_for_offset=False)
+            assert [m.log_offset for m in [one, *batch]] == [None, None, None]
+            assert store.topics.claim("w", "fast") is not None  # claimable already
+            holder.rollback()
+        log = store.topics.read("fast")
+        assert [(m.body, m.log_offset) for m in log] == [("0", 1), ("1", 2), ("2", 3), ("3", 4)]
+        for bad in ("no", 0, None):
+            with pytest.raises(ik.InvalidArgument, match="wait_for_offset must be a bool"):
+                store.mail.publish("a", "fast", "s", "x", wait_for_offset=bad)
+            with pytest.raises(ik.InvalidArgument, match="wait_for_offset must be a bool"):
+                store.mail.publish_many("a", "fast", ["x"], wait_for_offset=bad)
+        assert len(store.topics.read("fast")) == 4

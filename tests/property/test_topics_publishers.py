@@ -34,13 +34,16 @@ pytestmark = [pytest.mark.db, pytest.mark.slow]
 _topics = itertools.count()
 
 #: What a publisher does: one publish; a batch of k; k publishes in one committed
-#: transaction; a publish rolled back; a keyed publish (repeated keys return the original).
+#: transaction; a publish rolled back; a keyed publish (repeated keys return the original);
+#: a publish or a batch of k that does not wait for its offsets (wait_for_offset=False).
 actions = st.one_of(
     st.just(("one",)),
     st.tuples(st.just("many"), st.integers(1, 4)),
     st.tuples(st.just("tx"), st.integers(1, 3)),
     st.just(("rollback",)),
     st.tuples(st.just("key"), st.sampled_from(["k1", "k2"])),
+    st.just(("lazy",)),
+    st.tuples(st.just("lazy-many"), st.integers(1, 3)),
 )
 plans = st.lists(st.lists(actions, min_size=1, max_size=6), min_size=2, max_size=4)
 
@@ -76,6 +79,16 @@ def _publisher(
                 with store.transaction():
                     for k in range(action[1]):
                         done.append(("tx", store.mail.publish(me, topic, f"{subject}.{k}", "b")))
+            elif action[0] == "lazy":
+                done.append(
+                    ("lazy", store.mail.publish(me, topic, subject, "b", wait_for_offset=False))
+                )
+            elif action[0] == "lazy-many":
+                bodies = [f"b{k}" for k in range(action[1])]
+                for mail in store.mail.publish_many(
+                    me, topic, bodies, subject=subject, wait_for_offset=False
+                ):
+                    done.append(("lazy", mail))
             elif action[0] == "rollback":
                 try:
                     with store.transaction():
@@ -98,9 +111,10 @@ def _publisher(
 )
 @given(plan=plans)
 def test_concurrent_publishers_agree_with_serial_publishes(url: str, plan: list[Any]) -> None:
-    """Threads publishing to one topic (single, batch, in a transaction, rolled back, keyed)
-    leave offsets 1..N; a follower never sees a hole or an offset go back; each publisher's
-    offsets increase; the log is what the model makes of the same publishes in offset order."""
+    """Threads publishing to one topic (single, batch, in a transaction, rolled back, keyed,
+    not waiting for the offset) leave offsets 1..N; a follower never sees a hole or an offset
+    go back; each publisher's offsets increase; the log is what the model makes of the same
+    publishes in offset order."""
     topic = f"t{next(_topics)}"
     names = [f"p{k}" for k in range(len(plan))]
     with ik.Store(url, pool_size=2) as store:
@@ -157,12 +171,14 @@ def test_concurrent_publishers_agree_with_serial_publishes(url: str, plan: list[
         committed: set[int] = set()
         for name in names:
             done, undone = out[name]
-            # a repeated key returns its original mail: each distinct mail, first call first
-            firsts = {m.id: m.log_offset for _, m in done}
+            # a repeated key returns its original mail: each distinct mail, first call first;
+            # a mail returned pending (wait_for_offset=False) has its offset in the log now
+            firsts = {m.id: by_id[m.id].log_offset for _, m in done}
             offsets = list(firsts.values())
             assert all(a < b for a, b in itertools.pairwise(offsets)), (name, offsets)
-            for _, mail in done:
-                assert by_id[mail.id].log_offset == mail.log_offset
+            for action, mail in done:
+                if mail.log_offset is not None or action != "lazy":
+                    assert by_id[mail.id].log_offset == mail.log_offset
                 committed.add(mail.id)
             assert not set(undone) & set(by_id), "a rolled-back publish took an offset"
         assert committed == set(by_id)
