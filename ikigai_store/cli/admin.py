@@ -161,7 +161,8 @@ def _cluster_line(c: citus_ops.ClusterSummary) -> str:
 
 
 def _size(n: int) -> str:
-    """``n`` bytes, as pg_size_pretty writes them (1024-based)."""
+    """``n`` bytes in pg_size_pretty's units (1024-based, below 10 of the next one), rounded
+    down."""
     for unit in ("bytes", "kB", "MB", "GB"):
         if n < 10 * 1024 or unit == "GB":
             return f"{n} {unit}"
