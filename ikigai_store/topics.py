@@ -579,8 +579,8 @@ def _check_claim(value: object) -> tuple[int, str]:
 
 def _lost(mail_id: int) -> Conflict:
     return Conflict(
-        f"the lease on mail {mail_id} was lost: it was completed, released, or claimed "
-        "again after it expired",
+        f"the lease on mail {mail_id} was lost: it was completed, released, claimed again "
+        "after it expired, or dead-lettered after its last attempt expired",
         constraint=None,
         sqlstate=None,
     )
