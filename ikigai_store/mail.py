@@ -519,7 +519,8 @@ def search(
     """Full-text search of subjects (weighted higher) and bodies, in web-search syntax
     (quotes, ``or``, ``-term``); any text is accepted. With ``identity``: only mail it sent
     or received. Orders, the bounded candidates, exact-phrase matches first and ``before=``
-    pages work as in ``Store.search``. ``limit`` is capped at ``MAX_SEARCH_LIMIT``."""
+    pages work as in ``Store.search``. ``limit`` is capped at ``MAX_SEARCH_LIMIT``. The mail
+    of a topic created ``searchable=False`` is never found."""
     check_query(query)
     assert isinstance(query, str)
     name = None if identity is None else identity_name(identity)

@@ -507,7 +507,8 @@ TOPIC_KINDS: tuple[str, ...] = ("broadcast", "queue")
 @dataclass(frozen=True, slots=True)
 class Topic(FromRow):
     """A named log of mail. ``retention`` is how long its mail is kept (see
-    ``apply_retention``); ``max_attempts`` how often a queue message may be claimed."""
+    ``apply_retention``); ``max_attempts`` how often a queue message may be claimed;
+    ``searchable`` whether its mail is indexed for full-text search (fixed at creation)."""
 
     id: int
     name: str
@@ -515,6 +516,7 @@ class Topic(FromRow):
     retention: timedelta
     max_attempts: int
     created_at: datetime
+    searchable: bool = True
 
     _columns = columns(id=int, max_attempts=int)
 

@@ -4,12 +4,12 @@
 -- sequence_topic) then gives the topic's committed pending rows the next offsets under the
 -- topic's sequencer lock: gapless and in commit order for every reader, which reads offsets from topic_log.
 
--- name: create_topic(name, kind, retention, max_attempts)^
+-- name: create_topic(name, kind, retention, max_attempts, searchable)^
 -- Create a topic; no row when the name is taken.
-INSERT INTO topics (name, kind, retention, max_attempts)
-VALUES (:name, :kind, :retention, :max_attempts)
+INSERT INTO topics (name, kind, retention, max_attempts, searchable)
+VALUES (:name, :kind, :retention, :max_attempts, :searchable)
 ON CONFLICT (name) DO NOTHING
-RETURNING id, name, kind, retention, max_attempts, created_at;
+RETURNING id, name, kind, retention, max_attempts, searchable, created_at;
 
 -- name: ensure_topic(name)!
 -- Create a broadcast topic unless one of that name exists (subscribe's implicit create).
@@ -17,11 +17,12 @@ INSERT INTO topics (name) VALUES (:name) ON CONFLICT (name) DO NOTHING;
 
 -- name: get_topic(name)^
 -- One topic by name.
-SELECT id, name, kind, retention, max_attempts, created_at FROM topics WHERE name = :name;
+SELECT id, name, kind, retention, max_attempts, searchable, created_at FROM topics
+WHERE name = :name;
 
 -- name: list_topics()
 -- Every topic with its subscriber count, retained message count and last offset, by name.
-SELECT t.id, t.name, t.kind, t.retention, t.max_attempts, t.created_at,
+SELECT t.id, t.name, t.kind, t.retention, t.max_attempts, t.searchable, t.created_at,
        (SELECT count(*) FROM subscriptions AS s WHERE s.topic_id = t.id) AS subscribers,
        (SELECT count(*) FROM mail AS m WHERE m.topic_id = t.id) AS messages,
        t.next_offset - 1 AS last_offset
@@ -74,7 +75,7 @@ ORDER BY i.name;
 
 -- name: identity_subscriptions(identity)
 -- The topics an identity is subscribed to, by name.
-SELECT t.id, t.name, t.kind, t.retention, t.max_attempts, t.created_at
+SELECT t.id, t.name, t.kind, t.retention, t.max_attempts, t.searchable, t.created_at
 FROM subscriptions AS s
 JOIN topics AS t ON t.id = s.topic_id
 JOIN identities AS i ON i.id = s.identity_id

@@ -27,8 +27,10 @@ two sides run one after the other, the side going first alternating between meas
    commits pending (the sequencer busy) returns without running the sequencer; the follower
    and the reads give the offsets. Checked the same way (the offsets a producer's mails end
    up with increase in its call order; an offset a publish returned is its mail's).
+   The same again, waiting and not, to a topic created ``searchable=False`` (its mail is not
+   parsed for full-text search at publish: pgmq's messages are not searchable either).
 2. Send, batches of 100 from 4 producers: ours ``store.mail.publish_many`` vs
-   ``pgmq.send_batch``; checked as in 1.
+   ``pgmq.send_batch``; checked as in 1; and to an unsearchable topic.
 3. Drain N messages at 4 and at 16 workers, exactly once: ours ``held = store.topics.claim(...,
    complete=held)`` (one round trip per message) until a claim finds nothing; pgmq
    ``pgmq.read(queue, vt => 30, qty => 1)`` (the message's columns, the JSON body parsed, as
@@ -135,7 +137,8 @@ def _work(job: str, url: str, me: str, count: int, topic: str, barrier: Any) -> 
         return _serial(url, me, count, topic, warm, barrier, job == "raw_send")
     if job.startswith("ours"):
         with ik.Store(url, pool_size=1) as store:
-            lazy = job == "ours_send_lazy"
+            lazy = job.startswith("ours_send_lazy")
+            job = job.removesuffix("_unsearchable")
             if job in ("ours_send", "ours_send_lazy"):
                 for _ in range(5):
                     store.mail.publish(me, warm, SUBJECT, BODY_1K)
@@ -386,12 +389,14 @@ def pgmq_queue(url: str, fill: int = 0) -> None:
         conn.execute("VACUUM ANALYZE")
 
 
-def ours_topic(url: str, names: list[str], topic: str, fill: int = 0) -> None:
+def ours_topic(
+    url: str, names: list[str], topic: str, fill: int = 0, *, searchable: bool = True
+) -> None:
     """New queue topics ``topic`` and ``topic-warm``, every name registered and subscribed;
     ``topic`` holds ``fill`` messages (published in batches through the store)."""
     with ik.Store(url, pool_size=1) as store:
         for t in (topic, f"{topic}-warm"):
-            store.topics.create(t, "queue")
+            store.topics.create(t, "queue", searchable=searchable)
         for n in ["filler", *names]:
             with contextlib.suppress(ik.Conflict):
                 store.identities.register(n)
@@ -709,18 +714,23 @@ def main() -> int:
             ("send x16", "send", 16),
             ("send x4, not waiting for offsets", "send_lazy", 4),
             ("send x16, not waiting for offsets", "send_lazy", 16),
+            ("send x4, unsearchable topic", "send_unsearchable", 4),
+            ("send x16, unsearchable topic", "send_unsearchable", 16),
+            ("send x4, unsearchable, not waiting", "send_lazy_unsearchable", 4),
+            ("send x16, unsearchable, not waiting", "send_lazy_unsearchable", 16),
             ("send_batch x4", "batch", 4),
+            ("send_batch x4, unsearchable topic", "batch_unsearchable", 4),
         ):
             names = [f"p{i}" for i in range(workers)]
             each = n // workers
-            counts = [each // BATCH * BATCH if job == "batch" else each] * workers
+            counts = [each // BATCH * BATCH if job.startswith("batch") else each] * workers
             total = sum(counts)
             sides: dict[str, Side] = {}
             bad: str | None = None
             for side in ("ours", "pgmq") if first_ours else ("pgmq", "ours"):
                 if side == "ours":
                     topic = f"send{len(rows)}"
-                    ours_topic(ours, names, topic)
+                    ours_topic(ours, names, topic, searchable=not job.endswith("unsearchable"))
                     s0 = sequencer_stats(ours)
                     with ik.Store(ours, pool_size=1) as store:
                         follower = LogFollower(store, topic)
@@ -739,7 +749,7 @@ def main() -> int:
                         )
                 else:
                     pgmq_queue(peer)
-                    peer_job = "pgmq_send" if job == "send_lazy" else f"pgmq_{job}"
+                    peer_job = "pgmq_send" if job.startswith("send") else "pgmq_batch"
                     sides[side], results = measure(peer_job, peer, names, counts, TOPIC)
                     bad = bad or check_pgmq_send(peer, total, results)
             first_ours = not first_ours

@@ -65,14 +65,29 @@ def topic(ctx: click.Context) -> None:
     help="How long mail is kept (30m, 12h, 7d...).",
 )
 @click.option("--max-attempts", type=int, default=5, show_default=True, help="Queue claims.")
+@click.option(
+    "--searchable/--unsearchable",
+    default=True,
+    show_default=True,
+    help="Index its mail for full-text search (--unsearchable: publishing skips parsing it).",
+)
 @JSON_OPTION
 def topic_create(
-    name: str, queue: bool, retention: timedelta, max_attempts: int, as_json: bool
+    name: str,
+    queue: bool,
+    retention: timedelta,
+    max_attempts: int,
+    searchable: bool,
+    as_json: bool,
 ) -> None:
     """Create topic NAME."""
     with open_store() as store:
         made = store.topics.create(
-            name, "queue" if queue else "broadcast", retention=retention, max_attempts=max_attempts
+            name,
+            "queue" if queue else "broadcast",
+            retention=retention,
+            max_attempts=max_attempts,
+            searchable=searchable,
         )
         info = next(i for i in store.topics.list() if i.topic.id == made.id)
     if as_json:

@@ -30,6 +30,19 @@ def test_broadcast_publish_poll_commit(ikigai_db_url: str) -> None:
     assert (info["subscribers"], info["messages"], info["last_offset"]) == (1, 2, 2)
 
 
+def test_create_unsearchable(ikigai_db_url: str) -> None:
+    """create --unsearchable makes a topic whose mail search never finds; --json shows it."""
+    url, topic = ikigai_db_url, fresh("quiet")
+    pub = register(url)
+    made = ok_json(url, "topic", "create", topic, "--queue", "--unsearchable", "--json")
+    assert (made["name"], made["kind"], made["searchable"]) == (topic, "queue", False)
+    word = fresh("xylophone")
+    ok(url, "topic", "publish", topic, "--from", pub, "-s", word, "payload")
+    assert ok_json(url, "mail", "search", word) == []
+    [info] = [i for i in ok_json(url, "topic", "list") if i["name"] == topic]
+    assert info["searchable"] is False and info["messages"] == 1
+
+
 def test_publish_many_publishes_one_mail_per_line(ikigai_db_url: str) -> None:
     """publish-many: one mail per stdin line, printed as ID offset N in order; an empty input
     is refused and writes nothing."""

@@ -68,8 +68,9 @@ ALL = [
     "0043-citus-no-local-copies",
     "0044-append-idempotency-keys",
     "0045-append-many-idempotency-keys",
+    "0046-unsearchable-topics",
 ]
-LATEST = 45
+LATEST = 46
 
 
 def _since(migration: str) -> int:
@@ -885,3 +886,38 @@ def test_topic_sequencer_keeps_offsets_both_ways(ikigai_empty_db_url: str) -> No
     with ik.Store(url, pool_size=1) as store:
         assert store.mail.publish("a", "feed", "s", "b").log_offset == 5
         assert [m.log_offset for m in store.topics.read("feed")] == [1, 2, 3, 4, 5]
+
+
+def test_unsearchable_topics_rollback(ikigai_empty_db_url: str) -> None:
+    """Rolling back 0046 makes mail.search_vector a generated column again (every mail's
+    vector computed, an unsearchable topic's too) and drops topics.searchable; applying it
+    again keeps those vectors, every topic searchable, and new mail of a topic created
+    unsearchable gets none."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    with ik.Store(url, pool_size=1) as store:
+        store.identities.register("a")
+        store.topics.create("quiet", searchable=False)
+        store.mail.publish("a", "quiet", "s", "zebra")
+    generated = (
+        "SELECT attgenerated FROM pg_attribute "
+        "WHERE attrelid = 'mail'::regclass AND attname = 'search_vector'"
+    )
+    vectors = "SELECT body, search_vector IS NOT NULL FROM mail ORDER BY id"
+    assert _q(url, generated) == [("",)]
+    assert _q(url, vectors) == [("zebra", False)]
+    assert migrate.rollback(url, count=1) == ["0046-unsearchable-topics"]
+    assert _version(url) == 45
+    assert _q(url, generated) == [("s",)]
+    assert _q(url, vectors) == [("zebra", True)]
+    assert "mail_search_idx" in _indexes(url)
+    assert migrate.apply(url) == ["0046-unsearchable-topics"]
+    assert _q(url, generated) == [("",)]
+    assert _q(url, vectors) == [("zebra", True)]
+    with ik.Store(url, pool_size=1) as store:
+        assert store.topics.get("quiet").searchable
+        store.topics.create("quieter", searchable=False)
+        store.mail.publish("a", "quieter", "s", "yak")
+        assert [h.mail.body for h in store.mail.search("zebra")] == ["zebra"]
+        assert store.mail.search("yak") == []
+    assert _q(url, vectors) == [("zebra", True), ("yak", False)]

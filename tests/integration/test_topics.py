@@ -50,6 +50,7 @@ def test_create_get_and_defaults(ikigai_store: ik.Store) -> None:
     assert ikigai_store.topics.get("q") == made
     plain = ikigai_store.topics.create("b")
     assert (plain.kind, plain.retention, plain.max_attempts) == ("broadcast", timedelta(days=7), 5)
+    assert made.searchable and plain.searchable
     with pytest.raises(ik.NotFound):
         ikigai_store.topics.get("missing")
 
@@ -64,6 +65,8 @@ def test_create_get_and_defaults(ikigai_store: ik.Store) -> None:
         (("t",), {"max_attempts": 0}),
         (("t",), {"max_attempts": 1001}),
         (("t",), {"max_attempts": True}),
+        (("t",), {"searchable": "no"}),
+        (("t",), {"searchable": 0}),
     ],
 )
 def test_create_refuses_bad_input(
@@ -82,6 +85,86 @@ def test_max_attempts_refusal_names_its_range(ikigai_store: ik.Store) -> None:
             ik.InvalidArgument, match=r"max_attempts must be an integer in \[1, 1000\]"
         ):
             ikigai_store.topics.create("t", max_attempts=bad)
+
+
+def _vectors(store: ik.Store) -> dict[str, bool]:
+    """Each mail's subject: whether it has a search vector."""
+    with store._connection() as conn:
+        got = conn.execute("SELECT subject, search_vector IS NOT NULL AS v FROM mail").fetchall()
+    return {r["subject"]: r["v"] for r in got}
+
+
+def test_an_unsearchable_topic_s_mail_is_read_but_never_found(ikigai_store: ik.Store) -> None:
+    """searchable=False is kept on the topic (get, list, subscriptions); its mail is published,
+    read and claimed as any other, has no search vector and is never found by search, while
+    a searchable topic's mail and direct mail with the same words are."""
+    s = ikigai_store
+    for name in ("pub", "w"):
+        s.identities.register(name)
+    quiet = s.topics.create("quiet", "queue", searchable=False)
+    assert not quiet.searchable and s.topics.get("quiet") == quiet
+    s.topics.create("loud", "queue")
+    s.topics.subscribe("w", "quiet")
+    assert [t.searchable for t in s.topics.subscriptions("w")] == [False]
+    assert {i.topic.name: i.topic.searchable for i in s.topics.list()} == {
+        "loud": True,
+        "quiet": False,
+    }
+    one = s.mail.publish("pub", "quiet", "zebra one", "a striped zebra payload")
+    many = s.mail.publish_many("pub", "quiet", ["zebra batch"] * 2, subject="zebra many")
+    s.mail.publish("pub", "loud", "zebra loud", "a striped zebra payload")
+    s.mail.send("pub", ["w"], "zebra direct", "a striped zebra payload")
+    assert _vectors(s) == {
+        "zebra one": False,
+        "zebra many": False,
+        "zebra loud": True,
+        "zebra direct": True,
+    }
+    hits = s.mail.search("striped zebra") + s.mail.search("zebra batch")
+    assert sorted(h.mail.subject for h in hits) == ["zebra direct", "zebra loud"]
+    assert [m.id for m in s.topics.read("quiet")] == [one.id, *(m.id for m in many)]
+    claim = s.topics.claim("w", "quiet", ttl=30)
+    assert claim is not None and claim.mail.body == "a striped zebra payload"
+
+
+def test_no_writer_can_store_another_search_vector(ikigai_store: ik.Store) -> None:
+    """mail.search_vector is the content's (or NULL for an unsearchable topic's mail) on raw
+    SQL inserts and updates too: a forged vector is recomputed (migration 0046's trigger,
+    where the generated column refused it)."""
+    s = ikigai_store
+    s.identities.register("pub")
+    s.identities.register("r")
+    s.topics.create("quiet", searchable=False)
+    direct = s.mail.send("pub", ["r"], "alpha", "beta")
+    quiet = s.mail.publish("pub", "quiet", "gamma", "delta")
+    expected = (
+        "setweight(to_tsvector('english', left(subject, 10000)), 'A') "
+        "|| setweight(to_tsvector('english', left(body, 100000)), 'B')"
+    )
+    with s._connection() as conn:
+        conn.execute("UPDATE mail SET search_vector = 'forged'")
+        assert _vectors(s) == {"alpha": True, "gamma": False}
+        conn.execute("UPDATE mail SET body = 'epsilon' WHERE id = %s", (direct.id,))
+        row = conn.execute(
+            f"SELECT search_vector = {expected} AS same FROM mail WHERE id = %s", (direct.id,)
+        ).fetchone()
+        assert row is not None and row["same"]
+        conn.execute(
+            "INSERT INTO mail (thread_id, sender_id, subject, body, search_vector, topic_id) "
+            "SELECT 't', sender_id, 'forged', 'x', 'forged', topic_id FROM mail WHERE id = %s",
+            (quiet.id,),
+        )
+        conn.execute(
+            "INSERT INTO mail (thread_id, sender_id, subject, body, search_vector) "
+            "SELECT 't', sender_id, 'raw', 'zeta', 'forged' FROM mail WHERE id = %s",
+            (quiet.id,),
+        )
+        row = conn.execute(
+            f"SELECT search_vector = {expected} AS same FROM mail WHERE subject = 'raw'"
+        ).fetchone()
+        assert row is not None and row["same"]
+    assert _vectors(s)["forged"] is False
+    assert [h.mail.subject for h in s.mail.search("zeta")] == ["raw"]
 
 
 def test_duplicate_topic_is_a_conflict(ikigai_store: ik.Store) -> None:

@@ -57,6 +57,7 @@ def test_shapes_leave_out_rename_inline_and_add() -> None:
         "retention_seconds": 3600.0,
         "max_attempts": 5,
         "created_at": "2025-06-01T09:30:00+00:00",
+        "searchable": True,
         "subscribers": 2,
         "messages": 10,
         "last_offset": 10,

@@ -124,8 +124,9 @@ TOPIC_ROW: dict[str, Any] = {
     "retention": timedelta(days=7),
     "max_attempts": "3",
     "created_at": T1,
+    "searchable": False,
 }
-TOPIC = Topic(8, "news", "broadcast", timedelta(days=7), 3, T1)
+TOPIC = Topic(8, "news", "broadcast", timedelta(days=7), 3, T1, False)
 
 ISSUE_ROW: dict[str, Any] = {
     "id": "21",
