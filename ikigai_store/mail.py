@@ -187,18 +187,20 @@ def send(
         check_key(idempotency_key, "idempotency_key")
     attachments_json = dump_json(attachments, "attachments")
     metadata_json = dump_json(metadata, "metadata")
-    hashed = request_hash(
-        "send",
-        names,
-        subject,
-        body,
-        thread_id,
-        parent_id,
-        priority,
-        None if deadline is None else deadline.timestamp(),
-        attachments,
-        metadata,
-    )
+    hashed = None  # what a retry with the key must repeat (only a key's mail is compared)
+    if idempotency_key is not None:
+        hashed = request_hash(
+            "send",
+            names,
+            subject,
+            body,
+            thread_id,
+            parent_id,
+            priority,
+            None if deadline is None else deadline.timestamp(),
+            attachments,
+            metadata,
+        )
     return (
         yield from _insert(
             sender_name,
@@ -284,8 +286,9 @@ def reply(
     if idempotency_key is not None:
         key = check_key(idempotency_key, "idempotency_key")
     metadata_json = dump_json(metadata, "metadata")
-    hashed = request_hash("reply", mail_id, body, subject, priority, metadata)
+    hashed = None
     if key is not None:
+        hashed = request_hash("reply", mail_id, body, subject, priority, metadata)
         existing = yield from by_key(sender_name, key, hashed)
         if existing is not None:
             return existing

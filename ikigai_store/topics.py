@@ -288,7 +288,9 @@ def publish(
         key = check_str(idempotency_key, "idempotency_key", max_chars=200)
     attachments_json = dump_json(attachments, "attachments")
     metadata_json = dump_json(metadata, "metadata")
-    hashed = request_hash("publish", t, subject, body, priority, attachments, metadata)
+    hashed = None  # what a retry with the key must repeat (only a key's mail is compared)
+    if key is not None:
+        hashed = request_hash("publish", t, subject, body, priority, attachments, metadata)
     row = yield one(
         "publish_mail",
         sender=sender_name,
@@ -307,7 +309,7 @@ def publish(
             return Mail.from_row(row)
         (mail,) = yield from _sequenced(int(row["topic_id"]), [Mail.from_row(row)])
         return mail
-    if key is not None:
+    if key is not None and hashed is not None:
         existing = yield from by_key(sender_name, key, hashed)
         if existing is not None:
             if existing.log_offset is None and wait_for_offset:  # not sequenced (yet)
@@ -383,9 +385,7 @@ def publish_many(
         priorities=[priority] * n,
         attachments=[None] * n,
         metadata=[metadata_json] * n,
-        request_hashes=[
-            request_hash("publish", t, subject, b, priority, None, metadata) for b in bodies
-        ],
+        request_hashes=[None] * n,  # a batch has no idempotency key: nothing to compare
         new_thread_ids=[str(uuid.uuid4()) for _ in range(n)],
     )
     if not rows:
