@@ -523,14 +523,28 @@ class Topic(FromRow):
 
 @dataclass(frozen=True, slots=True)
 class TopicInfo(FromRow):
-    """A topic with its subscriber count, retained message count and last offset (0: none)."""
+    """A topic with its subscriber count, retained message count and last offset (0: none);
+    for a queue, its messages ``available`` to a claim, ``claimed`` (under a lease, or one
+    that expired and no claim took over yet) and ``dead`` letters (0 for a broadcast topic).
+    """
 
     topic: Topic
     subscribers: int
     messages: int
     last_offset: int
+    available: int = 0
+    claimed: int = 0
+    dead: int = 0
 
-    _columns = columns(topic=Topic, subscribers=int, messages=int, last_offset=int)
+    _columns = columns(
+        topic=Topic,
+        subscribers=int,
+        messages=int,
+        last_offset=int,
+        available=int,
+        claimed=int,
+        dead=int,
+    )
 
 
 @dataclass(frozen=True, slots=True)

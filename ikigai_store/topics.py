@@ -186,8 +186,8 @@ def get(name: str | Topic) -> Op[Topic]:
 
 
 def list_topics() -> Op[list[TopicInfo]]:
-    """Every topic with subscriber count, retained message count and last offset (one
-    query), by name."""
+    """Every topic with subscriber count, retained message count, last offset and, for a
+    queue, how many messages are available, claimed and dead (one query), by name."""
     rows = yield many("list_topics")
     return [TopicInfo.from_row(r) for r in rows]
 

@@ -21,12 +21,24 @@ SELECT id, name, kind, retention, max_attempts, searchable, created_at FROM topi
 WHERE name = :name;
 
 -- name: list_topics()
--- Every topic with its subscriber count, retained message count and last offset, by name.
+-- Every topic with its subscriber count, retained message count (its topic_log rows, one per
+-- mail, pending ones included: an index scan, where mail has no index on topic_id), last
+-- offset and, for a queue, its open messages by state (queue_items_open_idx) and its dead
+-- letters (queue_items_dead_idx), by name.
 SELECT t.id, t.name, t.kind, t.retention, t.max_attempts, t.searchable, t.created_at,
        (SELECT count(*) FROM subscriptions AS s WHERE s.topic_id = t.id) AS subscribers,
-       (SELECT count(*) FROM mail AS m WHERE m.topic_id = t.id) AS messages,
-       t.next_offset - 1 AS last_offset
+       (SELECT count(*) FROM topic_log AS l WHERE l.topic_id = t.id) AS messages,
+       t.next_offset - 1 AS last_offset,
+       o.available, o.claimed,
+       (SELECT count(*) FROM queue_items AS d
+        WHERE d.topic_id = t.id AND d.outcome = 'dead') AS dead
 FROM topics AS t
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE q.state = 'available') AS available,
+           count(*) FILTER (WHERE q.state = 'claimed') AS claimed
+    FROM queue_items AS q
+    WHERE q.topic_id = t.id AND q.outcome IS NULL
+) AS o
 ORDER BY t.name;
 
 -- name: delete_topic(name)^

@@ -268,10 +268,18 @@ class RefTopicWorld:
         self.topics[name] = RefTopic(name, str(kind), retention, attempts, self.now)
         return self.topics[name]
 
-    def list_topics(self) -> list[tuple[tuple[Any, ...], int, int, int]]:
-        """``TopicInfo`` as (topic view, subscribers, messages, last offset), by name."""
+    def list_topics(self) -> list[tuple[tuple[Any, ...], int, int, int, int, int, int]]:
+        """``TopicInfo`` as (topic view, subscribers, messages, last offset, available,
+        claimed, dead), by name."""
+        states = [(w.topic, w.state) for w in self.work.values()]
         return [
-            (t.view(), len(self._subscribers(n)), len(t.log), t.last_offset)
+            (
+                t.view(),
+                len(self._subscribers(n)),
+                len(t.log),
+                t.last_offset,
+                *(states.count((n, state)) for state in ("available", "claimed", "dead")),
+            )
             for n, t in sorted(self.topics.items())
         ]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from ..models import PRIORITIES, Mail, Queued
+from ..models import PRIORITIES, Mail, Queued, TopicInfo
 from .app import TextArgs, cli
 from .common import (
     JSON_OPTION,
@@ -96,7 +96,7 @@ def topic_create(
         click.echo(f"{made.name} ({made.kind})")
 
 
-@topic.command("list", short_help="List topics with subscribers, messages, last offset.")
+@topic.command("list", short_help="List topics: subscribers, messages, offsets, queue counts.")
 @JSON_OPTION
 def topic_list(as_json: bool) -> None:
     """List every topic."""
@@ -108,13 +108,26 @@ def topic_list(as_json: bool) -> None:
     if not infos:
         click.echo("no topics")
         return
+
+    def queue(i: TopicInfo, n: int) -> str:
+        return str(n) if i.topic.kind == "queue" else "-"
+
     echo_table(
-        ("name", "kind", "subscribers", "messages", "last offset"),
+        ("name", "kind", "subscribers", "messages", "last offset", "available", "claimed", "dead"),
         [
-            (i.topic.name, i.topic.kind, str(i.subscribers), str(i.messages), str(i.last_offset))
+            (
+                i.topic.name,
+                i.topic.kind,
+                str(i.subscribers),
+                str(i.messages),
+                str(i.last_offset),
+                queue(i, i.available),
+                queue(i, i.claimed),
+                queue(i, i.dead),
+            )
             for i in infos
         ],
-        frozenset({"subscribers", "messages", "last offset"}),
+        frozenset({"subscribers", "messages", "last offset", "available", "claimed", "dead"}),
     )
 
 

@@ -199,6 +199,32 @@ def test_list_counts_in_one_query(hub: ik.Store) -> None:
     assert info == {"jobs": (2, 0, 0), "news": (3, 2, 2)}
 
 
+def test_list_counts_a_queue_s_messages_by_state(hub: ik.Store) -> None:
+    """A queue's messages available, claimed (an expired lease no claim took over yet too)
+    and dead; done ones in none of them; all zero for a broadcast topic."""
+    clock = Clock(hub)
+    for n in range(4):
+        hub.mail.publish("pub", "jobs", str(n), "x")
+    hub.mail.publish("pub", "news", "n", "x")
+
+    def counts() -> dict[str, tuple[int, int, int, int]]:
+        return {
+            i.topic.name: (i.messages, i.available, i.claimed, i.dead) for i in hub.topics.list()
+        }
+
+    assert counts() == {"jobs": (4, 4, 0, 0), "news": (1, 0, 0, 0)}
+    hub.topics.complete(_claim(hub, "w1"))
+    assert hub.topics.release(_claim(hub, "w2"), error="e") == "available"
+    _claim(hub, "w1", lease=1)
+    assert counts()["jobs"] == (4, 2, 1, 0)
+    clock.advance(seconds=2)
+    assert counts()["jobs"] == (4, 2, 1, 0)  # expired, not taken over yet
+    taken = _claim(hub, "w2")  # its walk settles the expired last attempt: a dead letter
+    assert counts()["jobs"] == (4, 1, 1, 1)
+    assert hub.topics.release(taken, error="e") == "available"
+    assert counts()["jobs"] == (4, 2, 0, 1)
+
+
 def test_delete_topic(hub: ik.Store) -> None:
     """A broadcast topic is deleted with its log; a queue with open work is refused."""
     hub.mail.publish("pub", "news", "1", "x")

@@ -695,7 +695,16 @@ class TopicsMachine(RuleBasedStateMachine):
         self.model.check()
         listed = self.store.topics.list()
         assert [
-            (topic_view(i.topic), i.subscribers, i.messages, i.last_offset) for i in listed
+            (
+                topic_view(i.topic),
+                i.subscribers,
+                i.messages,
+                i.last_offset,
+                i.available,
+                i.claimed,
+                i.dead,
+            )
+            for i in listed
         ] == self.model.list_topics()
         for info in listed:
             known = self.topic_ids.setdefault(info.topic.name, info.topic.id)

@@ -281,7 +281,8 @@ def test_retention_keeps_unpassed_mail_and_open_work() -> None:
     assert w.apply_retention() == {"news": 2, "jobs": 1}
     assert [m.id for m in w.read("news")] == [old[2].id]
     assert direct.id in w.mail.mails and ("bob", old[0].id) not in w.mail.copies
-    assert w.list_topics()[1][1:] == (2, 1, 3)
+    assert w.list_topics()[1][1:] == (2, 1, 3, 0, 0, 0)
+    assert w.list_topics()[0][4:] == (1, 0, 0)  # jobs: "o" still available
     w.unsubscribe("bob", "news")  # ann passed offset 2 only: 3 stays for her
     assert w.apply_retention() == {"news": 0, "jobs": 0}
     w.commit("ann", "news", 3)
