@@ -81,6 +81,7 @@ from .validate import (
 )
 
 __all__ = [
+    "MAX_DELAY",
     "MAX_LEASE",
     "TopicCalls",
     "claim",
@@ -110,6 +111,8 @@ __all__ = [
 #: Longest lease a claim may take or extend to, in seconds (one day).
 MAX_LEASE = 86400.0
 _MAX_RETENTION = timedelta(days=36500)
+#: Longest delay of a queue message (``publish(..., delay=)``, ``release(..., delay=)``).
+MAX_DELAY = timedelta(days=365)
 _MAX_ERROR_CHARS = 10_000
 
 
@@ -133,6 +136,13 @@ def _require_topic(name: str) -> Op[Topic]:
 
 
 _LONGEST = timedelta(seconds=MAX_LEASE)
+
+
+def _check_delay(delay: object) -> float | None:
+    """A delay in seconds (a timedelta or seconds in [0, ``MAX_DELAY``]), or None."""
+    if delay is None:
+        return None
+    return check_duration(delay, "delay", maximum=MAX_DELAY).total_seconds()
 
 
 def _check_lease(lease: object, what: str = "ttl") -> float:
@@ -258,6 +268,7 @@ def publish(
     attachments: Any = None,
     idempotency_key: str | None = None,
     wait_for_offset: bool = True,
+    delay: timedelta | float | None = None,
 ) -> Op[Mail]:
     """Append a mail to a topic at its next offset (``Mail.topic``, ``Mail.log_offset``).
 
@@ -275,6 +286,10 @@ def publish(
     gapless log, in commit order; the publisher saves a transaction (concurrent publishers to
     one topic: 1.4-1.5x the throughput, ``scripts/bench_peers_pgmq.py``). For producers that
     do not need the offset: a queue's, typically (claims do not use offsets).
+
+    ``delay`` (a timedelta or seconds, up to a year): a queue message is claimable only
+    once it passed (a scheduled job); it is in the log, and counted available, at once.
+    ``InvalidArgument`` for a delay to a broadcast topic.
     """
     sender_name = identity_name(sender, "sender")
     t = topic_name(topic)
@@ -283,6 +298,7 @@ def publish(
     subject = check_str(subject, "subject", max_chars=MAX_SUBJECT_CHARS, empty=True)
     check_body(body)
     check_choice(priority, "priority", PRIORITIES)
+    delay_s = _check_delay(delay)
     key = None
     if idempotency_key is not None:
         key = check_str(idempotency_key, "idempotency_key", max_chars=200)
@@ -290,7 +306,10 @@ def publish(
     metadata_json = dump_json(metadata, "metadata")
     hashed = None  # what a retry with the key must repeat (only a key's mail is compared)
     if key is not None:
-        hashed = request_hash("publish", t, subject, body, priority, attachments, metadata)
+        request: tuple[Any, ...] = ("publish", t, subject, body, priority, attachments, metadata)
+        if delay_s is not None:  # as before delays for an undelayed publish
+            request += (delay_s,)
+        hashed = request_hash(*request)
     row = yield one(
         "publish_mail",
         sender=sender_name,
@@ -303,6 +322,7 @@ def publish(
         idempotency_key=key,
         request_hash=hashed,
         new_thread_id=str(uuid.uuid4()),
+        delay=delay_s,
     )
     if row is not None:
         if not wait_for_offset:
@@ -326,7 +346,11 @@ def _refusal(sender: str, topic: str) -> Op[IkigaiStoreError]:
         return NotFound(f"identity {sender!r} does not exist")
     if why["sender_state"] == "retired":
         return InvalidArgument(f"identity {sender!r} is retired: it cannot publish")
-    return NotFound(f"topic {topic!r} does not exist")
+    if why["topic_kind"] is None:
+        return NotFound(f"topic {topic!r} does not exist")
+    return InvalidArgument(
+        f"topic {topic!r} is a {why['topic_kind']} topic: only a queue's messages can be delayed"
+    )
 
 
 def _sequenced(topic_id: int, mails: list[Mail]) -> Op[list[Mail]]:
@@ -353,6 +377,7 @@ def publish_many(
     priority: str = "normal",
     metadata: Any = None,
     wait_for_offset: bool = True,
+    delay: timedelta | float | None = None,
 ) -> Op[list[Mail]]:
     """Append a batch of mails to a topic in one statement, one per element of ``bodies``
     (at most ``MAX_BATCH``), all with the same ``subject``, ``priority`` and ``metadata``;
@@ -361,7 +386,8 @@ def publish_many(
     publishes committed beside it may fall between them). All or nothing: one bad body and
     nothing is written. No idempotency key: ``publish`` has one. ``NotFound`` for a missing
     topic or sender. ``wait_for_offset=False``: as ``publish``'s (mails returned pending,
-    ``log_offset`` None, when the sequencer was busy)."""
+    ``log_offset`` None, when the sequencer was busy). ``delay``: as ``publish``'s, for every
+    mail of the batch (a queue topic's)."""
     sender_name = identity_name(sender, "sender")
     t = topic_name(topic)
     if not isinstance(wait_for_offset, bool):
@@ -374,6 +400,7 @@ def publish_many(
     for body in bodies:
         check_body(body)
     check_choice(priority, "priority", PRIORITIES)
+    delay_s = _check_delay(delay)
     metadata_json = dump_json(metadata, "metadata")
     n = len(bodies)
     rows = yield many(
@@ -387,6 +414,7 @@ def publish_many(
         metadata=[metadata_json] * n,
         request_hashes=[None] * n,  # a batch has no idempotency key: nothing to compare
         new_thread_ids=[str(uuid.uuid4()) for _ in range(n)],
+        delay=delay_s,
     )
     if not rows:
         raise (yield from _refusal(sender_name, t))
@@ -476,7 +504,9 @@ def claim(
 ) -> Op[Claim | None]:
     """Claim the oldest available message of a queue topic the identity subscribes to,
     for ``ttl`` (a timedelta or seconds); wait up to ``wait`` for one (woken by the publishing
-    commit, or by a lease running out). None when there is none.
+    commit, or by a lease running out or a delayed message falling due). None when there is
+    none. A delayed message (``publish(..., delay=)``, ``release(..., delay=)``) is passed
+    over until it is due.
 
     A message whose lease expired is claimable again (its next attempt); one that used
     ``max_attempts`` becomes a dead letter when a claim's walk (oldest first) reaches it. No
@@ -611,14 +641,23 @@ def complete(claim: Claim | tuple[int, str]) -> Op[None]:
         raise _lost(mail_id)
 
 
-def release(claim: Claim | tuple[int, str], *, error: str | None = None) -> Op[str]:
+def release(
+    claim: Claim | tuple[int, str],
+    *,
+    error: str | None = None,
+    delay: timedelta | float | None = None,
+) -> Op[str]:
     """Give a claimed message back (with the reason in ``error``): it becomes claimable
     again, or a dead letter when it used its last attempt; return which (``"available"``
-    or ``"dead"``). ``Conflict`` when the lease was lost."""
+    or ``"dead"``). ``Conflict`` when the lease was lost.
+
+    ``delay`` (a timedelta or seconds, up to a year): claimable again only once it
+    passed, a retry's backoff (the caller picks it, e.g. from ``claim.attempt``)."""
     mail_id, token = _check_claim(claim)
     if error is not None:
         check_str(error, "error", max_chars=_MAX_ERROR_CHARS, empty=True)
-    row = yield one("release_claim", mail_id=mail_id, token=token, error=error)
+    delay_s = _check_delay(delay)
+    row = yield one("release_claim", mail_id=mail_id, token=token, error=error, delay=delay_s)
     if row is None:
         raise _lost(mail_id)
     state: str = row["state"]

@@ -94,7 +94,7 @@ JOIN identities AS i ON i.id = s.identity_id
 WHERE i.name = :identity
 ORDER BY t.name;
 
--- name: publish_mail(sender, topic, subject, body, priority, attachments, metadata, idempotency_key, request_hash, new_thread_id)^
+-- name: publish_mail(sender, topic, subject, body, priority, attachments, metadata, idempotency_key, request_hash, new_thread_id, delay)^
 -- Append a mail to a topic in one statement: insert the mail and its topic_log row, and give
 -- every current subscriber of a broadcast topic except the sender an unread copy, or create
 -- the queue row of a queue topic. Its offset: when the topic's sequencer lock is free and no
@@ -103,10 +103,13 @@ ORDER BY t.name;
 -- otherwise the mail is pending (log_offset NULL: sequence_mail gives it, and the pending
 -- mail before it, offsets after this commits), so publishes to one topic commit side by side
 -- and a mail whose publisher died before sequencing gets its offset at the next publish (or
--- the next read that reaches the end of the log: sequence_pending). No row: missing topic,
--- missing or retired sender, used key (which writes nothing, so it takes no offset).
+-- the next read that reaches the end of the log: sequence_pending). :delay (seconds, or NULL):
+-- a queue message is claimable from then on (queue_items.available_at). No row: missing topic,
+-- missing or retired sender, used key (which writes nothing, so it takes no offset), a delay
+-- to a broadcast topic.
 WITH t AS (
-    SELECT id, kind FROM topics WHERE name = :topic
+    SELECT id, kind FROM topics
+    WHERE name = :topic AND (CAST(:delay AS double precision) IS NULL OR kind = 'queue')
 ), s AS (
     SELECT id FROM identities WHERE name = :sender AND retired_at IS NULL FOR SHARE
 ), subs AS (
@@ -147,8 +150,9 @@ WITH t AS (
     INSERT INTO topic_log (mail_id, topic_id, log_offset)
     SELECT m.id, t.id, (SELECT bump.log_offset FROM bump) FROM m, t
 ), queued AS (
-    INSERT INTO queue_items (mail_id, topic_id)
-    SELECT m.id, t.id FROM m, t WHERE t.kind = 'queue'
+    INSERT INTO queue_items (mail_id, topic_id, available_at)
+    SELECT m.id, t.id, ikigai_now() + make_interval(secs => CAST(:delay AS double precision))
+    FROM m, t WHERE t.kind = 'queue'
 )
 SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender, m.recipients,
        m.subject, m.body, m.priority, m.deadline_at, m.attachments, m.metadata,
@@ -156,14 +160,16 @@ SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender, m.recipi
        m.topic_id, CAST(:topic AS text) AS topic, (SELECT bump.log_offset FROM bump) AS log_offset
 FROM m;
 
--- name: publish_mails(sender, topic, subjects, bodies, priorities, attachments, metadata, request_hashes, new_thread_ids)
+-- name: publish_mails(sender, topic, subjects, bodies, priorities, attachments, metadata, request_hashes, new_thread_ids, delay)
 -- Append a batch of mails to a topic in one statement (as publish_mail, one mail per element
 -- of the arrays, which have one length; mail ids follow the arrays' order): with the
 -- sequencer lock when it is free, at the next offsets in id order; else pending. No row:
--- missing topic, missing or retired sender. One call of post_mail's batch overload writes
--- every mail and copy (one INSERT a table, not a call a mail: a quarter less CPU a message).
+-- missing topic, missing or retired sender, a delay (as publish_mail's) to a broadcast topic.
+-- One call of post_mail's batch overload writes every mail and copy (one INSERT a table, not
+-- a call a mail: a quarter less CPU a message).
 WITH t AS (
-    SELECT id, kind FROM topics WHERE name = :topic
+    SELECT id, kind FROM topics
+    WHERE name = :topic AND (CAST(:delay AS double precision) IS NULL OR kind = 'queue')
 ), s AS (
     SELECT id FROM identities WHERE name = :sender AND retired_at IS NULL FOR SHARE
 ), subs AS (
@@ -203,8 +209,9 @@ WITH t AS (
     INSERT INTO topic_log (mail_id, topic_id, log_offset)
     SELECT o.id, t.id, o.off FROM o, t
 ), queued AS (
-    INSERT INTO queue_items (mail_id, topic_id)
-    SELECT m.id, t.id FROM m, t WHERE t.kind = 'queue'
+    INSERT INTO queue_items (mail_id, topic_id, available_at)
+    SELECT m.id, t.id, ikigai_now() + make_interval(secs => CAST(:delay AS double precision))
+    FROM m, t WHERE t.kind = 'queue'
 )
 SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender, m.recipients,
        m.subject, m.body, m.priority, m.deadline_at, m.attachments, m.metadata,
@@ -232,10 +239,11 @@ WHERE t.name = :topic
   AND EXISTS (SELECT 1 FROM topic_log AS l WHERE l.topic_id = t.id AND l.log_offset IS NULL);
 
 -- name: publish_refusal(sender, topic)^
--- Why publish_mail wrote nothing, besides a used key (rare path).
+-- Why publish_mail wrote nothing, besides a used key (rare path): the sender's state and the
+-- topic's kind (NULL: no such topic).
 SELECT (SELECT CASE WHEN retired_at IS NULL THEN 'active' ELSE 'retired' END
         FROM identities WHERE name = :sender) AS sender_state,
-       EXISTS (SELECT 1 FROM topics WHERE name = :topic) AS topic_exists;
+       (SELECT kind FROM topics WHERE name = :topic) AS topic_kind;
 
 -- name: read_topic(topic, after, limit)
 -- A topic's log after offset :after, in offset order (sequenced rows only: topic_log).
@@ -305,8 +313,9 @@ UNION ALL
 SELECT * FROM (SELECT * FROM news ORDER BY topic_name, log_offset) AS b;
 
 -- name: claim_queue_item(identity, topic, lease, done_id, done_token)
--- Claim the oldest claimable message of a queue topic the identity subscribes to: available,
--- or claimed under a lease that expired; with a new token and a lease of :lease seconds.
+-- Claim the oldest claimable message of a queue topic the identity subscribes to: available
+-- (and due: available_at passed or NULL, migration 0047), or claimed under a lease that
+-- expired; with a new token and a lease of :lease seconds.
 -- SKIP LOCKED: racing claimers take different rows. An expired lease that used its last
 -- attempt, met first, becomes a dead letter instead (the caller claims again: that claim's
 -- walk goes past it). With :done_id/:done_token, that claim is completed first, in the same
@@ -352,7 +361,9 @@ WITH t AS (
                                    WHERE CAST(:done_id AS bigint) IS NULL
                                       OR EXISTS (SELECT 1 FROM held))])
       AND q.outcome IS NULL
-      AND (q.state = 'available' OR q.lease_until <= ikigai_now())
+      AND ((q.state = 'available'
+            AND (q.available_at IS NULL OR q.available_at <= ikigai_now()))
+           OR q.lease_until <= ikigai_now())
       AND q.mail_id IS DISTINCT FROM CAST(:done_id AS bigint)
     ORDER BY q.topic_id, q.mail_id
     LIMIT 1
@@ -389,7 +400,8 @@ RETURNING w.act,
 
 -- name: claim_refusal(identity, topic)^
 -- Why claim_queue_item found nothing (identity, topic, kind, subscription) and, when it could
--- claim, the seconds until the topic's next lease expires (NULL: none), for a blocking claim.
+-- claim, the seconds until the topic's next lease expires or its next delayed message is due
+-- (NULL: none), for a blocking claim.
 -- The claimed rows are read through queue_items_open_idx (the topic's open rows: when a claim
 -- found nothing to claim, its live leases and the rows racing claimers hold).
 SELECT (SELECT CASE WHEN retired_at IS NULL THEN 'active' ELSE 'retired' END
@@ -397,9 +409,12 @@ SELECT (SELECT CASE WHEN retired_at IS NULL THEN 'active' ELSE 'retired' END
        t.id AS topic_id, t.kind,
        EXISTS (SELECT 1 FROM subscriptions AS s JOIN identities AS i ON i.id = s.identity_id
                WHERE s.topic_id = t.id AND i.name = :identity) AS subscribed,
-       EXTRACT(EPOCH FROM (SELECT min(q.lease_until) FROM queue_items AS q
-                           WHERE q.topic_id = t.id AND q.outcome IS NULL
-                             AND q.state = 'claimed')
+       EXTRACT(EPOCH FROM (SELECT LEAST(min(q.lease_until) FILTER (WHERE q.state = 'claimed'),
+                                        min(q.available_at)
+                                            FILTER (WHERE q.state = 'available'
+                                                      AND q.available_at > ikigai_now()))
+                           FROM queue_items AS q
+                           WHERE q.topic_id = t.id AND q.outcome IS NULL)
                           - ikigai_now()) AS next_expiry
 FROM (SELECT 1) AS one
 LEFT JOIN topics AS t ON t.name = :topic;
@@ -414,14 +429,18 @@ SET state = 'done', token = NULL, lease_until = NULL, updated_at = ikigai_now()
 WHERE mail_id = :mail_id AND token = CAST(:token AS uuid)
 RETURNING mail_id;
 
--- name: release_claim(mail_id, token, error)^
--- Give claimed work back: available again, or a dead letter when it used its last attempt.
+-- name: release_claim(mail_id, token, error, delay)^
+-- Give claimed work back: available again (claimable once :delay seconds passed, if given), or
+-- a dead letter when it used its last attempt.
 -- Available again notifies ikigai_queue (payload: the topic id) on commit, so blocked
 -- claimers wake (migration 0025: this statement and requeue notify, no trigger does).
 WITH r AS (
     UPDATE queue_items AS q
     SET state = CASE WHEN q.attempts >= t.max_attempts THEN 'dead' ELSE 'available' END,
         token = NULL, lease_until = NULL, holder_id = NULL, last_error = :error,
+        available_at = CASE WHEN q.attempts < t.max_attempts
+                            THEN ikigai_now()
+                                 + make_interval(secs => CAST(:delay AS double precision)) END,
         updated_at = ikigai_now()
     FROM topics AS t
     WHERE q.mail_id = :mail_id AND q.token = CAST(:token AS uuid)  -- claimed: it has a token
@@ -459,7 +478,7 @@ ORDER BY q.mail_id;
 -- the topic id) on commit, as release_claim does.
 WITH r AS (
     UPDATE queue_items
-    SET state = 'available', attempts = 0, updated_at = ikigai_now()
+    SET state = 'available', attempts = 0, available_at = NULL, updated_at = ikigai_now()
     WHERE mail_id = :mail_id AND state = 'dead'
     RETURNING mail_id, topic_id
 )

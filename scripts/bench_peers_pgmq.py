@@ -298,6 +298,7 @@ def _serial(
         "idempotency_key": None,
         "request_hash": "h",
         "new_thread_id": "t",
+        "delay": None,
     }
 
     def publish(where: str) -> tuple[int, int]:
@@ -580,6 +581,7 @@ def anatomy(ours: str, peer: str, rounds: int) -> None:
             "metadata": None,
             "idempotency_key": None,
             "request_hash": "h",
+            "delay": None,
         }
         pieces: dict[str, Any] = {
             "pgmq.send": lambda: pq.execute(

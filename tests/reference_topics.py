@@ -58,7 +58,15 @@ handed out again); ``release(error)`` makes it ``available``, or ``dead`` when i
 ``max_attempts``, and stores ``error`` (None included) as ``last_error``; ``extend`` moves
 ``lease_until`` to ``now + lease``. ``dead_letters(topic)`` lists dead messages by id (a
 broadcast topic has none); ``requeue(mail_id)``: no queue message ``RefNotFound``, not dead
-``RefInvalid``; else available with 0 attempts.
+``RefInvalid``; else available with 0 attempts, due at once.
+
+Delays: ``publish(..., delay=s)`` (and ``publish_many``'s), ``s`` seconds in [0, 365 days]
+(else ``RefInvalid``, checked first), to a queue topic makes its message ``available`` but due
+only at ``now + s`` (``available_at``); to a broadcast topic it is ``RefInvalid`` (after the
+sender and topic checks; a publish returning the original of a used key is not refused). A
+claim's walk passes an available message whose ``available_at`` is after ``now``.
+``release(..., delay=s)`` makes a message that goes back to ``available`` due at ``now + s``
+(without a delay: at once). A keyed publish's request includes its delay when one is given.
 
 Retention: ``apply_retention()`` returns ``{topic: deleted}`` for every topic. A topic's mail is
 deleted when it was created more than ``retention`` ago (``created_at < now - retention``),
@@ -119,6 +127,7 @@ DEFAULT_RETENTION = timedelta(days=7)
 DEFAULT_MAX_ATTEMPTS = 5
 MAX_RETENTION = timedelta(days=36500)
 MAX_LEASE = 86400.0
+MAX_DELAY = timedelta(days=365)
 LEASE_EXPIRED = "lease expired"
 TOPIC_MAIL_FIELDS = (*MAIL_FIELDS, "topic", "log_offset")
 #: Queue states that are unfinished work (a topic with any cannot be deleted).
@@ -146,6 +155,21 @@ def _lease(value: object) -> timedelta:
     ):
         raise RefInvalid(f"lease must be seconds in (0, {MAX_LEASE:g}], got {value!r}")
     return timedelta(seconds=value)
+
+
+def _delay(value: object) -> timedelta | None:
+    """A delay: None, or a timedelta / finite seconds (not a bool) in [0, ``MAX_DELAY``]."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        length = value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        length = timedelta(seconds=value)
+    else:
+        raise RefInvalid(f"delay must be a timedelta or seconds, got {value!r}")
+    if not timedelta(0) <= length <= MAX_DELAY:
+        raise RefInvalid(f"delay must be from 0 to {MAX_DELAY}, got {value!r}")
+    return length
 
 
 def _claim_arg(mail_id: object, token: object) -> None:
@@ -183,6 +207,7 @@ class RefWork:
     token: str | None = None
     lease_until: datetime | None = None
     last_error: str | None = None
+    available_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -341,20 +366,26 @@ class RefTopicWorld:
         idempotency_key: str | None = None,
         id: int | None = None,
         new_thread_id: str | None = None,
+        delay: object = None,
     ) -> RefMail:
         """Append a mail to a topic (see the module docstring). ``id`` and ``new_thread_id``:
         what the store chose, as for ``RefMailWorld.send``."""
         who, name = _name(sender, "sender"), _name(topic, "topic")
         if priority not in PRIORITIES:
             raise RefInvalid(f"bad priority {priority!r}", priority)
+        wait = _delay(delay)
         if idempotency_key is not None and not 0 < len(idempotency_key) <= 200:
             raise RefInvalid("idempotency_key must have 1 to 200 characters")
-        request = ("publish", name, subject, body, priority, attachments, metadata)
+        request: tuple[Any, ...] = ("publish", name, subject, body, priority, attachments, metadata)
+        if wait is not None:
+            request += (wait,)
         original = self.mail._replay(who, idempotency_key, request)
         if original is not None:
             return original
         self._live(who, "publish")
         target = self.topic(name)
+        if wait is not None and target.kind != "queue":
+            raise RefInvalid(f"topic {name!r} is a {target.kind} topic: no delays", name)
         to: tuple[str, ...] = ()
         if target.kind == "broadcast":
             to = tuple(n for n in self._subscribers(name) if n != who and not self.mail.retired(n))
@@ -380,7 +411,8 @@ class RefTopicWorld:
         target.log[target.last_offset] = mail.id
         self.placed[mail.id] = (name, target.last_offset)
         if target.kind == "queue":
-            self.work[mail.id] = RefWork(mail.id, name)
+            due = None if wait is None else self.now + wait
+            self.work[mail.id] = RefWork(mail.id, name, available_at=due)
         return mail
 
     def publish_many(
@@ -394,6 +426,7 @@ class RefTopicWorld:
         metadata: Any = None,
         ids: list[int] | None = None,
         new_thread_ids: list[str] | None = None,
+        delay: object = None,
     ) -> list[RefMail]:
         """A batch: ``bodies`` a list (not a string) of 1 to 10,000 bodies, each published as
         ``publish`` would (no key, no attachments), in order, all or nothing: the arguments are
@@ -406,8 +439,11 @@ class RefTopicWorld:
             raise RefInvalid("bodies must hold 1 to 10000 mails")
         if priority not in PRIORITIES:
             raise RefInvalid(f"bad priority {priority!r}", priority)
+        wait = _delay(delay)
         self._live(who, "publish")
-        self.topic(name)
+        target = self.topic(name)
+        if wait is not None and target.kind != "queue":
+            raise RefInvalid(f"topic {name!r} is a {target.kind} topic: no delays", name)
         return [
             self.publish(
                 who,
@@ -418,6 +454,7 @@ class RefTopicWorld:
                 metadata=metadata,
                 id=None if ids is None else ids[k],
                 new_thread_id=None if new_thread_ids is None else new_thread_ids[k],
+                delay=delay,
             )
             for k, body in enumerate(bodies)
         ]
@@ -504,7 +541,10 @@ class RefTopicWorld:
             self.complete(*complete)
         mine = sorted((w for w in self.work.values() if w.topic == name), key=lambda w: w.mail_id)
         for work in mine:
-            if work.state != "available" and not self._expired(work):
+            if work.state == "available" and work.available_at is not None:
+                if work.available_at > self.now:
+                    continue  # delayed: not due yet
+            elif work.state != "available" and not self._expired(work):
                 continue
             if work.state == "available" or work.attempts < target.max_attempts:
                 break
@@ -537,11 +577,17 @@ class RefTopicWorld:
     def complete(self, mail_id: object, token: object) -> None:
         self._settle(self._held(mail_id, token), "done", None)
 
-    def release(self, mail_id: object, token: object, error: str | None = None) -> str:
-        """Give the message back; ``"available"``, or ``"dead"`` after its last attempt."""
+    def release(
+        self, mail_id: object, token: object, error: str | None = None, delay: object = None
+    ) -> str:
+        """Give the message back; ``"available"`` (due after ``delay``), or ``"dead"`` after
+        its last attempt. The claim is checked before the delay (as the store does)."""
+        _claim_arg(mail_id, token)
+        wait = _delay(delay)
         work = self._held(mail_id, token)
         dead = work.attempts >= self.topics[work.topic].max_attempts
         self._settle(work, "dead" if dead else "available", error)
+        work.available_at = None if dead or wait is None else self.now + wait
         return work.state
 
     def extend(self, mail_id: object, token: object, lease: object) -> RefClaim:
@@ -568,7 +614,7 @@ class RefTopicWorld:
             raise RefNotFound(f"mail {key} is not a queue message")
         if work.state != "dead":
             raise RefInvalid(f"mail {key} is {work.state}, not a dead letter", work.state)
-        work.state, work.attempts = "available", 0
+        work.state, work.attempts, work.available_at = "available", 0, None
 
     # -- retention -----------------------------------------------------------------------------
 

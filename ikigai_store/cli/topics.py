@@ -170,6 +170,12 @@ def topic_unsubscribe(identity: str, name: str) -> None:
 )
 @click.option("--metadata", type=JSON, metavar="JSON", default=None, help="Metadata, as JSON text.")
 @click.option("--idempotency-key", default=None, help="Publishing again with it is a no-op.")
+@click.option(
+    "--delay",
+    type=DURATION,
+    default=None,
+    help="A queue's message: claimable only after this (30s, 5m, 2h...).",
+)
 @JSON_OPTION
 def topic_publish(
     name: str,
@@ -179,6 +185,7 @@ def topic_publish(
     priority: str,
     metadata: Any,
     idempotency_key: str | None,
+    delay: timedelta | None,
     as_json: bool,
 ) -> None:
     """Publish BODY (`-`: standard input) to topic NAME; print the mail id, then its offset."""
@@ -190,6 +197,8 @@ def topic_publish(
         "priority": priority,
         "metadata": metadata,
     }
+    if delay is not None:  # queued in the outbox, it counts from the delivery
+        payload["delay"] = delay.total_seconds()
     sent = deliver_or_queue("publish", payload, idempotency_key)
     if isinstance(sent, Queued):
         echo_queued(sent, as_json)
@@ -209,9 +218,21 @@ def topic_publish(
     "--priority", "-p", type=click.Choice(PRIORITIES), default="normal", show_default=True
 )
 @click.option("--metadata", type=JSON, metavar="JSON", default=None, help="Metadata, as JSON text.")
+@click.option(
+    "--delay",
+    type=DURATION,
+    default=None,
+    help="A queue's message: claimable only after this (30s, 5m, 2h...).",
+)
 @JSON_OPTION
 def topic_publish_many(
-    name: str, sender: str, subject: str, priority: str, metadata: Any, as_json: bool
+    name: str,
+    sender: str,
+    subject: str,
+    priority: str,
+    metadata: Any,
+    delay: timedelta | None,
+    as_json: bool,
 ) -> None:
     """Publish each line of standard input as one mail to topic NAME, in one statement (all or
     nothing; not queued in the outbox when the database is down); print each mail's id and
@@ -219,7 +240,13 @@ def topic_publish_many(
     bodies = text_or_stdin("-").splitlines()
     with open_store() as store:
         mails = store.mail.publish_many(
-            sender, name, bodies, subject=subject, priority=priority, metadata=metadata
+            sender,
+            name,
+            bodies,
+            subject=subject,
+            priority=priority,
+            metadata=metadata,
+            delay=delay,
         )
     if as_json:
         click.echo(json_text(mails, indent=2))
@@ -324,10 +351,13 @@ def topic_complete(mail_id: int, token: str) -> None:
 @click.argument("mail_id", type=int)
 @click.argument("token")
 @click.option("--error", default=None, help="Why it failed.")
-def topic_release(mail_id: int, token: str, error: str | None) -> None:
+@click.option(
+    "--delay", type=DURATION, default=None, help="Claimable again only after this (a backoff)."
+)
+def topic_release(mail_id: int, token: str, error: str | None, delay: timedelta | None) -> None:
     """Release MAIL_ID (claimed with TOKEN): claimable again, or a dead letter."""
     with open_store() as store:
-        state = store.topics.release((mail_id, token), error=error)
+        state = store.topics.release((mail_id, token), error=error, delay=delay)
     click.echo(f"released {mail_id}: {state}")
 
 

@@ -81,6 +81,30 @@ def test_queue_claim_complete_release_dead_requeue(ikigai_db_url: str) -> None:
     ok(url, "topic", "delete", queue)
 
 
+def test_delayed_publish_and_release_backoff(ikigai_db_url: str) -> None:
+    """publish --delay and publish-many --delay: not claimable yet (listed available);
+    release --delay: a backoff; a delay to a broadcast topic is one Error line."""
+    url, queue, news = ikigai_db_url, fresh("later"), fresh("news")
+    boss, worker = register(url), register(url)
+    ok(url, "topic", "create", queue, "--queue")
+    ok(url, "topic", "create", news)
+    ok(url, "topic", "subscribe", worker, queue)
+    ok(url, "topic", "publish", queue, "--from", boss, "--delay", "1h", "later")
+    ok(url, "topic", "publish-many", queue, "--from", boss, "--delay", "2h", stdin="a\nb\n")
+    assert "nothing to claim" in fails(url, "topic", "claim", worker, queue)
+    [info] = [i for i in ok_json(url, "topic", "list") if i["name"] == queue]
+    assert (info["available"], info["claimed"]) == (3, 0)
+    now = ok(url, "topic", "publish", queue, "--from", boss, "now").split()[0]
+    mail_id, token = ok(url, "topic", "claim", worker, queue).splitlines()[0].split()
+    assert mail_id == now
+    released = ok(url, "topic", "release", mail_id, token, "--delay", "30m")
+    assert released.strip().endswith("available")
+    assert "nothing to claim" in fails(url, "topic", "claim", worker, queue)
+    assert "only a queue" in fails(
+        url, "topic", "publish", news, "--from", boss, "--delay", "5s", "x"
+    )
+
+
 def test_topic_errors_are_one_line(ikigai_db_url: str) -> None:
     """Bad input: one Error line, exit 1."""
     url = ikigai_db_url

@@ -69,8 +69,9 @@ ALL = [
     "0044-append-idempotency-keys",
     "0045-append-many-idempotency-keys",
     "0046-unsearchable-topics",
+    "0047-queue-delays",
 ]
-LATEST = 46
+LATEST = 47
 
 
 def _since(migration: str) -> int:
@@ -906,12 +907,12 @@ def test_unsearchable_topics_rollback(ikigai_empty_db_url: str) -> None:
     vectors = "SELECT body, search_vector IS NOT NULL FROM mail ORDER BY id"
     assert _q(url, generated) == [("",)]
     assert _q(url, vectors) == [("zebra", False)]
-    assert migrate.rollback(url, count=1) == ["0046-unsearchable-topics"]
+    assert migrate.rollback(url, count=2) == ["0047-queue-delays", "0046-unsearchable-topics"]
     assert _version(url) == 45
     assert _q(url, generated) == [("s",)]
     assert _q(url, vectors) == [("zebra", True)]
     assert "mail_search_idx" in _indexes(url)
-    assert migrate.apply(url) == ["0046-unsearchable-topics"]
+    assert migrate.apply(url) == ["0046-unsearchable-topics", "0047-queue-delays"]
     assert _q(url, generated) == [("",)]
     assert _q(url, vectors) == [("zebra", True)]
     with ik.Store(url, pool_size=1) as store:
@@ -921,3 +922,29 @@ def test_unsearchable_topics_rollback(ikigai_empty_db_url: str) -> None:
         assert [h.mail.body for h in store.mail.search("zebra")] == ["zebra"]
         assert store.mail.search("yak") == []
     assert _q(url, vectors) == [("zebra", True), ("yak", False)]
+
+
+def test_queue_delays_rollback(ikigai_empty_db_url: str) -> None:
+    """Rolling back 0047 drops queue_items.available_at (a delayed message is claimable at
+    once, version 46); applying it again restores delays."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    with ik.Store(url, pool_size=1) as store:
+        store.identities.register("a")
+        store.topics.create("jobs", "queue")
+        store.topics.subscribe("a", "jobs")
+        store.mail.publish("a", "jobs", "later", "x", delay=3600)
+        assert store.topics.claim("a", "jobs") is None
+    assert migrate.rollback(url, count=1) == ["0047-queue-delays"]
+    assert _version(url) == 46
+    assert _q(
+        url,
+        "SELECT count(*) FROM information_schema.columns "
+        "WHERE table_name = 'queue_items' AND column_name = 'available_at'",
+    ) == [(0,)]
+    assert migrate.apply(url) == ["0047-queue-delays"]
+    with ik.Store(url, pool_size=1) as store:
+        claim = store.topics.claim("a", "jobs")
+        assert claim is not None and claim.mail.subject == "later"
+        assert store.topics.release(claim, delay=3600) == "available"
+        assert store.topics.claim("a", "jobs") is None

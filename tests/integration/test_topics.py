@@ -468,6 +468,73 @@ def test_claim_with_a_lost_claim_to_complete_claims_nothing(hub: ik.Store) -> No
             hub.topics.claim("w1", "jobs", complete=bad)  # type: ignore[arg-type]
 
 
+def test_a_delayed_message_is_claimable_once_due(hub: ik.Store) -> None:
+    """publish(delay=) and publish_many(delay=): the message is in the log and counted
+    available at once, but a claim passes it (taking younger work) until it is due."""
+    clock = Clock(hub)
+    later = hub.mail.publish("pub", "jobs", "later", "x", delay=timedelta(seconds=60))
+    batch = hub.mail.publish_many("pub", "jobs", ["b1", "b2"], subject="batch", delay=30)
+    now = hub.mail.publish("pub", "jobs", "now", "x", delay=0)
+    assert [m.id for m in hub.topics.read("jobs")] == [later.id, *(m.id for m in batch), now.id]
+    assert [i.available for i in hub.topics.list() if i.topic.name == "jobs"] == [4]
+    assert _claim(hub, "w1", lease=3600).mail.id == now.id
+    assert hub.topics.claim("w2", "jobs") is None
+    clock.advance(seconds=30)  # due exactly at 30 s
+    assert [_claim(hub, "w2", lease=3600).mail.id for _ in batch] == [m.id for m in batch]
+    clock.advance(seconds=29)
+    assert hub.topics.claim("w2", "jobs") is None
+    clock.advance(seconds=1)
+    assert _claim(hub, "w2").mail.id == later.id
+
+
+def test_release_with_a_delay_is_a_backoff(hub: ik.Store) -> None:
+    """release(delay=): the message goes back available, claimable only once the delay
+    passed; a dead letter ignores it; requeue makes a message due at once."""
+    clock = Clock(hub)
+    first = hub.mail.publish("pub", "jobs", "first", "x")
+    second = hub.mail.publish("pub", "jobs", "second", "x")
+    held = _claim(hub, "w1")
+    assert held.mail.id == first.id
+    assert hub.topics.release(held, error="retry later", delay=10) == "available"
+    assert _claim(hub, "w2").mail.id == second.id  # the first is not due: the walk passes it
+    assert hub.topics.claim("w1", "jobs") is None
+    clock.advance(seconds=10)
+    again = _claim(hub, "w1")
+    assert (again.mail.id, again.attempt) == (first.id, 2)
+    assert hub.topics.release(again, delay=3600) == "dead"  # its last attempt: no backoff
+    hub.topics.requeue(first.id)
+    assert _claim(hub, "w2").mail.id == first.id
+
+
+def test_delays_are_refused_where_they_mean_nothing(hub: ik.Store) -> None:
+    """A delay to a broadcast topic, a negative, too long or non-number delay: InvalidArgument,
+    nothing written; a keyed publish retried with another delay is another request."""
+    clock = Clock(hub)
+    before = (mail_rows(hub), rows(hub, "queue_items"))
+    with pytest.raises(ik.InvalidArgument, match="broadcast topic: only a queue"):
+        hub.mail.publish("pub", "news", "s", "b", delay=5)
+    with pytest.raises(ik.InvalidArgument, match="broadcast topic: only a queue"):
+        hub.mail.publish_many("pub", "news", ["b"], delay=5)
+    for bad in (-1, timedelta(days=366), "5", True, float("nan")):
+        with pytest.raises(ik.InvalidArgument, match="delay"):
+            hub.mail.publish("pub", "jobs", "s", "b", delay=bad)  # type: ignore[arg-type]
+        with pytest.raises(ik.InvalidArgument, match="delay"):
+            hub.mail.publish_many("pub", "jobs", ["b"], delay=bad)  # type: ignore[arg-type]
+    assert (mail_rows(hub), rows(hub, "queue_items")) == before
+    held = hub.mail.publish("pub", "jobs", "s", "b", idempotency_key="k", delay=5)
+    assert hub.mail.publish("pub", "jobs", "s", "b", idempotency_key="k", delay=5) == held
+    with pytest.raises(ik.Conflict, match="different request"):
+        hub.mail.publish("pub", "jobs", "s", "b", idempotency_key="k", delay=6)
+    with pytest.raises(ik.Conflict, match="different request"):
+        hub.mail.publish("pub", "jobs", "s", "b", idempotency_key="k")
+    assert hub.topics.claim("w1", "jobs") is None  # the keyed message is not due
+    clock.advance(seconds=5)
+    taken = _claim(hub, "w1")
+    with pytest.raises(ik.InvalidArgument, match="delay"):
+        hub.topics.release(taken, delay=-1)
+    assert _queue_states(hub)[taken.mail.id] == ("claimed", 1)
+
+
 def test_release_and_dead_letters(hub: ik.Store) -> None:
     """release makes work claimable again until max_attempts; then it is a dead letter that
     requeue revives."""

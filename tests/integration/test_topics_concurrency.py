@@ -252,6 +252,7 @@ def _publish_orphan(url: str, topic: str) -> dict[str, Any]:
                 "idempotency_key": None,
                 "request_hash": "h",
                 "new_thread_id": f"t-orphan-{topic}",
+                "delay": None,
             },
         ).fetchone()
         assert row is not None and row["log_offset"] is None
@@ -352,3 +353,34 @@ def test_a_publish_that_does_not_wait_returns_pending_and_the_log_stays_gapless(
             with pytest.raises(ik.InvalidArgument, match="wait_for_offset must be a bool"):
                 store.mail.publish_many("a", "fast", ["x"], wait_for_offset=bad)
         assert len(store.topics.read("fast")) == 4
+
+
+def test_a_blocking_claim_wakes_when_a_delayed_message_falls_due(url: str) -> None:
+    """claim(wait=) sleeps until the queue's next delayed message is due (claim_refusal), not
+    to the end of its wait: a message published 0.5 s ahead is claimed about then. A release
+    with a delay wakes the waiter to look again (the next due time may be sooner)."""
+    with ik.open(url, pool_size=2) as store:
+        store.identities.register("p")
+        store.identities.register("w")
+        store.topics.create("later", "queue")
+        store.topics.subscribe("w", "later")
+        sent = store.mail.publish("p", "later", "s", "b", delay=0.5)
+        start = time.monotonic()
+        got = store.topics.claim("w", "later", wait=20)
+        took = time.monotonic() - start
+        assert got is not None and got.mail.id == sent.id
+        assert 0.3 < took < 10  # woken by the due time (not at 20 s), not before it
+        results: dict[str, Any] = {}
+
+        def wait() -> None:
+            results["claim"] = store.topics.claim("w", "later", wait=20)
+            results["took"] = time.monotonic() - begun
+
+        begun = time.monotonic()
+        thread = threading.Thread(target=wait)
+        thread.start()
+        time.sleep(0.3)  # the waiter sleeps with no deadline sooner than its wait
+        assert store.topics.release(got, delay=0.5) == "available"
+        thread.join(timeout=30)
+        assert results["claim"] is not None and results["claim"].mail.id == sent.id
+        assert results["took"] < 10

@@ -253,6 +253,7 @@ def _publish_params(sender: str, topic: str) -> dict[str, Any]:
         "idempotency_key": None,
         "request_hash": None,
         "new_thread_id": str(uuid.uuid4()),
+        "delay": None,
     }
 
 

@@ -52,6 +52,8 @@ TOPICS = ["news", "jobs", "ops", "q2"]
 BAD_TOPICS = ["", "-x", "a b", "x" * 65]
 KEYS = ["k1", "k2", "k3"]
 LEASES = [0.5, 1, 10, 30.0, 3600]
+#: Delays of publishes and releases (None: none; -1: refused).
+DELAYS = [None, None, None, 0, 0.5, 10, 3600, -1]
 BAD_LEASES = [0, -1, 86401, float("nan")]
 RETENTIONS = [timedelta(hours=1), timedelta(days=1), timedelta(days=7)]
 STEPS = [
@@ -328,6 +330,7 @@ class TopicsMachine(RuleBasedStateMachine):
             "metadata": data.draw(json_values, label="metadata"),
             "attachments": data.draw(json_values, label="attachments"),
             "idempotency_key": data.draw(st.none() | st.sampled_from(KEYS), label="key"),
+            "delay": data.draw(st.sampled_from(DELAYS), label="delay"),
         }
         self.do_publish(sender, args)
 
@@ -349,6 +352,7 @@ class TopicsMachine(RuleBasedStateMachine):
             "subject": data.draw(subjects, label="subject"),
             "priority": self.pick(data, [*PRIORITIES, "now"], "priority"),
             "metadata": data.draw(json_values, label="metadata"),
+            "delay": data.draw(st.sampled_from(DELAYS), label="delay"),
         }
         try:
             got, expected = self.both(
@@ -576,10 +580,13 @@ class TopicsMachine(RuleBasedStateMachine):
         action=st.sampled_from(["complete", "release", "extend"]),
         error=st.none() | st.sampled_from(["flaky", ""]),
         lease=st.sampled_from([*LEASES, 0]),
+        delay=st.sampled_from(DELAYS),
     )
-    def finish(self, data: st.DataObject, action: str, error: str | None, lease: float) -> None:
-        """complete, release and extend work with the current token only; stale claims (their
-        lease taken over, or already finished) are refused."""
+    def finish(
+        self, data: st.DataObject, action: str, error: str | None, lease: float, delay: Any
+    ) -> None:
+        """complete, release (with a backoff delay, or none) and extend work with the current
+        token only; stale claims (their lease taken over, or already finished) are refused."""
         value, mail_id, token = self.held(data)
         calls: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]] = {
             "complete": (
@@ -587,8 +594,8 @@ class TopicsMachine(RuleBasedStateMachine):
                 lambda _: self.model.complete(mail_id, token),
             ),
             "release": (
-                lambda: self.store.topics.release(value, error=error),
-                lambda _: self.model.release(mail_id, token, error),
+                lambda: self.store.topics.release(value, error=error, delay=delay),
+                lambda _: self.model.release(mail_id, token, error, delay),
             ),
             "extend": (
                 lambda: self.store.topics.extend(value, lease),

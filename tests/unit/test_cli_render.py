@@ -61,6 +61,9 @@ def test_shapes_leave_out_rename_inline_and_add() -> None:
         "subscribers": 2,
         "messages": 10,
         "last_offset": 10,
+        "available": 0,
+        "claimed": 0,
+        "dead": 0,
     }
     uuid = UUID(int=1)
     assert json.loads(json_text({"u": uuid})) == {"u": str(uuid)}

@@ -233,8 +233,16 @@ CASES: list[tuple[type[Any], dict[str, Any], Any]] = [
     (Topic, TOPIC_ROW, TOPIC),
     (
         TopicInfo,
-        {**TOPIC_ROW, "subscribers": "2", "messages": "40", "last_offset": "39"},
-        TopicInfo(TOPIC, 2, 40, 39),
+        {
+            **TOPIC_ROW,
+            "subscribers": "2",
+            "messages": "40",
+            "last_offset": "39",
+            "available": "3",
+            "claimed": "2",
+            "dead": "1",
+        },
+        TopicInfo(TOPIC, 2, 40, 39, 3, 2, 1),
     ),
     (
         Claim,
