@@ -21,7 +21,8 @@ Owns topics, subscriptions, consumer offsets, publishing and queue claims, for b
 - a broadcast publish gives every current subscriber but the sender an unread copy (it shows in
   inboxes and wakes ``mail.wait``); a queue publish creates one queue row;
 - a stored consumer offset only moves forward (``GREATEST``) and never past the topic's end;
-- a queue message is held by at most one live lease: ``claim`` takes the oldest available row
+- a queue message is held by at most one live lease: ``claim`` takes the most urgent, then
+  oldest, available row
   ``FOR UPDATE SKIP LOCKED`` with a fresh token; ``complete``/``release``/``extend`` need that
   token, so a holder whose lease expired and was claimed again cannot act; a completed message
   is never handed out again; after ``max_attempts`` claims it is a dead letter until requeued.
@@ -502,14 +503,15 @@ def claim(
     wait: timedelta | float = 0.0,
     complete: Claim | tuple[int, str] | None = None,
 ) -> Op[Claim | None]:
-    """Claim the oldest available message of a queue topic the identity subscribes to,
+    """Claim the first available message of a queue topic the identity subscribes to (the
+    most urgent first: ``urgent``, ``normal``, ``low``; within a priority, the oldest),
     for ``ttl`` (a timedelta or seconds); wait up to ``wait`` for one (woken by the publishing
     commit, or by a lease running out or a delayed message falling due). None when there is
     none. A delayed message (``publish(..., delay=)``, ``release(..., delay=)``) is passed
     over until it is due.
 
     A message whose lease expired is claimable again (its next attempt); one that used
-    ``max_attempts`` becomes a dead letter when a claim's walk (oldest first) reaches it. No
+    ``max_attempts`` becomes a dead letter when a claim's walk (in that order) reaches it. No
     message is held by two live leases.
 
     ``complete``: a claim (``Claim`` or ``(mail_id, token)``) to complete first, in the

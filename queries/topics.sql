@@ -150,8 +150,10 @@ WITH t AS (
     INSERT INTO topic_log (mail_id, topic_id, log_offset)
     SELECT m.id, t.id, (SELECT bump.log_offset FROM bump) FROM m, t
 ), queued AS (
-    INSERT INTO queue_items (mail_id, topic_id, available_at)
-    SELECT m.id, t.id, ikigai_now() + make_interval(secs => CAST(:delay AS double precision))
+    -- The claim order's rank (migration 0048): urgent 0, normal 1, low 2.
+    INSERT INTO queue_items (mail_id, topic_id, available_at, priority_rank)
+    SELECT m.id, t.id, ikigai_now() + make_interval(secs => CAST(:delay AS double precision)),
+           CASE m.priority WHEN 'urgent' THEN 0 WHEN 'low' THEN 2 ELSE 1 END
     FROM m, t WHERE t.kind = 'queue'
 )
 SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender, m.recipients,
@@ -209,8 +211,10 @@ WITH t AS (
     INSERT INTO topic_log (mail_id, topic_id, log_offset)
     SELECT o.id, t.id, o.off FROM o, t
 ), queued AS (
-    INSERT INTO queue_items (mail_id, topic_id, available_at)
-    SELECT m.id, t.id, ikigai_now() + make_interval(secs => CAST(:delay AS double precision))
+    -- The claim order's rank (migration 0048): urgent 0, normal 1, low 2.
+    INSERT INTO queue_items (mail_id, topic_id, available_at, priority_rank)
+    SELECT m.id, t.id, ikigai_now() + make_interval(secs => CAST(:delay AS double precision)),
+           CASE m.priority WHEN 'urgent' THEN 0 WHEN 'low' THEN 2 ELSE 1 END
     FROM m, t WHERE t.kind = 'queue'
 )
 SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender, m.recipients,
@@ -313,9 +317,10 @@ UNION ALL
 SELECT * FROM (SELECT * FROM news ORDER BY topic_name, log_offset) AS b;
 
 -- name: claim_queue_item(identity, topic, lease, done_id, done_token)
--- Claim the oldest claimable message of a queue topic the identity subscribes to: available
--- (and due: available_at passed or NULL, migration 0047), or claimed under a lease that
--- expired; with a new token and a lease of :lease seconds.
+-- Claim the first claimable message of a queue topic the identity subscribes to, the most
+-- urgent first and within a priority the oldest (priority_rank, mail_id: migration 0048):
+-- available (and due: available_at passed or NULL, migration 0047), or claimed under a lease
+-- that expired; with a new token and a lease of :lease seconds.
 -- SKIP LOCKED: racing claimers take different rows. An expired lease that used its last
 -- attempt, met first, becomes a dead letter instead (the caller claims again: that claim's
 -- walk goes past it). With :done_id/:done_token, that claim is completed first, in the same
@@ -346,13 +351,13 @@ WITH t AS (
       AND EXISTS (SELECT 1 FROM t)
     FOR UPDATE
 ), c AS (
-    -- Ordered by (topic_id, mail_id), which only queue_items_open_idx gives, so the planner
-    -- walks it and stops at the first claimable row (done and dead rows are not in that
-    -- index). Ordered by mail_id alone, or with topic_id = a scalar (which makes topic_id a
-    -- constant and drops it from the order), the primary key gives the order too, and the
-    -- planner, whose statistics may date from a fresh backlog, picked it: each claim then
-    -- read every done row of the queue's history (O(N^2) to drain N). = ANY (ARRAY[...]) is
-    -- one value. The row being completed is still open in this statement's snapshot: skip it.
+    -- Ordered by (topic_id, priority_rank, mail_id), which only queue_items_open_idx gives, so
+    -- the planner walks it and stops at the first claimable row (done and dead rows are not
+    -- in that index). Ordered by mail_id alone, or with topic_id = a scalar (which makes
+    -- topic_id a constant and drops it from the order), the primary key gave the order too
+    -- (before 0048), and the planner, whose statistics may date from a fresh backlog, picked
+    -- it: each claim then read every done row of the queue's history (O(N^2) to drain N).
+    -- = ANY (ARRAY[...]) is one value. The row being completed is still open in this statement's snapshot: skip it.
     -- settle: an expired lease on its last attempt, which becomes a dead letter.
     SELECT q.mail_id,
            q.state = 'claimed' AND q.attempts >= (SELECT max_attempts FROM t) AS settle
@@ -365,7 +370,7 @@ WITH t AS (
             AND (q.available_at IS NULL OR q.available_at <= ikigai_now()))
            OR q.lease_until <= ikigai_now())
       AND q.mail_id IS DISTINCT FROM CAST(:done_id AS bigint)
-    ORDER BY q.topic_id, q.mail_id
+    ORDER BY q.topic_id, q.priority_rank, q.mail_id
     LIMIT 1
     FOR UPDATE OF q SKIP LOCKED
 ), w AS (

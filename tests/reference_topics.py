@@ -46,7 +46,8 @@ Queues: a message is ``available``, ``claimed`` (a token, a lease end, a holder)
 ``dead``, with ``attempts`` and ``last_error``. ``claim(identity, topic, lease)``: ``lease`` in
 (0, 86400] seconds; refusals in order: missing identity, missing topic (``RefNotFound``), retired
 identity, not a queue, not subscribed (``RefInvalid``). A claim walks the topic's messages that
-are available or whose lease expired (``lease_until <= now``), lowest id first: an expired lease
+are available or whose lease expired (``lease_until <= now``), by their mail's priority (urgent,
+normal, low) and within one lowest id first: an expired lease
 that used its last attempt becomes a dead letter with ``last_error = "lease expired"`` and the
 walk goes on; the first other one is taken: ``attempts + 1``, a new token, ``lease_until = now +
 lease`` (an expired lease taken over records ``"lease expired"``); None when the walk ends.
@@ -128,6 +129,8 @@ DEFAULT_MAX_ATTEMPTS = 5
 MAX_RETENTION = timedelta(days=36500)
 MAX_LEASE = 86400.0
 MAX_DELAY = timedelta(days=365)
+#: The claim order of priorities (migration 0048): urgent first.
+RANKS = {"urgent": 0, "normal": 1, "low": 2}
 LEASE_EXPIRED = "lease expired"
 TOPIC_MAIL_FIELDS = (*MAIL_FIELDS, "topic", "log_offset")
 #: Queue states that are unfinished work (a topic with any cannot be deleted).
@@ -524,7 +527,8 @@ class RefTopicWorld:
         complete: tuple[object, object] | None = None,
         token: str | None = None,
     ) -> RefClaim | None:
-        """Take the oldest claimable message, after completing ``complete`` (mail id, token);
+        """Take the first claimable message (by priority, urgent first, then id), after
+        completing ``complete`` (mail id, token);
         ``token``: the one the store made."""
         who, name = _name(identity, "identity"), _name(topic, "topic")
         if complete is not None:
@@ -539,7 +543,10 @@ class RefTopicWorld:
             raise RefInvalid(f"identity {who!r} is not subscribed to {name!r}", who)
         if complete is not None:
             self.complete(*complete)
-        mine = sorted((w for w in self.work.values() if w.topic == name), key=lambda w: w.mail_id)
+        mine = sorted(
+            (w for w in self.work.values() if w.topic == name),
+            key=lambda w: (RANKS[self.mail.mails[w.mail_id].priority], w.mail_id),
+        )
         for work in mine:
             if work.state == "available" and work.available_at is not None:
                 if work.available_at > self.now:

@@ -70,8 +70,9 @@ ALL = [
     "0045-append-many-idempotency-keys",
     "0046-unsearchable-topics",
     "0047-queue-delays",
+    "0048-queue-priorities",
 ]
-LATEST = 47
+LATEST = 48
 
 
 def _since(migration: str) -> int:
@@ -907,12 +908,16 @@ def test_unsearchable_topics_rollback(ikigai_empty_db_url: str) -> None:
     vectors = "SELECT body, search_vector IS NOT NULL FROM mail ORDER BY id"
     assert _q(url, generated) == [("",)]
     assert _q(url, vectors) == [("zebra", False)]
-    assert migrate.rollback(url, count=2) == ["0047-queue-delays", "0046-unsearchable-topics"]
+    assert migrate.rollback(url, count=3) == [
+        "0048-queue-priorities",
+        "0047-queue-delays",
+        "0046-unsearchable-topics",
+    ]
     assert _version(url) == 45
     assert _q(url, generated) == [("s",)]
     assert _q(url, vectors) == [("zebra", True)]
     assert "mail_search_idx" in _indexes(url)
-    assert migrate.apply(url) == ["0046-unsearchable-topics", "0047-queue-delays"]
+    assert migrate.apply(url) == ALL[-3:]
     assert _q(url, generated) == [("",)]
     assert _q(url, vectors) == [("zebra", True)]
     with ik.Store(url, pool_size=1) as store:
@@ -935,16 +940,47 @@ def test_queue_delays_rollback(ikigai_empty_db_url: str) -> None:
         store.topics.subscribe("a", "jobs")
         store.mail.publish("a", "jobs", "later", "x", delay=3600)
         assert store.topics.claim("a", "jobs") is None
-    assert migrate.rollback(url, count=1) == ["0047-queue-delays"]
+    assert migrate.rollback(url, count=2) == ["0048-queue-priorities", "0047-queue-delays"]
     assert _version(url) == 46
     assert _q(
         url,
         "SELECT count(*) FROM information_schema.columns "
         "WHERE table_name = 'queue_items' AND column_name = 'available_at'",
     ) == [(0,)]
-    assert migrate.apply(url) == ["0047-queue-delays"]
+    assert migrate.apply(url) == ["0047-queue-delays", "0048-queue-priorities"]
     with ik.Store(url, pool_size=1) as store:
         claim = store.topics.claim("a", "jobs")
         assert claim is not None and claim.mail.subject == "later"
         assert store.topics.release(claim, delay=3600) == "available"
         assert store.topics.claim("a", "jobs") is None
+
+
+def test_queue_priorities_rank_existing_work_and_roll_back(ikigai_empty_db_url: str) -> None:
+    """Rolling back 0048 drops the rank and restores 0025's index (claims by id); applying it
+    again ranks the queue rows by their mail's priority, so claims take the urgent first."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    with ik.Store(url, pool_size=1) as store:
+        store.identities.register("a")
+        store.topics.create("jobs", "queue")
+        store.topics.subscribe("a", "jobs")
+        low = store.mail.publish("a", "jobs", "low", "x", priority="low").id
+        normal = store.mail.publish("a", "jobs", "normal", "x").id
+        urgent = store.mail.publish("a", "jobs", "urgent", "x", priority="urgent").id
+    assert migrate.rollback(url, count=1) == ["0048-queue-priorities"]
+    assert _version(url) == 47
+    assert _indexes(url)["queue_items_open_idx"].endswith(
+        "(topic_id, mail_id) WHERE (outcome IS NULL)"
+    )
+    assert migrate.apply(url) == ["0048-queue-priorities"]
+    assert _indexes(url)["queue_items_open_idx"].endswith(
+        "(topic_id, priority_rank, mail_id) WHERE (outcome IS NULL)"
+    )
+    assert _q(url, "SELECT mail_id, priority_rank FROM queue_items ORDER BY mail_id") == [
+        (low, 2),
+        (normal, 1),
+        (urgent, 0),
+    ]
+    with ik.Store(url, pool_size=1) as store:
+        taken = [store.topics.claim("a", "jobs") for _ in range(3)]
+        assert [c.mail.id for c in taken if c is not None] == [urgent, normal, low]

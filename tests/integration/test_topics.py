@@ -468,6 +468,25 @@ def test_claim_with_a_lost_claim_to_complete_claims_nothing(hub: ik.Store) -> No
             hub.topics.claim("w1", "jobs", complete=bad)  # type: ignore[arg-type]
 
 
+def test_claims_take_the_most_urgent_first_then_the_oldest(hub: ik.Store) -> None:
+    """urgent before normal before low, the oldest first within one; a released message keeps
+    its place; a delayed urgent one waits for its due time."""
+    clock = Clock(hub)
+    low = hub.mail.publish("pub", "jobs", "low", "x", priority="low")
+    first = hub.mail.publish("pub", "jobs", "first", "x")
+    urgent = hub.mail.publish("pub", "jobs", "urgent", "x", priority="urgent")
+    second = hub.mail.publish("pub", "jobs", "second", "x")
+    later = hub.mail.publish("pub", "jobs", "later", "x", priority="urgent", delay=10)
+    took = _claim(hub, "w1", lease=3600)
+    assert took.mail.id == urgent.id
+    assert hub.topics.release(took) == "available"
+    order = [_claim(hub, "w1", lease=3600).mail.id for _ in range(4)]
+    assert order == [urgent.id, first.id, second.id, low.id]
+    assert hub.topics.claim("w2", "jobs") is None
+    clock.advance(seconds=10)
+    assert _claim(hub, "w2").mail.id == later.id
+
+
 def test_a_delayed_message_is_claimable_once_due(hub: ik.Store) -> None:
     """publish(delay=) and publish_many(delay=): the message is in the log and counted
     available at once, but a claim passes it (taking younger work) until it is due."""
