@@ -929,15 +929,20 @@ def test_unsearchable_topics_rollback(ikigai_empty_db_url: str) -> None:
     assert _q(url, vectors) == [("zebra", True), ("yak", False)]
 
 
+def _queue_and_worker(store: ik.Store) -> None:
+    """Identity "a", subscribed to the queue topic "jobs"."""
+    store.identities.register("a")
+    store.topics.create("jobs", "queue")
+    store.topics.subscribe("a", "jobs")
+
+
 def test_queue_delays_rollback(ikigai_empty_db_url: str) -> None:
     """Rolling back 0047 drops queue_items.available_at (a delayed message is claimable at
     once, version 46); applying it again restores delays."""
     url = ikigai_empty_db_url
     migrate.apply(url)
     with ik.Store(url, pool_size=1) as store:
-        store.identities.register("a")
-        store.topics.create("jobs", "queue")
-        store.topics.subscribe("a", "jobs")
+        _queue_and_worker(store)
         store.mail.publish("a", "jobs", "later", "x", delay=3600)
         assert store.topics.claim("a", "jobs") is None
     assert migrate.rollback(url, count=2) == ["0048-queue-priorities", "0047-queue-delays"]
@@ -961,9 +966,7 @@ def test_queue_priorities_rank_existing_work_and_roll_back(ikigai_empty_db_url: 
     url = ikigai_empty_db_url
     migrate.apply(url)
     with ik.Store(url, pool_size=1) as store:
-        store.identities.register("a")
-        store.topics.create("jobs", "queue")
-        store.topics.subscribe("a", "jobs")
+        _queue_and_worker(store)
         low = store.mail.publish("a", "jobs", "low", "x", priority="low").id
         normal = store.mail.publish("a", "jobs", "normal", "x").id
         urgent = store.mail.publish("a", "jobs", "urgent", "x", priority="urgent").id
