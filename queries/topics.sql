@@ -140,8 +140,12 @@ WITH t AS (
     UPDATE topics AS u SET next_offset = u.next_offset + 1
     FROM t, m
     WHERE u.id = t.id
-      AND CASE WHEN EXISTS (SELECT 1 FROM topic_log AS p  -- pending mail goes first: then this
-                            WHERE p.topic_id = t.id AND p.log_offset IS NULL)  -- one waits too
+      -- Pending mail goes first: then this one waits too. The probe is an ordered LIMIT 1 on
+      -- the columns of topic_log_pending_idx, so it scans that index whatever the statistics
+      -- say (EXISTS let the planner scan the whole log once some topic had pending rows).
+      AND CASE WHEN (SELECT p.mail_id FROM topic_log AS p
+                     WHERE p.topic_id = t.id AND p.log_offset IS NULL
+                     ORDER BY p.topic_id, p.mail_id LIMIT 1) IS NOT NULL
                THEN false
                ELSE pg_try_advisory_xact_lock(hashtextextended('topic-sequencer:' || t.id, 7))
           END
@@ -198,8 +202,9 @@ WITH t AS (
     UPDATE topics AS u SET next_offset = u.next_offset + (SELECT count(*) FROM m)
     FROM t
     WHERE u.id = t.id AND EXISTS (SELECT 1 FROM m)
-      AND CASE WHEN EXISTS (SELECT 1 FROM topic_log AS p
-                            WHERE p.topic_id = t.id AND p.log_offset IS NULL)
+      AND CASE WHEN (SELECT p.mail_id FROM topic_log AS p  -- the probe of publish_mail
+                     WHERE p.topic_id = t.id AND p.log_offset IS NULL
+                     ORDER BY p.topic_id, p.mail_id LIMIT 1) IS NOT NULL
                THEN false
                ELSE pg_try_advisory_xact_lock(hashtextextended('topic-sequencer:' || t.id, 7))
           END
@@ -240,7 +245,9 @@ SELECT count(*) > 0 AS sequenced
 FROM topics AS t
 CROSS JOIN LATERAL (SELECT count(*) FROM sequence_topic(t.id, ARRAY[]::bigint[])) AS s
 WHERE t.name = :topic
-  AND EXISTS (SELECT 1 FROM topic_log AS l WHERE l.topic_id = t.id AND l.log_offset IS NULL);
+  AND (SELECT l.mail_id FROM topic_log AS l  -- the probe of publish_mail
+       WHERE l.topic_id = t.id AND l.log_offset IS NULL
+       ORDER BY l.topic_id, l.mail_id LIMIT 1) IS NOT NULL;
 
 -- name: publish_refusal(sender, topic)^
 -- Why publish_mail wrote nothing, besides a used key (rare path): the sender's state and the

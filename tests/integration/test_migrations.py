@@ -71,8 +71,9 @@ ALL = [
     "0046-unsearchable-topics",
     "0047-queue-delays",
     "0048-queue-priorities",
+    "0049-post-mail-without-recipients",
 ]
-LATEST = 48
+LATEST = 49
 
 
 def _since(migration: str) -> int:
@@ -908,16 +909,13 @@ def test_unsearchable_topics_rollback(ikigai_empty_db_url: str) -> None:
     vectors = "SELECT body, search_vector IS NOT NULL FROM mail ORDER BY id"
     assert _q(url, generated) == [("",)]
     assert _q(url, vectors) == [("zebra", False)]
-    assert migrate.rollback(url, count=3) == [
-        "0048-queue-priorities",
-        "0047-queue-delays",
-        "0046-unsearchable-topics",
-    ]
+    n = _since("0046-unsearchable-topics")
+    assert migrate.rollback(url, count=n) == ALL[-n:][::-1]
     assert _version(url) == 45
     assert _q(url, generated) == [("s",)]
     assert _q(url, vectors) == [("zebra", True)]
     assert "mail_search_idx" in _indexes(url)
-    assert migrate.apply(url) == ALL[-3:]
+    assert migrate.apply(url) == ALL[-n:]
     assert _q(url, generated) == [("",)]
     assert _q(url, vectors) == [("zebra", True)]
     with ik.Store(url, pool_size=1) as store:
@@ -945,14 +943,15 @@ def test_queue_delays_rollback(ikigai_empty_db_url: str) -> None:
         _queue_and_worker(store)
         store.mail.publish("a", "jobs", "later", "x", delay=3600)
         assert store.topics.claim("a", "jobs") is None
-    assert migrate.rollback(url, count=2) == ["0048-queue-priorities", "0047-queue-delays"]
+    n = _since("0047-queue-delays")
+    assert migrate.rollback(url, count=n) == ALL[-n:][::-1]
     assert _version(url) == 46
     assert _q(
         url,
         "SELECT count(*) FROM information_schema.columns "
         "WHERE table_name = 'queue_items' AND column_name = 'available_at'",
     ) == [(0,)]
-    assert migrate.apply(url) == ["0047-queue-delays", "0048-queue-priorities"]
+    assert migrate.apply(url) == ALL[-n:]
     with ik.Store(url, pool_size=1) as store:
         claim = store.topics.claim("a", "jobs")
         assert claim is not None and claim.mail.subject == "later"
@@ -970,12 +969,13 @@ def test_queue_priorities_rank_existing_work_and_roll_back(ikigai_empty_db_url: 
         low = store.mail.publish("a", "jobs", "low", "x", priority="low").id
         normal = store.mail.publish("a", "jobs", "normal", "x").id
         urgent = store.mail.publish("a", "jobs", "urgent", "x", priority="urgent").id
-    assert migrate.rollback(url, count=1) == ["0048-queue-priorities"]
+    n = _since("0048-queue-priorities")
+    assert migrate.rollback(url, count=n) == ALL[-n:][::-1]
     assert _version(url) == 47
     assert _indexes(url)["queue_items_open_idx"].endswith(
         "(topic_id, mail_id) WHERE (outcome IS NULL)"
     )
-    assert migrate.apply(url) == ["0048-queue-priorities"]
+    assert migrate.apply(url) == ALL[-n:]
     assert _indexes(url)["queue_items_open_idx"].endswith(
         "(topic_id, priority_rank, mail_id) WHERE (outcome IS NULL)"
     )
@@ -987,3 +987,47 @@ def test_queue_priorities_rank_existing_work_and_roll_back(ikigai_empty_db_url: 
     with ik.Store(url, pool_size=1) as store:
         taken = [store.topics.claim("a", "jobs") for _ in range(3)]
         assert [c.mail.id for c in taken if c is not None] == [urgent, normal, low]
+
+
+def test_post_mail_without_recipients_rollback(ikigai_empty_db_url: str) -> None:
+    """Rolling back 0049 restores 0033's post_mail() (its recipients' INSERT runs for every
+    mail, version 48); both versions write the same rows: a queue mail without recipient rows,
+    a broadcast mail with one per subscriber but the sender."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    skips = (
+        "SELECT count(*) FROM pg_proc WHERE proname = 'post_mail' AND pronargs = 19 "
+        "AND prosrc LIKE '%cardinality(post_mail.recipient_ids) > 0 THEN%'"
+    )
+    rows = (
+        "SELECT m.subject, array_agg(r.identity_id ORDER BY r.identity_id) "
+        "FILTER (WHERE r.identity_id IS NOT NULL) "
+        "FROM mail AS m LEFT JOIN mail_recipients AS r ON r.mail_id = m.id "
+        "GROUP BY m.id, m.subject ORDER BY m.id"
+    )
+
+    def write(store: ik.Store, tag: str) -> None:
+        store.mail.publish("a", "jobs", f"job {tag}", "x")
+        store.mail.publish("a", "news", f"news {tag}", "x")
+        store.mail.send("a", ["b"], f"mail {tag}", "x")
+
+    with ik.Store(url, pool_size=1) as store:
+        _queue_and_worker(store)
+        store.identities.register("b")
+        for who in ("a", "b"):
+            store.topics.subscribe(who, "news")
+        write(store, "49")
+    assert _q(url, skips) == [(1,)]
+    n = _since("0049-post-mail-without-recipients")
+    assert migrate.rollback(url, count=n) == ALL[-n:][::-1]
+    assert _version(url) == 48 and _q(url, skips) == [(0,)]
+    with ik.Store(url, pool_size=1) as store:
+        write(store, "48")
+    assert migrate.apply(url) == ALL[-n:]
+    assert _version(url) == LATEST and _q(url, skips) == [(1,)]
+    b = _q(url, "SELECT id FROM identities WHERE name = 'b'")[0][0]
+    assert _q(url, rows) == [
+        (f"{kind} {v}", None if kind == "job" else [b])
+        for v in ("49", "48")
+        for kind in ("job", "news", "mail")
+    ]

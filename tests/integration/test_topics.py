@@ -442,6 +442,58 @@ def test_claim_does_not_walk_the_done_history(hub: ik.Store) -> None:
         current = (row["mail_id"], row["token"])
 
 
+def test_publish_probes_pending_mail_through_its_index(hub: ik.Store) -> None:
+    """With statistics saying half the log is pending (another topic's publisher died before
+    sequencing), a publish to a topic with nothing pending, and a reader's sequence_pending,
+    look for pending mail through topic_log_pending_idx, in their custom and generic plans:
+    an EXISTS was planned as a scan of the whole log, on every publish."""
+    for k in range(100):
+        hub.mail.publish("pub", "news", f"n{k}", "x")
+    jobs = hub.topics.get("jobs").id
+    with hub._connection() as conn:
+        for k in range(100):  # committed, never sequenced: what a dead publisher leaves
+            conn.execute(
+                "INSERT INTO topic_log (mail_id, topic_id) "
+                "SELECT (post_mail(thread_id => %s, sender_id => i.id, recipient_ids => '{}',"
+                " recipients => '{}', subject => 's', body => 'b', priority => 'normal',"
+                " metadata => '{}', topic_id => %s)).id, %s FROM identities AS i "
+                "WHERE i.name = 'pub'",
+                (f"dead-{k}", jobs, jobs),
+            )
+        conn.execute("ANALYZE topic_log")
+    statements = {
+        "publish_mail": (
+            ik.queries.publish_mail.sql,
+            {
+                "sender": "pub", "topic": "news", "subject": "s", "body": "b",
+                "priority": "normal", "attachments": None, "metadata": "{}",
+                "idempotency_key": None, "request_hash": None, "new_thread_id": "probe",
+                "delay": None,
+            },
+        ),
+        "sequence_pending": (ik.queries.sequence_pending.sql, {"topic": "news"}),
+    }  # fmt: skip
+    for name, (sql, params) in statements.items():
+        names = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", sql)))
+        prepared = re.sub(r"%\((\w+)\)s", lambda m, n=names: f"${n.index(m[1]) + 1}", sql)
+        for mode in ("force_custom_plan", "force_generic_plan"):
+            with hub._connection() as conn:
+                conn.execute(f"SET LOCAL plan_cache_mode = {mode}")
+                conn.execute(f"PREPARE pending_probe AS {prepared}")
+                args = psycopg.sql.SQL(", ").join(psycopg.sql.Literal(params[n]) for n in names)
+                plan = "\n".join(
+                    r["QUERY PLAN"]
+                    for r in conn.execute(
+                        psycopg.sql.SQL(
+                            "EXPLAIN (ANALYZE, COSTS OFF) EXECUTE pending_probe({})"
+                        ).format(args)
+                    )
+                )
+                conn.execute("DEALLOCATE pending_probe")
+            assert "Seq Scan on topic_log" not in plan, (name, mode, plan)
+            assert "topic_log_pending_idx on topic_log" in plan, (name, mode, plan)
+
+
 def test_claim_with_a_lost_claim_to_complete_claims_nothing(hub: ik.Store) -> None:
     """If the claim to complete lost its lease, claim raises Conflict and takes
     nothing (even while waiting); an expired but untaken lease still completes, and is not

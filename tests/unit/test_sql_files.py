@@ -43,6 +43,17 @@ def test_every_query_declares_parameters_and_docstring() -> None:
             assert used <= declared, f"{path.name}: {header} uses undeclared {used - declared}"
 
 
+def test_every_parameter_is_bound() -> None:
+    """Every :name of a loaded PostgreSQL query became a bound parameter: aiosql skips what it
+    takes for a string literal, so an odd apostrophe in a comment ("-- the topic's") hid the
+    rest of a statement's parameters, which then reached the server as ":name"."""
+    for name in postgres_query_names():
+        sql = getattr(ik.queries, name).sql
+        code = re.sub(r"--[^\n]*", "", sql)  # comments, then literals and dollar-quoted text
+        code = re.sub(r"\$(\w*)\$.*?\$\1\$", "", re.sub(r"'(?:[^']|'')*'", "''", code), flags=re.S)
+        assert re.findall(r"(?<![:\w]):[A-Za-z_]\w*", code) == [], name
+
+
 def postgres_query_names() -> list[str]:
     """The names of queries/ that run on PostgreSQL (not the outbox's SQLite ones)."""
     names = sqlmod.query_names(queries_dir())
@@ -179,7 +190,8 @@ def test_mail_is_written_once() -> None:
     migrations = {p.name: p.read_text() for p in migrations_dir().glob("*.sql")}
     # Only the migrations (or rollbacks) that define post_mail write mail, once each table:
     # 0016, and the hand-off's redefinition (0026) and its rollback's restoring of 0016's,
-    # 0033's PL/pgSQL one (and 0033's rollback), and 0039's batch overload.
+    # 0033's PL/pgSQL one (and 0033's rollback), 0039's batch overload, and 0049's (and its
+    # rollback's restoring of 0033's).
     writers = {n: len(insert.findall(t)) for n, t in migrations.items() if insert.search(t)}
     assert writers and set(writers.values()) == {2}
     assert all(re.search(r"FUNCTION post_mail\(", migrations[n]) for n in writers)
