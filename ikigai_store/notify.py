@@ -83,6 +83,7 @@ __all__ = [
     "Listening",
     "Observer",
     "listen_sessions",
+    "listen_topics",
     "prune_session_listeners",
     "thread_hash",
     "unlisten_sessions",
@@ -167,6 +168,23 @@ def listen_sessions(session_ids: list[int], listener: uuid.UUID, ttl: timedelta)
         "session_listeners_register", session_ids=session_ids, listener=listener, ttl=ttl
     )
     return int(row["registered"])
+
+
+def listen_topics(topic_ids: list[int], ttl: timedelta, patience: float = 1.0) -> Op[int]:
+    """Have publishes to the queue topics ``topic_ids`` notify ``QUEUE`` for ``ttl``
+    (migration 0050: otherwise only while a blocking claim waits on them); a registration is
+    only ever extended. Each waits up to ``patience`` seconds for the publishes in flight to
+    the topic. Returns how many were registered (the others: retry later)."""
+    registered = 0
+    for topic_id in topic_ids:
+        row = yield one(
+            "queue_listen",
+            topic_id=topic_id,
+            seconds=ttl.total_seconds(),
+            patience=patience,
+        )
+        registered += bool(row["listening"])
+    return registered
 
 
 def unlisten_sessions(session_ids: list[int], listener: uuid.UUID) -> Op[int]:

@@ -137,6 +137,9 @@ def _require_topic(name: str) -> Op[Topic]:
 
 
 _LONGEST = timedelta(seconds=MAX_LEASE)
+#: Seconds a blocking claim registers its topic as listened for at a time (migration 0050):
+#: a longer wait registers again before that runs out.
+_LISTEN_SPAN = 600.0
 
 
 def _check_delay(delay: object) -> float | None:
@@ -521,20 +524,33 @@ def claim(
     name, t, seconds, wait_s, done = check_claim_args(identity, topic, ttl, wait, complete)
     deadline = time.monotonic() + wait_s
     listening = False
+    heard_until = 0.0  # when the topic's registration (queue_listen) runs out, by this clock
     while True:
         held = yield from claim_once(name, t, seconds, done)
         done = None  # completed by the first attempt (which raised if it could not)
         if held is not None:
             return held
         topic_id, expiry = yield from claim_state(name, t)
-        remaining = deadline - time.monotonic()
+        now = time.monotonic()
+        remaining = deadline - now
         if remaining <= 0:
             return None
         if not listening:  # listen first, then look once more: no lost wake-up
             yield Listen((QUEUE_CHANNEL, topic_id))
             listening = True
+        if heard_until - now < min(remaining, 1.0):
+            # Publishes notify only topics someone waits on (migration 0050): register (for
+            # the wait, up to _LISTEN_SPAN at a time), after the LISTEN, then look once more.
+            span = min(remaining, _LISTEN_SPAN) + 1.0
+            registered = yield one(
+                "queue_listen", topic_id=topic_id, seconds=span, patience=remaining
+            )
+            if not registered["listening"]:  # publishes in flight past the deadline
+                deadline = now
+            heard_until = now + span
             continue
-        yield Sleep(remaining if expiry is None else min(remaining, expiry + 0.001))
+        sleep = remaining if expiry is None else min(remaining, expiry + 0.001)
+        yield Sleep(max(0.0, min(sleep, heard_until - now - 1.0)))
 
 
 def claim_once(

@@ -410,6 +410,14 @@ RETURNING w.act,
           (SELECT l.log_offset FROM topic_log AS l WHERE l.mail_id = m.id) AS log_offset,
           q.attempts, q.lease_until, CAST(q.token AS text) AS token;
 
+-- name: queue_listen(topic_id, seconds, patience)^
+-- A blocking claim is about to sleep on :topic_id (after its LISTEN, before its last look):
+-- have the publishes of the next :seconds wake it (migration 0050: a queue publish notifies only
+-- topics someone listens to). Waits up to :patience seconds for the publishes in flight to
+-- commit, so that the last look finds them; false: they did not, nothing was registered.
+SELECT ikigai_queue_listen(CAST(:topic_id AS bigint), CAST(:seconds AS double precision),
+                           CAST(:patience AS double precision)) AS listening;
+
 -- name: claim_refusal(identity, topic)^
 -- Why claim_queue_item found nothing (identity, topic, kind, subscription) and, when it could
 -- claim, the seconds until the topic's next lease expires or its next delayed message is due

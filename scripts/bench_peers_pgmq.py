@@ -28,7 +28,10 @@ two sides run one after the other, the side going first alternating between meas
    and the reads give the offsets. Checked the same way (the offsets a producer's mails end
    up with increase in its call order; an offset a publish returned is its mail's).
    The same again, waiting and not, to a topic created ``searchable=False`` (its mail is not
-   parsed for full-text search at publish: pgmq's messages are not searchable either).
+   parsed for full-text search at publish: pgmq's messages are not searchable either). And
+   the unsearchable not-waiting publish once more to a topic registered as a blocking claim
+   registers it (migration 0050: only then does a publish notify, and the library send the
+   wake-up after its commit): an info row gives the topic nobody waits on over it.
 2. Send, batches of 100 from 4 producers: ours ``store.mail.publish_many`` vs
    ``pgmq.send_batch``; checked as in 1; and to an unsearchable topic.
 3. Drain N messages at 4 and at 16 workers, exactly once: ours ``held = store.topics.claim(...,
@@ -66,6 +69,7 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +86,7 @@ from benchkit import (
 )
 
 import ikigai_store as ik
+from ikigai_store import notify
 from ikigai_store.config import admin_url
 from ikigai_store.ops import _sql, one
 from ikigai_store.pool import create_database
@@ -95,6 +100,8 @@ SUBJECT = "job"
 TOPIC = "bench"
 WARM = "warm"
 BATCH = 100
+#: The measure whose topic a claim waits on (its publishes notify).
+LISTENED = "send x{}, unsearchable, not waiting, a claim waiting on the topic"
 
 
 # ------------------------------------------------------------------------------------ workers
@@ -391,13 +398,23 @@ def pgmq_queue(url: str, fill: int = 0) -> None:
 
 
 def ours_topic(
-    url: str, names: list[str], topic: str, fill: int = 0, *, searchable: bool = True
+    url: str,
+    names: list[str],
+    topic: str,
+    fill: int = 0,
+    *,
+    searchable: bool = True,
+    listened: bool = False,
 ) -> None:
     """New queue topics ``topic`` and ``topic-warm``, every name registered and subscribed;
-    ``topic`` holds ``fill`` messages (published in batches through the store)."""
+    ``topic`` holds ``fill`` messages (published in batches through the store). ``listened``:
+    registered for an hour as a blocking claim registers its topic (migration 0050), so its
+    publishes notify (and the library sends the wake-up after each commit)."""
     with ik.Store(url, pool_size=1) as store:
         for t in (topic, f"{topic}-warm"):
-            store.topics.create(t, "queue", searchable=searchable)
+            created = store.topics.create(t, "queue", searchable=searchable)
+            if listened:
+                store._run(notify.listen_topics([created.id], timedelta(hours=1)))
         for n in ["filler", *names]:
             with contextlib.suppress(ik.Conflict):
                 store.identities.register(n)
@@ -711,6 +728,7 @@ def main() -> int:
         pgmq_queue(peer)
         anatomy(ours, peer, 60 if args.quick else 300)
         first_ours = True
+        rates: dict[str, float] = {}
         for label, job, workers in (
             ("send x4", "send", 4),
             ("send x16", "send", 16),
@@ -720,9 +738,13 @@ def main() -> int:
             ("send x16, unsearchable topic", "send_unsearchable", 16),
             ("send x4, unsearchable, not waiting", "send_lazy_unsearchable", 4),
             ("send x16, unsearchable, not waiting", "send_lazy_unsearchable", 16),
+            (LISTENED.format(4), "send_lazy_unsearchable_listened", 4),
+            (LISTENED.format(16), "send_lazy_unsearchable_listened", 16),
             ("send_batch x4", "batch", 4),
             ("send_batch x4, unsearchable topic", "batch_unsearchable", 4),
         ):
+            listened = job.endswith("_listened")
+            job = job.removesuffix("_listened")
             names = [f"p{i}" for i in range(workers)]
             each = n // workers
             counts = [each // BATCH * BATCH if job.startswith("batch") else each] * workers
@@ -732,7 +754,13 @@ def main() -> int:
             for side in ("ours", "pgmq") if first_ours else ("pgmq", "ours"):
                 if side == "ours":
                     topic = f"send{len(rows)}"
-                    ours_topic(ours, names, topic, searchable=not job.endswith("unsearchable"))
+                    ours_topic(
+                        ours,
+                        names,
+                        topic,
+                        searchable=not job.endswith("unsearchable"),
+                        listened=listened,
+                    )
                     s0 = sequencer_stats(ours)
                     with ik.Store(ours, pool_size=1) as store:
                         follower = LogFollower(store, topic)
@@ -783,6 +811,18 @@ def main() -> int:
                     )
                 )
             rows.extend(ratio_rows(label, sides["ours"], sides["pgmq"], bad))
+            rates[label] = sides["ours"].rate
+            if listened:
+                quiet = rates[f"send x{workers}, unsearchable, not waiting"]
+                rows.append(
+                    Row(
+                        f"send x{workers}, unsearchable, not waiting: nobody waiting on the "
+                        "topic / a claim waiting (each publish sends its wake-up)",
+                        f"{quiet / sides['ours'].rate:.2f}x",
+                        "info",
+                        None,
+                    )
+                )
             rows.append(
                 Row(
                     f"{label}: offsets gapless, in order (checked)",

@@ -199,6 +199,7 @@ async def mail(request: Request) -> Response:
 async def topics(request: Request) -> Response:
     web = web_of(request)
     rows = await web.store.topics.list()
+    await web.hub.watch_topics([r.topic.id for r in rows if r.topic.kind == "queue"])
     # Heard: publishing (a broadcast copy is unread mail, a queue message becomes available).
     return render(
         request, "topics.html", {"rows": rows}, fragment="_topics.html", live="queue:* mail:*"
@@ -213,6 +214,7 @@ async def topic(request: Request) -> Response:
     log = await web.store._run(reads.topic_log(found.id))
     counts = claims = dead = None
     if found.kind == "queue":
+        await web.hub.watch_topics([found.id])
         counts = await web.store._run(reads.queue_counts(found.id))
         claims = await web.store._run(reads.queue_claims(found.id))
         dead = await web.store._run(reads.queue_dead(found.id))

@@ -14,7 +14,11 @@ channel). Pages refresh the regions a change names (``static/app.js``). Invarian
   queue is full is sent ``reset`` instead of what overflowed;
 - appends notify ``ikigai_session`` only for sessions in ``session_listeners``: the hub keeps a
   row for every session a page showed in the last ``WATCH_FOR`` seconds (``watch_session``),
-  renewed every ``REFRESH`` seconds, and removes them when the server stops.
+  renewed every ``REFRESH`` seconds, and removes them when the server stops;
+- queue publishes notify ``ikigai_queue`` only for topics someone listens to (migration 0050):
+  the hub registers every queue topic a page showed in the last ``WATCH_FOR`` seconds
+  (``watch_topics``), for three ``REFRESH`` periods, renewed every ``REFRESH`` seconds (the
+  registrations run out by themselves).
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ class Hub:
         self._streams: set[_Stream] = set()
         self._stop_observing: Callable[[], None] | None = None
         self._sessions: dict[int, float] = {}
+        self._topics: dict[int, float] = {}
         self._listener = uuid.uuid4()
         self._refresher: asyncio.Task[None] | None = None
         self.closed = False
@@ -173,6 +178,17 @@ class Hub:
         if first:
             await self._store._run(notify.listen_sessions([session_id], self._listener, _ttl()))
 
+    # -- queue topics
+
+    async def watch_topics(self, topic_ids: list[int]) -> None:
+        """A page shows the queue topics ``topic_ids``: have their publishes notify (for
+        ``WATCH_FOR`` seconds)."""
+        now = time.monotonic()
+        new = [t for t in topic_ids if t not in self._topics]
+        self._topics.update(dict.fromkeys(topic_ids, now))
+        if new:
+            await self._store._run(notify.listen_topics(new, _ttl()))
+
     async def _refresh(self) -> None:
         while True:
             await asyncio.sleep(REFRESH)
@@ -180,7 +196,11 @@ class Hub:
             gone = [s for s, at in self._sessions.items() if now - at > WATCH_FOR]
             for session_id in gone:
                 del self._sessions[session_id]
+            for topic_id in [t for t, at in self._topics.items() if now - at > WATCH_FOR]:
+                del self._topics[topic_id]
             try:
+                if self._topics:
+                    await self._store._run(notify.listen_topics(sorted(self._topics), _ttl()))
                 if gone:
                     await self._store._run(notify.unlisten_sessions(gone, self._listener))
                 if self._sessions:

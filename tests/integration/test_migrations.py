@@ -72,8 +72,9 @@ ALL = [
     "0047-queue-delays",
     "0048-queue-priorities",
     "0049-post-mail-without-recipients",
+    "0050-queue-wakes-while-listened",
 ]
-LATEST = 49
+LATEST = 50
 
 
 def _since(migration: str) -> int:
@@ -1031,3 +1032,31 @@ def test_post_mail_without_recipients_rollback(ikigai_empty_db_url: str) -> None
         for v in ("49", "48")
         for kind in ("job", "news", "mail")
     ]
+
+
+def test_queue_wakes_while_listened_rollback(ikigai_empty_db_url: str) -> None:
+    """Rolling back 0050 drops topics.listened_until and ikigai_queue_listen (version 49):
+    every queue publish notifies again; applying it again, a publish to a topic nobody
+    listens to notifies nothing, one to a registered topic does."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    with ik.Store(url, pool_size=1) as store:
+        _queue_and_worker(store)
+        topic = store.topics.get("jobs").id
+
+    def heard(publish: str) -> list[str]:
+        with ik.Store(url, pool_size=1) as store, psycopg.connect(url, autocommit=True) as ear:
+            ear.execute("LISTEN ikigai_queue")
+            store.mail.publish("a", "jobs", publish, "x")
+            return [n.payload for n in ear.notifies(timeout=0.3)]
+
+    assert heard("unheard") == []
+    n = _since("0050-queue-wakes-while-listened")
+    assert migrate.rollback(url, count=n) == ALL[-n:][::-1]
+    assert _version(url) == 49
+    assert _q(url, "SELECT count(*) FROM pg_proc WHERE proname = 'ikigai_queue_listen'") == [(0,)]
+    assert heard("heard under 49") == [str(topic)]
+    assert migrate.apply(url) == ALL[-n:]
+    assert heard("unheard again") == []
+    assert _q(url, "SELECT ikigai_queue_listen(%s, 60, 1)", (topic,)) == [(True,)]
+    assert heard("listened") == [str(topic)]

@@ -8,6 +8,7 @@ import multiprocessing
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import psycopg
@@ -15,6 +16,7 @@ import pytest
 from psycopg.rows import dict_row
 
 import ikigai_store as ik
+from ikigai_store import notify, ops
 from ikigai_store.ops import _sql, one
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
@@ -196,7 +198,8 @@ def test_killed_backends_lose_nothing_and_complete_nothing_twice(url: str) -> No
 
 def test_rows_available_again_notify_their_topic_on_commit(url: str) -> None:
     """release (to available) and requeue notify ikigai_queue with the topic id, on commit;
-    publish notifies too; claims, completions and a release that dead-letters do not."""
+    publish notifies too while the topic is listened to (before: nothing); claims,
+    completions and a release that dead-letters do not."""
     with ik.open(url, migrate=False) as store, psycopg.connect(url, autocommit=True) as ear:
         for name in ("pub", "w"):
             store.identities.register(name)
@@ -207,8 +210,13 @@ def test_rows_available_again_notify_their_topic_on_commit(url: str) -> None:
         def heard() -> list[str]:
             return [n.payload for n in ear.notifies(timeout=0.3)]
 
+        store.mail.publish("pub", "jobs", "unheard", "x")
+        assert heard() == []  # nobody waits on the topic (migration 0050)
+        assert store._run(notify.listen_topics([jobs.id], timedelta(minutes=1))) == 1
         job = store.mail.publish("pub", "jobs", "j", "x")
         assert heard() == [str(jobs.id)]
+        assert store.topics.claim("w", "jobs") is not None  # "unheard"
+        assert heard() == []
         held = store.topics.claim("w", "jobs")
         assert held is not None and heard() == []
         with store.transaction():
@@ -384,3 +392,104 @@ def test_a_blocking_claim_wakes_when_a_delayed_message_falls_due(url: str) -> No
         thread.join(timeout=30)
         assert results["claim"] is not None and results["claim"].mail.id == sent.id
         assert results["took"] < 10
+
+
+def _subscribed_queue(store: ik.Store) -> None:
+    """Identities pub and w; queue topic "jobs", w subscribed."""
+    for name in ("pub", "w"):
+        store.identities.register(name)
+    store.topics.create("jobs", "queue")
+    store.topics.subscribe("w", "jobs")
+
+
+def _claim_in_thread(store: ik.Store, wait: float) -> tuple[threading.Thread, list[Any]]:
+    """A blocking claim by w on "jobs", started now; the list gets (its result, seconds)."""
+    got: list[Any] = []
+
+    def claim() -> None:
+        started = time.monotonic()
+        got.append((store.topics.claim("w", "jobs", wait=wait), time.monotonic() - started))
+
+    waiter = threading.Thread(target=claim)
+    waiter.start()
+    return waiter, got
+
+
+def test_a_publish_nobody_waits_for_keeps_no_wake_up(url: str) -> None:
+    """A publish to a queue topic nobody waits on keeps no wake-up (the server raises no
+    WAKES_NOTICE, so the library sends nothing after the commit: one round trip); while a
+    claim waits on the topic, a publish keeps one, and the claim wakes at once."""
+    with ik.open(url, migrate=False, pool_size=1) as store:
+        _subscribed_queue(store)
+        said: list[str | None] = []
+        with store._connection() as conn:  # the pool's one connection
+            conn.add_notice_handler(lambda d: said.append(d.message_primary))
+        store.mail.publish("pub", "jobs", "first", "x")
+        assert ops.WAKES_NOTICE not in said
+        assert store.topics.claim("w", "jobs") is not None
+        waiter, got = _claim_in_thread(store, wait=10)
+        time.sleep(0.5)  # registered, asleep
+        store.mail.publish("pub", "jobs", "second", "x")
+        waiter.join(10)
+        assert ops.WAKES_NOTICE in said
+        ((claimed, seconds),) = got
+        assert claimed is not None and claimed.mail.subject == "second"
+        assert seconds < 2  # woken, not at its deadline
+
+
+def _publish_uncommitted(conn: psycopg.Connection[Any], subject: str) -> None:
+    """Publish ``subject`` to "jobs" from pub on ``conn`` (not autocommit: left in flight), as
+    a writer without the library: its trigger notifies in its transaction, if at all. The
+    topic's sequencer lock is held meanwhile, so the mail is pending: the publish does not
+    update the topic's row, it only holds the KEY SHARE lock of its foreign keys."""
+    with psycopg.connect(conn.info.dsn) as sequencer:
+        sequencer.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('topic-sequencer:' || id, 7))"
+            " FROM topics WHERE name = 'jobs'"
+        )
+        _publish_pending(conn, subject)
+
+
+def _publish_pending(conn: psycopg.Connection[Any], subject: str) -> None:
+    row = conn.execute(
+        _sql(one("publish_mail")),
+        {
+            "sender": "pub",
+            "topic": "jobs",
+            "subject": subject,
+            "body": "x",
+            "priority": "normal",
+            "attachments": None,
+            "metadata": "{}",
+            "idempotency_key": None,
+            "request_hash": None,
+            "new_thread_id": f"t-{subject}",
+            "delay": None,
+        },
+    ).fetchone()
+    assert row is not None and row[-1] is None  # pending: no offset
+
+
+def test_a_claim_going_to_sleep_waits_for_publishes_in_flight(url: str) -> None:
+    """A publish whose statement ran before a claim registered its wait (so it decided not to
+    notify) commits after the claim looked: the registration waits for that commit, and the
+    claim's last look finds the message (it does not sleep to its deadline). A publish still
+    in flight at the claim's deadline does not hold it past it."""
+    with ik.open(url, migrate=False) as store, psycopg.connect(url) as publisher:
+        _subscribed_queue(store)
+        _publish_uncommitted(publisher, "in flight")
+        waiter, got = _claim_in_thread(store, wait=10)
+        time.sleep(0.5)  # the claim found nothing, listens, and waits to register
+        assert waiter.is_alive() and got == []
+        publisher.commit()
+        waiter.join(10)
+        ((claimed, seconds),) = got
+        assert claimed is not None and claimed.mail.subject == "in flight"
+        assert seconds < 2
+        _publish_uncommitted(publisher, "late")
+        waiter, got = _claim_in_thread(store, wait=0.5)
+        waiter.join(10)
+        ((claimed, seconds),) = got
+        assert claimed is None and seconds < 1.5
+        publisher.commit()
+        assert store.topics.claim("w", "jobs") is not None

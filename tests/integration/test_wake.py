@@ -72,8 +72,9 @@ def _pending(store: ik.Store) -> tuple[str | None, str | None]:
 def test_library_writes_wake_after_their_commit(
     store: ik.Store, listener: psycopg.Connection[Any]
 ) -> None:
-    """An append to a listened session, a send and a publish wake their listeners, from a
-    connection that keeps its notifications for after the commit and leaves none unsent."""
+    """An append to a listened session, a send and a publish to a listened queue wake their
+    listeners, from a connection that keeps its notifications for after the commit and leaves
+    none unsent."""
     bob = _identity(store, "w1-bob")
     _identity(store, "w1-alice")
     session = store.create_session("w1")
@@ -90,6 +91,8 @@ def test_library_writes_wake_after_their_commit(
     assert _pending(store) == ("on", "")
     topic = store.topics.create("w1-jobs", "queue")
     store.topics.subscribe("w1-bob", "w1-jobs")
+    with store._connection() as conn:  # what a blocking claim does (migration 0050)
+        conn.execute("SELECT ikigai_queue_listen(%s, 3600, 1)", (topic.id,))
     store.mail.publish("w1-alice", "w1-jobs", "job", "body")
     _hear(listener, ("ikigai_queue", str(topic.id)))
     assert _pending(store) == ("on", "")

@@ -285,6 +285,38 @@ def test_live_stream_reports_changes_and_resumes(server: Server, ikigai_db_url: 
         store.close()
 
 
+def test_a_queue_page_registers_its_topic_for_publishes(server: Server, ikigai_db_url: str) -> None:
+    """A queue publish notifies only topics someone listens to (migration 0050): before any
+    page showed the topic, a publish is no ``change``; once its page was served (the server
+    registers the topic), a publish is a ``queue`` change naming it."""
+    with ik.Store(ikigai_db_url, pool_size=1) as store:
+        pub = store.identities.register(f"web-pub-{time.monotonic_ns()}")
+        topic = store.topics.create(f"web-jobs-{time.monotonic_ns()}", "queue")
+        events = Events(server)
+        time.sleep(0.3)  # the server's LISTEN is in place
+        store.mail.publish(pub, topic, "unheard", "x")
+        store.mail.send(pub, pub, "marker", "x")  # a change that comes after the publish
+        seen = _changes_until_mail(events, pub.id)
+        assert not [d for d in seen if d["c"] == "queue"], seen
+        assert server.request(f"/topics/{quote(topic.name, safe='')}")[0] == 200
+        store.mail.publish(pub, topic, "heard", "x")
+        while True:
+            event, _, data = events.next()
+            if event == "change" and data["c"] == "queue":
+                assert data["ids"] == [topic.id]
+                break
+        events.close()
+
+
+def _changes_until_mail(events: Events, identity_id: int) -> list[Any]:
+    seen = []
+    while True:
+        event, _, data = events.next()
+        if event == "change" and data["c"] == "mail" and identity_id in (data["ids"] or []):
+            return seen
+        seen.append(data)
+
+
 def _next_mail(events: Events, identity_id: int) -> tuple[str, str, Any]:
     while True:
         event, id_, data = events.next()
