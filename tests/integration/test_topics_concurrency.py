@@ -234,38 +234,48 @@ def test_rows_available_again_notify_their_topic_on_commit(url: str) -> None:
         assert heard() == []
 
 
-def _publish_orphan(url: str, topic: str) -> dict[str, Any]:
-    """Publish "orphan" from ``a`` to ``topic`` as a publisher that then dies: its statement
-    runs while the topic's sequencer lock is held elsewhere, so the mail commits pending, and
-    no sequencer runs for it. Returns the row (its ``log_offset`` is None)."""
-    with (
-        psycopg.connect(url) as holder,  # the sequencer lock, held (as a sequencer would)
-        psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn,  # no sequencer
-    ):
+def _publish_pending(
+    conn: psycopg.Connection[Any], sender: str, topic: str, subject: str
+) -> dict[str, Any]:
+    """Publish ``subject`` from ``sender`` to ``topic`` on ``conn`` (raw SQL, no sequencer run
+    after it) while the topic's sequencer lock is held elsewhere (as a sequencer would), so
+    the mail is pending: the publish does not update the topic's row, only its foreign keys
+    lock it (KEY SHARE). Returns the row (its ``log_offset`` is None)."""
+    with psycopg.connect(conn.info.dsn) as holder:  # its lock goes when this block ends
         holder.execute(
             "SELECT pg_advisory_xact_lock(hashtextextended('topic-sequencer:' || id, 7))"
             " FROM topics WHERE name = %s",
             (topic,),
         )
-        row = conn.execute(
-            _sql(one("publish_mail")),
-            {
-                "sender": "a",
-                "topic": topic,
-                "subject": "orphan",
-                "body": "x",
-                "priority": "normal",
-                "attachments": None,
-                "metadata": None,
-                "idempotency_key": None,
-                "request_hash": "h",
-                "new_thread_id": f"t-orphan-{topic}",
-                "delay": None,
-            },
-        ).fetchone()
-        assert row is not None and row["log_offset"] is None
-        holder.rollback()
+        row = (
+            conn.cursor(row_factory=dict_row)
+            .execute(
+                _sql(one("publish_mail")),
+                {
+                    "sender": sender,
+                    "topic": topic,
+                    "subject": subject,
+                    "body": "x",
+                    "priority": "normal",
+                    "attachments": None,
+                    "metadata": None,
+                    "idempotency_key": None,
+                    "request_hash": "h",
+                    "new_thread_id": f"t-{subject}-{topic}",
+                    "delay": None,
+                },
+            )
+            .fetchone()
+        )
+    assert row is not None and row["log_offset"] is None
     return row
+
+
+def _publish_orphan(url: str, topic: str) -> dict[str, Any]:
+    """Publish "orphan" from ``a`` to ``topic`` as a publisher that then dies: its mail
+    commits pending, and no sequencer runs for it. Returns the row."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        return _publish_pending(conn, "a", topic, "orphan")
 
 
 def test_a_mail_left_pending_gets_its_offset_from_the_next_publish(url: str) -> None:
@@ -437,47 +447,14 @@ def test_a_publish_nobody_waits_for_keeps_no_wake_up(url: str) -> None:
         assert seconds < 2  # woken, not at its deadline
 
 
-def _publish_uncommitted(conn: psycopg.Connection[Any], subject: str) -> None:
-    """Publish ``subject`` to "jobs" from pub on ``conn`` (not autocommit: left in flight), as
-    a writer without the library: its trigger notifies in its transaction, if at all. The
-    topic's sequencer lock is held meanwhile, so the mail is pending: the publish does not
-    update the topic's row, it only holds the KEY SHARE lock of its foreign keys."""
-    with psycopg.connect(conn.info.dsn) as sequencer:
-        sequencer.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended('topic-sequencer:' || id, 7))"
-            " FROM topics WHERE name = 'jobs'"
-        )
-        _publish_pending(conn, subject)
-
-
-def _publish_pending(conn: psycopg.Connection[Any], subject: str) -> None:
-    row = conn.execute(
-        _sql(one("publish_mail")),
-        {
-            "sender": "pub",
-            "topic": "jobs",
-            "subject": subject,
-            "body": "x",
-            "priority": "normal",
-            "attachments": None,
-            "metadata": "{}",
-            "idempotency_key": None,
-            "request_hash": None,
-            "new_thread_id": f"t-{subject}",
-            "delay": None,
-        },
-    ).fetchone()
-    assert row is not None and row[-1] is None  # pending: no offset
-
-
 def test_a_claim_going_to_sleep_waits_for_publishes_in_flight(url: str) -> None:
     """A publish whose statement ran before a claim registered its wait (so it decided not to
     notify) commits after the claim looked: the registration waits for that commit, and the
     claim's last look finds the message (it does not sleep to its deadline). A publish still
     in flight at the claim's deadline does not hold it past it."""
-    with ik.open(url, migrate=False) as store, psycopg.connect(url) as publisher:
+    with ik.open(url, migrate=False) as store, psycopg.connect(url) as publisher:  # in flight
         _subscribed_queue(store)
-        _publish_uncommitted(publisher, "in flight")
+        _publish_pending(publisher, "pub", "jobs", "in flight")
         waiter, got = _claim_in_thread(store, wait=10)
         time.sleep(0.5)  # the claim found nothing, listens, and waits to register
         assert waiter.is_alive() and got == []
@@ -486,7 +463,7 @@ def test_a_claim_going_to_sleep_waits_for_publishes_in_flight(url: str) -> None:
         ((claimed, seconds),) = got
         assert claimed is not None and claimed.mail.subject == "in flight"
         assert seconds < 2
-        _publish_uncommitted(publisher, "late")
+        _publish_pending(publisher, "pub", "jobs", "late")
         waiter, got = _claim_in_thread(store, wait=0.5)
         waiter.join(10)
         ((claimed, seconds),) = got
