@@ -175,16 +175,10 @@ def listen_topics(topic_ids: list[int], ttl: timedelta, patience: float = 1.0) -
     (migration 0050: otherwise only while a blocking claim waits on them); a registration is
     only ever extended. Each waits up to ``patience`` seconds for the publishes in flight to
     the topic. Returns how many were registered (the others: retry later)."""
-    registered = 0
-    for topic_id in topic_ids:
-        row = yield one(
-            "queue_listen",
-            topic_id=topic_id,
-            seconds=ttl.total_seconds(),
-            patience=patience,
-        )
-        registered += bool(row["listening"])
-    return registered
+    row = yield one(
+        "queue_listen", topic_ids=topic_ids, seconds=ttl.total_seconds(), patience=patience
+    )
+    return int(row["registered"])
 
 
 def unlisten_sessions(session_ids: list[int], listener: uuid.UUID) -> Op[int]:

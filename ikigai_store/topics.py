@@ -51,6 +51,7 @@ from .models import (
     TopicInfo,
 )
 from .notify import QUEUE as QUEUE_CHANNEL
+from .notify import listen_topics
 from .ops import (
     Area,
     FaceT,
@@ -542,10 +543,10 @@ def claim(
             # Publishes notify only topics someone waits on (migration 0050): register (for
             # the wait, up to _LISTEN_SPAN at a time), after the LISTEN, then look once more.
             span = min(remaining, _LISTEN_SPAN) + 1.0
-            registered = yield one(
-                "queue_listen", topic_id=topic_id, seconds=span, patience=remaining
+            registered = yield from listen_topics(
+                [topic_id], timedelta(seconds=span), patience=remaining
             )
-            if not registered["listening"]:  # publishes in flight past the deadline
+            if not registered:  # publishes in flight past the deadline
                 deadline = now
             heard_until = now + span
             continue

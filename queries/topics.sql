@@ -410,13 +410,16 @@ RETURNING w.act,
           (SELECT l.log_offset FROM topic_log AS l WHERE l.mail_id = m.id) AS log_offset,
           q.attempts, q.lease_until, CAST(q.token AS text) AS token;
 
--- name: queue_listen(topic_id, seconds, patience)^
--- A blocking claim is about to sleep on :topic_id (after its LISTEN, before its last look):
--- have the publishes of the next :seconds wake it (migration 0050: a queue publish notifies only
--- topics someone listens to). Waits up to :patience seconds for the publishes in flight to
--- commit, so that the last look finds them; false: they did not, nothing was registered.
-SELECT ikigai_queue_listen(CAST(:topic_id AS bigint), CAST(:seconds AS double precision),
-                           CAST(:patience AS double precision)) AS listening;
+-- name: queue_listen(topic_ids, seconds, patience)^
+-- A blocking claim is about to sleep on a topic (after its LISTEN, before its last look), or a
+-- web page shows topics: have the publishes to :topic_ids of the next :seconds notify
+-- (migration 0050: a queue publish notifies only topics someone listens to). Each waits up to
+-- :patience seconds for the publishes in flight to its topic to commit, so that a last look
+-- finds them; how many topics were registered (the others: not within :patience).
+SELECT count(*) FILTER (WHERE ikigai_queue_listen(t.id, CAST(:seconds AS double precision),
+                                                  CAST(:patience AS double precision)))
+       AS registered
+FROM unnest(CAST(:topic_ids AS bigint[])) AS t (id);
 
 -- name: claim_refusal(identity, topic)^
 -- Why claim_queue_item found nothing (identity, topic, kind, subscription) and, when it could
