@@ -45,6 +45,7 @@ BEGIN
     BEGIN
         PERFORM 1 FROM topics AS t WHERE t.id = topic FOR UPDATE;
     EXCEPTION WHEN lock_not_available THEN
+        PERFORM set_config('lock_timeout', timeout, true);
         RETURN false;
     END;
     PERFORM set_config('lock_timeout', timeout, true);

@@ -468,5 +468,10 @@ def test_a_claim_going_to_sleep_waits_for_publishes_in_flight(url: str) -> None:
         waiter.join(10)
         ((claimed, seconds),) = got
         assert claimed is None and seconds < 1.5
+        with psycopg.connect(url) as caller:  # the caller's lock_timeout survives a refusal
+            caller.execute("SET lock_timeout = '5s'")
+            listen = "SELECT ikigai_queue_listen(id, 60, 0.05) FROM topics WHERE name = 'jobs'"
+            assert caller.execute(listen).fetchone() == (False,)
+            assert caller.execute("SHOW lock_timeout").fetchone() == ("5s",)
         publisher.commit()
         assert store.topics.claim("w", "jobs") is not None
