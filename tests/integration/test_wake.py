@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import psycopg
@@ -17,6 +18,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 import ikigai_store as ik
+from ikigai_store import notify
 
 pytestmark = pytest.mark.db
 
@@ -91,8 +93,8 @@ def test_library_writes_wake_after_their_commit(
     assert _pending(store) == ("on", "")
     topic = store.topics.create("w1-jobs", "queue")
     store.topics.subscribe("w1-bob", "w1-jobs")
-    with store._connection() as conn:  # what a blocking claim does (migration 0050)
-        conn.execute("SELECT ikigai_queue_listen(%s, 3600, 1)", (topic.id,))
+    # What a blocking claim does (migration 0050).
+    assert store._run(notify.listen_topics([topic.id], timedelta(hours=1))) == 1
     store.mail.publish("w1-alice", "w1-jobs", "job", "body")
     _hear(listener, ("ikigai_queue", str(topic.id)))
     assert _pending(store) == ("on", "")
