@@ -2,18 +2,26 @@
 -- until a time. The exclusion constraint leases_exclusion is what refuses a second holder
 -- (whatever the code does); these statements only ask for grants, and a lease is live while
 -- expires_at > ikigai_now().
--- A grant's period starts at ikigai_clock() (migration 0031: the time the statement reads it,
--- once, after its snapshot was taken), and the grant is refused while its snapshot shows
--- another holder's lease conflicting with that period. The exclusion constraint sees only the
--- leases still there when it checks: a grant slowed after its start was taken could outwait a
--- conflicting lease's deletion (swept once expired, released) and be stored with a start
--- before that lease ended. With both rules a lease deleted before the snapshot ended before
--- the grant's start and one deleted after it is seen: exclusive holders' periods (each ending
--- when its lease expires or is deleted) never overlap.
+-- Exclusive holders' periods (each ending when its lease expires or is deleted) never
+-- overlap, also when the statements race. The exclusion constraint sees only the leases still
+-- there when it checks, and a statement's snapshot only what committed before it began, so
+-- every statement that writes a resource's leases first takes that resource's lock,
+-- pg_advisory_xact_lock(hashtextextended('lease:' || resource, 7)), held until it commits:
+-- grants, renewals, releases and force-releases wait for it; a sweep skips the leases whose
+-- resource is locked (pg_try_advisory_xact_lock). A grant's period starts at ikigai_clock()
+-- (migration 0031), read once the lock is held, and the grant is refused while its snapshot
+-- shows another holder's lease conflicting with that period. So, for every other lease on the
+-- resource: one that ended by a write (released, force-released, replaced, swept) before the
+-- lock was taken ended before the grant's start; no write can end one while the grant holds
+-- the lock; and one renewed or granted after the snapshot was taken (committed before the lock)
+-- is still there when the exclusion constraint checks. Before (issue 38), a grant held up
+-- between its snapshot and its check could miss a lease renewed meanwhile and then released,
+-- or granted and released meanwhile, and record a start before that lease's end.
 
 -- name: leases_grant(holder, resource, exclusive, ttl)^
 -- acquire's fast path, one INSERT: grant :holder (existing, not retired) a lease on a
--- :resource it holds no lease on (live or expired), for :ttl from now, unless another holder's
+-- :resource it holds no lease on (live or expired), for :ttl from now (read under the
+-- resource's lock, see the top of this file), unless another holder's
 -- live lease conflicts (in the snapshot, or leases_exclusion; ON CONFLICT DO NOTHING waits for
 -- a racing grant to commit or roll back first). Notifies ikigai_lease (the holder) on commit. No row: refused,
 -- or no such holder (leases_refusal says which), or neither: it holds a lease there, which
@@ -26,7 +34,9 @@
 -- probe visited every dead lease's heap page, issue 38).
 INSERT INTO leases (resource, holder_id, exclusive, acquired_at, expires_at)
 SELECT :resource, i.id, :exclusive, c.t, c.t + CAST(:ttl AS interval)
-FROM identities AS i, (SELECT ikigai_clock() AS t) AS c
+FROM identities AS i,
+     (SELECT ikigai_clock() AS t
+      WHERE pg_advisory_xact_lock(hashtextextended('lease:' || :resource, 7)) IS NOT NULL) AS c
 WHERE i.name = :holder AND i.retired_at IS NULL
   AND (SELECT l.id FROM leases AS l
        WHERE l.resource = :resource
@@ -39,8 +49,10 @@ RETURNING id, resource, CAST(:holder AS text) AS holder, exclusive, CAST(token A
 
 -- name: leases_acquire(holder, resource, exclusive, ttl)^
 -- Grant :holder (existing, not retired) a lease on :resource for :ttl from now, in one
--- statement, atomic by itself (no transaction around it): the holder's own leases on the
--- resource (any mode) are replaced, up to 32 expired leases anywhere are swept, and the
+-- statement, atomic by itself (no transaction around it), under the resource's lock (the
+-- clock CTE takes it first; see the top of this file): the holder's own leases on the
+-- resource (any mode) are replaced, up to 32 expired leases anywhere are swept (not those of a
+-- resource another statement holds the lock of), and the
 -- insert is refused when another holder's live lease conflicts: in the snapshot (where the
 -- swept leases, expired, conflict with nothing), or by leases_exclusion (ON CONFLICT DO
 -- NOTHING: after waiting for a racing grant to commit or roll back; a plain insert would
@@ -55,11 +67,15 @@ RETURNING id, resource, CAST(:holder AS text) AS holder, exclusive, CAST(token A
 -- constraint (rows deleted by this statement conflict with nothing). A grant notifies
 -- ikigai_lease on commit: the holder, and each swept lease's holder. No row: refused, or no
 -- such holder (leases_refusal says which).
-WITH me AS (
+WITH clock AS (
+    SELECT ikigai_clock() AS t
+    WHERE pg_advisory_xact_lock(hashtextextended('lease:' || :resource, 7)) IS NOT NULL
+), me AS (
     SELECT id FROM identities WHERE name = :holder AND retired_at IS NULL
 ), mine AS (
     DELETE FROM leases
     WHERE resource = :resource AND holder_id = (SELECT id FROM me)
+      AND (SELECT t FROM clock) IS NOT NULL
     RETURNING id
 ), swept AS (
     DELETE FROM leases
@@ -67,6 +83,9 @@ WITH me AS (
                           WHERE x.expires_at <= ikigai_now()
                             AND (x.resource <> :resource
                                  OR x.holder_id IS DISTINCT FROM (SELECT id FROM me))
+                            AND (SELECT t FROM clock) IS NOT NULL
+                            AND pg_try_advisory_xact_lock(
+                                    hashtextextended('lease:' || x.resource, 7))
                           ORDER BY x.expires_at
                           LIMIT 32
                           FOR UPDATE SKIP LOCKED))
@@ -74,7 +93,7 @@ WITH me AS (
 ), granted AS (
     INSERT INTO leases (resource, holder_id, exclusive, acquired_at, expires_at)
     SELECT :resource, me.id, :exclusive, c.t, c.t + CAST(:ttl AS interval)
-    FROM me, (SELECT ikigai_clock() AS t) AS c
+    FROM me, clock AS c
     WHERE (SELECT count(*) FROM mine) >= 0 AND (SELECT count(*) FROM swept) >= 0
       AND (SELECT l.id FROM leases AS l
            WHERE l.resource = :resource AND l.holder_id <> me.id
@@ -117,7 +136,8 @@ ORDER BY b.expires_at DESC, b.id;
 -- name: leases_renew(resource, token, ttl)^
 -- Move a live lease's end to :ttl from now, only with its token; it keeps its start, so a
 -- lease that expired is never renewed (and if someone took the resource meanwhile, the
--- renewed period would overlap theirs: leases_exclusion refuses it). Notifies ikigai_lease
+-- renewed period would overlap theirs: leases_exclusion refuses it). Under the resource's
+-- lock, taken before the row is read (see the top of this file). Notifies ikigai_lease
 -- (the holder) on commit. No row: not live.
 WITH renewed AS (
     UPDATE leases AS l
@@ -125,6 +145,7 @@ WITH renewed AS (
     FROM identities AS i
     WHERE l.token = CAST(:token AS uuid) AND (l.resource = :resource) IS TRUE
       AND l.expires_at > ikigai_now() AND i.id = l.holder_id
+      AND (SELECT pg_advisory_xact_lock(hashtextextended('lease:' || :resource, 7)) IS NOT NULL)
     RETURNING l.id, l.resource, l.holder_id, i.name AS holder, l.exclusive,
               CAST(l.token AS text) AS token, l.acquired_at, l.expires_at
 )
@@ -142,7 +163,8 @@ JOIN identities AS i ON i.id = l.holder_id
 WHERE l.token = CAST(:token AS uuid) AND (l.resource = :resource) IS TRUE;
 
 -- name: leases_release(resource, token)^
--- End a lease, only with its token; returns whether it was live (first column). Notifies
+-- End a lease, only with its token, under the resource's lock (see the top of this file);
+-- returns whether it was live (first column). Notifies
 -- ikigai_lease (the holder) on commit: RETURNING is evaluated for the deleted row (no CTE to
 -- scan, issue 38). No row: already gone. The row is found by the token's unique index: the
 -- resource test is written "IS TRUE" so that the planner cannot pick leases_resource_idx, where
@@ -150,14 +172,18 @@ WHERE l.token = CAST(:token AS uuid) AND (l.resource = :resource) IS TRUE;
 -- token does the same).
 DELETE FROM leases
 WHERE token = CAST(:token AS uuid) AND (resource = :resource) IS TRUE
+  AND (SELECT pg_advisory_xact_lock(hashtextextended('lease:' || :resource, 7)) IS NOT NULL)
 RETURNING expires_at > ikigai_now() AS live,
           pg_notify('ikigai_lease', CAST(holder_id AS text)) AS notified;
 
 -- name: leases_force_release(resource)^
--- End every lease on :resource, whoever holds it (an administrator's call); returns how many
+-- End every lease on :resource, whoever holds it (an administrator's call), under the
+-- resource's lock (see the top of this file); returns how many
 -- of them were live. Notifies ikigai_lease (their holders) on commit when there were any.
 WITH gone AS (
-    DELETE FROM leases WHERE resource = :resource
+    DELETE FROM leases
+    WHERE resource = :resource
+      AND (SELECT pg_advisory_xact_lock(hashtextextended('lease:' || :resource, 7)) IS NOT NULL)
     RETURNING holder_id, expires_at > ikigai_now() AS live
 )
 SELECT count(*) FILTER (WHERE live) AS ended

@@ -1,7 +1,8 @@
 """Leases under real races (committed databases, threads and processes): of 32 racing exclusive
 acquirers exactly one wins; shared and exclusive racers never mix; renewals racing expiry and
 takeover never leave two live holders; a grant held up while the lease in its way is swept or
-released never starts before that lease ended."""
+released, or while another lease is renewed or granted and then released, never starts before
+that lease ended."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import multiprocessing
 import random
 import threading
 import time
-from collections.abc import Iterator
-from datetime import datetime, timedelta
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -322,3 +323,138 @@ def test_a_slowed_grant_never_starts_before_the_lease_it_outwaited_ends(
         )
     else:
         assert isinstance(got, ik.Conflict), got
+
+
+#: A test-only hold on the grants of one session: an insert into leases made by a session
+#: whose ``test.gate`` is on waits, after its row is built and before the exclusion
+#: constraint checks it, while the gate's advisory lock (3939) is held.
+GATED_SESSION = """
+CREATE FUNCTION test_gated_grant() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF current_setting('test.gate', true) = 'on' THEN
+        PERFORM pg_advisory_xact_lock_shared(3939);
+    END IF;
+    RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER test_gated_grant BEFORE INSERT ON leases
+    FOR EACH ROW EXECUTE FUNCTION test_gated_grant();
+"""
+HELD_AT_SESSION_GATE = """
+SELECT count(*) FROM pg_locks
+WHERE locktype = 'advisory' AND objid = 3939 AND NOT granted
+"""
+T0 = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def _at(url: str, seconds: float, *, gated: bool = False) -> ik.Store:
+    """A store whose sessions read the database's clock as T0 + ``seconds`` (``ikigai.now``),
+    held at the session gate when ``gated``."""
+    options = f"-c ikigai.now={(T0 + timedelta(seconds=seconds)).isoformat()}"
+    if gated:
+        options += " -c test.gate=on"
+    return ik.open(psycopg.conninfo.make_conninfo(url, options=options), migrate=False)
+
+
+def _in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    """Run ``call`` in a thread; its outcome (a result or an ikigai_store error) is appended."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except ik.IkigaiStoreError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
+def _held_at_gate(gate: psycopg.Connection[Any], thread: threading.Thread) -> None:
+    while thread.is_alive() and not gate.execute(HELD_AT_SESSION_GATE).fetchone()[0]:
+        time.sleep(0.005)
+    assert thread.is_alive(), "the grant should be held at the gate"
+
+
+@pytest.mark.parametrize("path", ["fast", "sweeping"])
+def test_a_renewal_committed_while_a_grant_is_on_its_way_never_overlaps_it(
+    url: str, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """r0's lease ends at 10 s. r1 asks at 12 s (r0's lease looks expired to it) and is held
+    before the exclusion check; meanwhile r0's renewal sent at 9 s (before its end) and its
+    release at 13 s come in. Either r0's renewal is refused or r1's grant is: the two recorded
+    periods never overlap. (It happened under load: the grant's snapshot showed the lease
+    before the renewal, and the renewed lease was deleted before the check could see it.)"""
+    with (
+        psycopg.connect(url, autocommit=True) as gate,
+        _at(url, 0) as at0,
+        _at(url, 9) as at9,
+        _at(url, 12, gated=True) as at12,
+        _at(url, 13) as at13,
+    ):
+        gate.execute(GATED_SESSION)
+        first = at0.leases.acquire("r0", "slow/r", ttl=10)
+        gate.execute("SELECT pg_advisory_lock(3939)")
+        monkeypatch.setattr(lease_ops, "_turns", itertools.count(1 if path == "fast" else 0))
+        asking, asked = _in_thread(lambda: at12.leases.acquire("r1", "slow/r", ttl=10))
+        _held_at_gate(gate, asking)
+        renewing, renewed = _in_thread(lambda: at9.leases.renew(first, 10))
+        renewing.join(1.0)  # it may wait for r1's grant to end
+        released_at = None
+        if not renewing.is_alive() and isinstance(renewed[0], ik.Lease):
+            assert at13.leases.release(first) is True
+            released_at = T0 + timedelta(seconds=13)
+        gate.execute("SELECT pg_advisory_unlock(3939)")
+        asking.join(30)
+        renewing.join(30)
+    [got], [again] = asked, renewed
+    r0_end = first.expires_at
+    if isinstance(again, ik.Lease):
+        r0_end = released_at or again.expires_at
+    else:
+        assert isinstance(again, ik.Conflict), again
+    periods = [(first.resource, "r0", True, first.acquired_at, r0_end)]
+    if isinstance(got, ik.Lease):
+        periods.append((got.resource, "r1", True, got.acquired_at, got.expires_at))
+    else:
+        assert isinstance(got, ik.Conflict), got
+    assert periods_overlap(periods) is None, periods
+
+
+@pytest.mark.parametrize("path", ["fast", "sweeping"])
+def test_a_lease_granted_and_released_while_a_grant_is_on_its_way_never_overlaps_it(
+    url: str, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """r1 asks for a free resource at 12 s and is held before the exclusion check; meanwhile
+    r2 asks at 11 s and releases at 12.5 s. One of the two grants is refused, or their
+    recorded periods do not overlap (r2's lease came and went outside r1's snapshot)."""
+    monkeypatch.setattr(lease_ops, "_turns", itertools.count(1 if path == "fast" else 0))
+    with (
+        psycopg.connect(url, autocommit=True) as gate,
+        _at(url, 11) as at11,
+        _at(url, 12, gated=True) as at12,
+        _at(url, 12.5) as at12_5,
+    ):
+        gate.execute(GATED_SESSION)
+        gate.execute("SELECT pg_advisory_lock(3939)")
+        asking, asked = _in_thread(lambda: at12.leases.acquire("r1", "slow/r", ttl=60))
+        _held_at_gate(gate, asking)
+        other, others = _in_thread(lambda: at11.leases.acquire("r2", "slow/r", ttl=60))
+        other.join(1.0)  # it may wait for r1's grant to end
+        r2_end = None
+        if not other.is_alive() and isinstance(others[0], ik.Lease):
+            assert at12_5.leases.release(others[0]) is True
+            r2_end = T0 + timedelta(seconds=12.5)
+        gate.execute("SELECT pg_advisory_unlock(3939)")
+        asking.join(30)
+        other.join(30)
+    [got], [theirs] = asked, others
+    periods = []
+    for name, lease, end in (("r1", got, None), ("r2", theirs, r2_end)):
+        if isinstance(lease, ik.Lease):
+            periods.append((lease.resource, name, True, lease.acquired_at, end or lease.expires_at))
+        else:
+            assert isinstance(lease, ik.Conflict), lease
+    assert len(periods) >= 1
+    assert periods_overlap(periods) is None, periods
