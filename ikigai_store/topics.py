@@ -369,6 +369,9 @@ def _sequenced(topic_id: int, mails: list[Mail]) -> Op[list[Mail]]:
     return [dataclasses.replace(m, log_offset=offsets[m.id]) for m in mails]
 
 
+#: The namespace of a keyed batch's thread ids (uuid5 of sender, key and position).
+_BATCH_THREADS = uuid.UUID("5b0c6f2e-7d3a-4c1e-9f57-2a8d1e6b4c90")
+
 #: Most mails one ``publish_many`` call appends.
 MAX_BATCH = 10_000
 
@@ -381,6 +384,7 @@ def publish_many(
     subject: str = "",
     priority: str = "normal",
     metadata: Any = None,
+    idempotency_key: str | None = None,
     wait_for_offset: bool = True,
     delay: timedelta | float | None = None,
 ) -> Op[list[Mail]]:
@@ -389,10 +393,18 @@ def publish_many(
     return them in that order with their offsets, which are gapless and commit in order as
     ``publish``'s (a batch's mails get increasing offsets, not always consecutive ones: other
     publishes committed beside it may fall between them). All or nothing: one bad body and
-    nothing is written. No idempotency key: ``publish`` has one. ``NotFound`` for a missing
-    topic or sender. ``wait_for_offset=False``: as ``publish``'s (mails returned pending,
-    ``log_offset`` None, when the sequencer was busy). ``delay``: as ``publish``'s, for every
-    mail of the batch (a queue topic's)."""
+    nothing is written. ``NotFound`` for a missing topic or sender. ``wait_for_offset=False``:
+    as ``publish``'s (mails returned pending, ``log_offset`` None, when the sequencer was
+    busy). ``delay``: as ``publish``'s, for every mail of the batch (a queue topic's).
+
+    ``idempotency_key`` (1-200 characters; the sender's key space, shared with ``publish`` and
+    ``send``): a retried batch is stored once. The key is stored on the batch's first mail
+    (the others carry none; their thread ids derive from the sender, key and position); when
+    the sender's mail already holds the key for this batch (same topic, bodies, subject,
+    priority, metadata and delay), its mails are returned as they are now (those retention
+    deleted are missing) and nothing is written, even if the sender has retired since;
+    ``Conflict`` when the key holds another request. Retry a keyed batch that raised
+    ``ConnectionLost`` with the same arguments."""
     sender_name = identity_name(sender, "sender")
     t = topic_name(topic)
     if not isinstance(wait_for_offset, bool):
@@ -406,8 +418,22 @@ def publish_many(
         check_body(body)
     check_choice(priority, "priority", PRIORITIES)
     delay_s = _check_delay(delay)
+    key = None
+    if idempotency_key is not None:
+        key = check_str(idempotency_key, "idempotency_key", max_chars=200)
     metadata_json = dump_json(metadata, "metadata")
     n = len(bodies)
+    hashed = None
+    if key is None:
+        thread_ids = [str(uuid.uuid4()) for _ in range(n)]
+    else:
+        request: tuple[Any, ...] = ("publish_many", t, list(bodies), subject, priority, metadata)
+        if delay_s is not None:
+            request += (delay_s,)
+        hashed = request_hash(*request)
+        thread_ids = [
+            str(uuid.uuid5(_BATCH_THREADS, f"{sender_name}\0{key}\0{k}")) for k in range(n)
+        ]
     rows = yield many(
         "publish_mails",
         sender=sender_name,
@@ -417,16 +443,34 @@ def publish_many(
         priorities=[priority] * n,
         attachments=[None] * n,
         metadata=[metadata_json] * n,
-        request_hashes=[None] * n,  # a batch has no idempotency key: nothing to compare
-        new_thread_ids=[str(uuid.uuid4()) for _ in range(n)],
+        request_hashes=[hashed] + [None] * (n - 1),  # the first mail's: the batch's
+        new_thread_ids=thread_ids,
         delay=delay_s,
+        idempotency_key=key,
     )
-    if not rows:
+    if rows:
+        mails = [Mail.from_row(r) for r in rows]
+        topic_id = int(rows[0]["topic_id"])
+    elif key is not None:
+        found = yield many(
+            "published_batch", sender=sender_name, idempotency_key=key, thread_ids=thread_ids
+        )
+        if not found:
+            raise (yield from _refusal(sender_name, t))
+        if found[0]["batch_hash"] != hashed:
+            raise Conflict(
+                f"idempotency key {key!r} of {sender_name!r} was used for a different request "
+                f"(mail {found[0]['id']})",
+                constraint="mail_idempotency_key",
+                sqlstate=None,
+            )
+        mails = [Mail.from_row(r) for r in found]
+        topic_id = (yield from _require_topic(t)).id
+    else:
         raise (yield from _refusal(sender_name, t))
-    mails = [Mail.from_row(r) for r in rows]
     if not wait_for_offset:
         return mails
-    return (yield from _sequenced(int(rows[0]["topic_id"]), mails))
+    return (yield from _sequenced(topic_id, mails))
 
 
 def read(topic: str | Topic, *, after: int = 0, limit: int = 100) -> Op[list[Mail]]:

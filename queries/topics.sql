@@ -166,13 +166,14 @@ SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender, m.recipi
        m.topic_id, CAST(:topic AS text) AS topic, (SELECT bump.log_offset FROM bump) AS log_offset
 FROM m;
 
--- name: publish_mails(sender, topic, subjects, bodies, priorities, attachments, metadata, request_hashes, new_thread_ids, delay)
+-- name: publish_mails(sender, topic, subjects, bodies, priorities, attachments, metadata, request_hashes, new_thread_ids, delay, idempotency_key)
 -- Append a batch of mails to a topic in one statement (as publish_mail, one mail per element
 -- of the arrays, which have one length; mail ids follow the arrays' order): with the
 -- sequencer lock when it is free, at the next offsets in id order; else pending. No row:
--- missing topic, missing or retired sender, a delay (as publish_mail's) to a broadcast topic.
--- One call of post_mail's batch overload writes every mail and copy (one INSERT a table, not
--- a call a mail: a quarter less CPU a message).
+-- missing topic, missing or retired sender, a delay (as publish_mail's) to a broadcast topic,
+-- or :idempotency_key (on the first mail) already held by the sender's mail. One call of
+-- post_mail's batch overload (migration 0051's, keyed) writes every mail and copy (one INSERT
+-- a table, not a call a mail: a quarter less CPU a message).
 WITH t AS (
     SELECT id, kind FROM topics
     WHERE name = :topic AND (CAST(:delay AS double precision) IS NULL OR kind = 'queue')
@@ -197,7 +198,8 @@ WITH t AS (
                    priorities => CAST(:priorities AS text[]),
                    attachments => CAST(:attachments AS jsonb[]),
                    metadata => CAST(:metadata AS jsonb[]),
-                   request_hashes => CAST(:request_hashes AS text[]), topic_id => t.id) AS p
+                   request_hashes => CAST(:request_hashes AS text[]), topic_id => t.id,
+                   idempotency_key => CAST(:idempotency_key AS text)) AS p
 ), bump AS (
     UPDATE topics AS u SET next_offset = u.next_offset + (SELECT count(*) FROM m)
     FROM t
@@ -228,6 +230,26 @@ SELECT m.id, m.thread_id, m.parent_id, CAST(:sender AS text) AS sender, m.recipi
        m.topic_id, CAST(:topic AS text) AS topic, o.off AS log_offset
 FROM m JOIN o ON o.id = m.id
 ORDER BY m.id;
+
+-- name: published_batch(sender, idempotency_key, thread_ids)
+-- The batch a sender published with an idempotency key (publish_many): the mail holding the
+-- key, then, for each later thread id of :thread_ids (the library derives them from the
+-- sender, key and position), the sender's first mail from the keyed one on that thread; as
+-- mail_view rows in the order of :thread_ids, each with the keyed mail's request hash
+-- (batch_hash) and its position (n, from 1). Mails deleted since (retention) are missing; no
+-- row when no mail of the sender holds the key.
+SELECT v.*, f.request_hash AS batch_hash, b.n
+FROM identities AS s
+JOIN mail AS f ON f.sender_id = s.id AND f.idempotency_key = :idempotency_key
+CROSS JOIN LATERAL (
+    SELECT DISTINCT ON (t.n) m.id, t.n
+    FROM unnest(CAST(:thread_ids AS text[])) WITH ORDINALITY AS t (thread_id, n)
+    JOIN mail AS m ON m.thread_id = t.thread_id AND m.sender_id = s.id AND m.id >= f.id
+    ORDER BY t.n, m.id
+) AS b
+JOIN mail_view AS v ON v.id = b.id
+WHERE s.name = :sender
+ORDER BY b.n;
 
 -- name: sequence_mail(topic_id, mail_ids)
 -- Sequence the topic (migration 0028's sequence_topic: every committed pending row gets the

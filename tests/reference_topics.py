@@ -234,6 +234,7 @@ class RefTopicWorld:
     offsets: dict[tuple[str, str], int] = field(default_factory=dict)
     work: dict[int, RefWork] = field(default_factory=dict)
     placed: dict[int, tuple[str, int]] = field(default_factory=dict)  # mail id -> (topic, off)
+    batches: dict[int, list[int]] = field(default_factory=dict)  # keyed batch: first id -> ids
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -427,14 +428,23 @@ class RefTopicWorld:
         subject: str = "",
         priority: str = "normal",
         metadata: Any = None,
+        idempotency_key: str | None = None,
         ids: list[int] | None = None,
         new_thread_ids: list[str] | None = None,
         delay: object = None,
     ) -> list[RefMail]:
         """A batch: ``bodies`` a list (not a string) of 1 to 10,000 bodies, each published as
-        ``publish`` would (no key, no attachments), in order, all or nothing: the arguments are
-        checked (priority, then each body) before anything is written. ``ids`` and
-        ``new_thread_ids``: what the store chose."""
+        ``publish`` would (no attachments), in order, all or nothing: the arguments are
+        checked (priority, then each body, then the key) before anything is written. ``ids``
+        and ``new_thread_ids``: what the store chose.
+
+        ``idempotency_key``: the sender's key space, shared with ``publish`` and ``send``.
+        The batch's first mail carries the key and the batch's request (topic, bodies,
+        subject, priority, metadata, and the delay when given); the others carry none. A
+        batch whose key the sender's mail already holds is that batch again: its mails are
+        returned as they are now (even if the sender has retired since) and nothing is
+        written; ``RefConflict`` when the key holds another request (a single publish or
+        send's, or another batch's)."""
         who, name = _name(sender, "sender"), _name(topic, "topic")
         if isinstance(bodies, str) or not isinstance(bodies, list | tuple):
             raise RefInvalid("bodies must be a list of strings")
@@ -443,11 +453,26 @@ class RefTopicWorld:
         if priority not in PRIORITIES:
             raise RefInvalid(f"bad priority {priority!r}", priority)
         wait = _delay(delay)
+        if idempotency_key is not None and not 0 < len(idempotency_key) <= 200:
+            raise RefInvalid("idempotency_key must have 1 to 200 characters")
+        request: tuple[Any, ...] = (
+            "publish_many",
+            name,
+            tuple(bodies),
+            subject,
+            priority,
+            metadata,
+        )
+        if wait is not None:
+            request += (wait,)
+        original = self.mail._replay(who, idempotency_key, request)
+        if original is not None:
+            return [self.mail.mails[i] for i in self.batches[original.id] if i in self.mail.mails]
         self._live(who, "publish")
         target = self.topic(name)
         if wait is not None and target.kind != "queue":
             raise RefInvalid(f"topic {name!r} is a {target.kind} topic: no delays", name)
-        return [
+        mails = [
             self.publish(
                 who,
                 name,
@@ -461,6 +486,10 @@ class RefTopicWorld:
             )
             for k, body in enumerate(bodies)
         ]
+        if idempotency_key is not None:
+            mails[0].idempotency_key, mails[0].request = idempotency_key, request
+            self.batches[mails[0].id] = [m.id for m in mails]
+        return mails
 
     def read(self, topic: object, *, after: object = 0, limit: object = 100) -> list[RefMail]:
         """The log after ``after``, by offset."""

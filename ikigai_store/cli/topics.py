@@ -224,6 +224,9 @@ def topic_publish(
     default=None,
     help="A queue's message: claimable only after this (30s, 5m, 2h...).",
 )
+@click.option(
+    "--idempotency-key", default=None, help="Publishing the same batch again with it is a no-op."
+)
 @JSON_OPTION
 def topic_publish_many(
     name: str,
@@ -232,11 +235,13 @@ def topic_publish_many(
     priority: str,
     metadata: Any,
     delay: timedelta | None,
+    idempotency_key: str | None,
     as_json: bool,
 ) -> None:
     """Publish each line of standard input as one mail to topic NAME, in one statement (all or
     nothing; not queued in the outbox when the database is down); print each mail's id and
-    offset."""
+    offset. With --idempotency-key, running it again with the same input prints the same mails
+    and writes nothing."""
     bodies = text_or_stdin("-").splitlines()
     with open_store() as store:
         mails = store.mail.publish_many(
@@ -247,6 +252,7 @@ def topic_publish_many(
             priority=priority,
             metadata=metadata,
             delay=delay,
+            idempotency_key=idempotency_key,
         )
     if as_json:
         click.echo(json_text(mails, indent=2))

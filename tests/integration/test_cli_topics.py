@@ -59,6 +59,20 @@ def test_publish_many_publishes_one_mail_per_line(ikigai_db_url: str) -> None:
     assert len(ok_json(url, "topic", "read", topic)) == 3
 
 
+def test_publish_many_with_a_key_runs_once(ikigai_db_url: str) -> None:
+    """publish-many --idempotency-key run twice with the same input prints the same mails and
+    publishes once; with other input the key is refused (exit 1, nothing written)."""
+    url, topic = ikigai_db_url, fresh("batch")
+    pub = register(url)
+    ok(url, "topic", "create", topic)
+    args = ("topic", "publish-many", topic, "--from", pub, "--idempotency-key", "nightly-7")
+    first = ok(url, *args, stdin="a\nb\n")
+    assert ok(url, *args, stdin="a\nb\n") == first
+    result = run(url, *args, stdin="a\nc\n")
+    assert result.exit_code == 1 and "used for a different request" in result.stderr
+    assert [m["body"] for m in ok_json(url, "topic", "read", topic)] == ["a", "b"]
+
+
 def test_queue_claim_complete_release_dead_requeue(ikigai_db_url: str) -> None:
     """claim prints MAIL_ID TOKEN; complete/release/extend take them; dead letters requeue."""
     url, queue = ikigai_db_url, fresh("jobs")

@@ -73,8 +73,9 @@ ALL = [
     "0048-queue-priorities",
     "0049-post-mail-without-recipients",
     "0050-queue-wakes-while-listened",
+    "0051-publish-many-idempotency-keys",
 ]
-LATEST = 50
+LATEST = 51
 
 
 def _since(migration: str) -> int:
@@ -1060,3 +1061,31 @@ def test_queue_wakes_while_listened_rollback(ikigai_empty_db_url: str) -> None:
     assert heard("unheard again") == []
     assert _q(url, "SELECT ikigai_queue_listen(%s, 60, 1)", (topic,)) == [(True,)]
     assert heard("listened") == [str(topic)]
+
+
+def test_publish_many_idempotency_keys_rollback(ikigai_empty_db_url: str) -> None:
+    """Rolling back 0051 drops the keyed batch overload of post_mail() and keeps 0039's
+    (version 50); applying it again, a keyed batch repeated is stored once."""
+    url = ikigai_empty_db_url
+    migrate.apply(url)
+    keyed = (
+        "SELECT count(*) FROM pg_proc WHERE proname = 'post_mail' AND pronargs = 12"
+        " AND proargtypes[11] = 'text'::regtype"
+    )
+    batch = (
+        "SELECT count(*) FROM pg_proc WHERE proname = 'post_mail' AND pronargs = 11"
+        " AND proargtypes[0] = 'text[]'::regtype"
+    )
+    assert _q(url, keyed) == _q(url, batch) == [(1,)]
+    n = _since("0051-publish-many-idempotency-keys")
+    assert migrate.rollback(url, count=n) == ALL[-n:][::-1]
+    assert _version(url) == 50
+    assert _q(url, keyed) == [(0,)]
+    assert _q(url, batch) == [(1,)]
+    assert migrate.apply(url) == ALL[-n:]
+    with ik.Store(url, pool_size=1) as store:
+        _queue_and_worker(store)
+        first = store.mail.publish_many("a", "jobs", ["x", "y"], idempotency_key="b1")
+        again = store.mail.publish_many("a", "jobs", ["x", "y"], idempotency_key="b1")
+        assert [m.id for m in again] == [m.id for m in first]
+        assert [m.log_offset for m in store.topics.read("jobs")] == [1, 2]

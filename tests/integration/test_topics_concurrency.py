@@ -475,3 +475,39 @@ def test_a_claim_going_to_sleep_waits_for_publishes_in_flight(url: str) -> None:
             assert caller.execute("SHOW lock_timeout").fetchone() == ("5s",)
         publisher.commit()
         assert store.topics.claim("w", "jobs") is not None
+
+
+def test_racing_retries_of_a_keyed_batch_store_it_once(url: str) -> None:
+    """Eight connections publish the same keyed batch at once (a retry racing the original):
+    each gets the same three mails back, the topic holds three mails at offsets 1-3, and the
+    key on a different batch is a Conflict."""
+    with ik.open(url, migrate=False, pool_size=10) as store:
+        store.identities.register("batcher")
+        store.topics.create("jobs", "queue")
+        barrier = threading.Barrier(8)
+        results: list[Any] = [None] * 8
+
+        def publish(k: int) -> None:
+            barrier.wait(30)
+            try:
+                results[k] = store.mail.publish_many(
+                    "batcher", "jobs", ["a", "b", "c"], idempotency_key="run-1"
+                )
+            except ik.IkigaiStoreError as exc:
+                results[k] = exc
+
+        threads = [threading.Thread(target=publish, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        first = [(m.id, m.log_offset, m.body) for m in results[0]]
+        assert all([(m.id, m.log_offset, m.body) for m in r] == first for r in results), results
+        assert [(m.log_offset, m.body) for m in store.topics.read("jobs")] == [
+            (1, "a"),
+            (2, "b"),
+            (3, "c"),
+        ]
+        with pytest.raises(ik.Conflict, match="used for a different request"):
+            store.mail.publish_many("batcher", "jobs", ["a", "b"], idempotency_key="run-1")
+        assert len(store.topics.read("jobs")) == 3

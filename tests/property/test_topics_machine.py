@@ -1,8 +1,9 @@
 """Topics, consumer offsets and work queues through the real database agree with the model.
 
 A Hypothesis state machine creates topics of both kinds (some with bad arguments or taken
-names), subscribes and unsubscribes (also to missing topics, which creates them), publishes with
-and without idempotency keys (reusing keys with the same or a changed request), sends direct
+names), subscribes and unsubscribes (also to missing topics, which creates them), publishes
+single mails and batches with and without idempotency keys (reusing keys with the same or a
+changed request, across single publishes and batches), sends direct
 mail and reads or snoozes copies (so poll's inbox moves), reads logs, polls, commits offsets
 (smaller, equal, larger, past the end, negative), claims queue messages with several lease
 lengths, completes, releases and extends with current and stale claims (every ``Claim`` ever
@@ -132,6 +133,7 @@ class TopicsMachine(RuleBasedStateMachine):
         self.clock = Clock(store, EPOCH)
         self.claims: list[ik.Claim] = []
         self.keyed: list[tuple[str, dict[str, Any]]] = []
+        self.keyed_batches: list[tuple[str, str, list[str], dict[str, Any]]] = []
         self.topic_ids: dict[str, int] = {}
         self.steps = 0
 
@@ -353,7 +355,11 @@ class TopicsMachine(RuleBasedStateMachine):
             "priority": self.pick(data, [*PRIORITIES, "now"], "priority"),
             "metadata": data.draw(json_values, label="metadata"),
             "delay": data.draw(st.sampled_from(DELAYS), label="delay"),
+            "idempotency_key": data.draw(st.none() | st.sampled_from(KEYS), label="key"),
         }
+        self.do_publish_many(sender, topic, batch, kwargs)
+
+    def do_publish_many(self, sender: str, topic: str, batch: Any, kwargs: dict[str, Any]) -> None:
         try:
             got, expected = self.both(
                 lambda: self.store.mail.publish_many(sender, topic, batch, **kwargs),
@@ -369,6 +375,32 @@ class TopicsMachine(RuleBasedStateMachine):
         except Refused:
             return
         assert [mail_view(m) for m in got] == [self.model.view(m) for m in expected]
+        if kwargs.get("idempotency_key") is not None:
+            self.keyed_batches.append((sender, topic, batch, kwargs))
+
+    @precondition(lambda self: self.keyed_batches)
+    @rule(data=st.data(), change=st.sampled_from([None, "body", "size", "topic", "subject"]))
+    def publish_many_with_used_key(self, data: st.DataObject, change: str | None) -> None:
+        """Repeating a keyed batch returns its mails as they are now and takes no offset
+        (while its first mail is retained); changing it is a Conflict."""
+        sender, topic, batch, kwargs = self.pick(data, self.keyed_batches, "batch")
+        batch, kwargs = list(batch), dict(kwargs)
+        if change == "body":
+            batch[-1] += " (changed)"
+        elif change == "size":
+            batch = batch[:-1] if len(batch) > 1 else [*batch, "one more"]
+        elif change == "topic":
+            topic = self.a_topic(data)
+        elif change == "subject":
+            kwargs["subject"] += " (changed)"
+        key = kwargs["idempotency_key"]
+        kept = any(
+            m.sender == sender and m.idempotency_key == key for m in self.model.mail.mails.values()
+        )
+        last = {n: t.last_offset for n, t in self.model.topics.items()}
+        self.do_publish_many(sender, topic, batch, kwargs)
+        if kept and change is None:
+            assert {n: t.last_offset for n, t in self.model.topics.items()} == last
 
     @precondition(lambda self: self.keyed)
     @rule(data=st.data(), change=st.booleans())
