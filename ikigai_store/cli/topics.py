@@ -225,7 +225,9 @@ def topic_publish(
     help="A queue's message: claimable only after this (30s, 5m, 2h...).",
 )
 @click.option(
-    "--idempotency-key", default=None, help="Publishing the same batch again with it is a no-op."
+    "--idempotency-key",
+    default=None,
+    help="Publishing the same batch again with it is a no-op; another batch with it, an error.",
 )
 @JSON_OPTION
 def topic_publish_many(

@@ -278,6 +278,31 @@ def test_idempotent_publish_takes_no_offset(hub: ik.Store) -> None:
     assert hub.mail.publish("pub", "news", "u", "x").log_offset == 3
 
 
+def test_a_keyed_batch_shares_the_key_space_of_publish_and_send(hub: ik.Store) -> None:
+    """A batch's key held by a single publish or a send is a Conflict (not another refusal)
+    and writes nothing, on both topic kinds, waiting for offsets or not; a batch repeated
+    returns its mails; a single publish or send with a batch's key is a Conflict."""
+    hub.mail.publish("pub", "news", "s", "x", idempotency_key="single")
+    hub.mail.send("pub", ["a"], "s", "x", idempotency_key="sent")
+    before = mail_rows(hub)
+    for key in ("single", "sent"):
+        for topic in ("news", "jobs"):
+            for wait in (True, False):
+                with pytest.raises(ik.Conflict, match="used for a different request"):
+                    hub.mail.publish_many(
+                        "pub", topic, ["b1", "b2"], idempotency_key=key, wait_for_offset=wait
+                    )
+    assert mail_rows(hub) == before
+    batch = hub.mail.publish_many("pub", "jobs", ["b1", "b2"], idempotency_key="batch")
+    assert [m.idempotency_key for m in batch] == ["batch", None]
+    assert hub.mail.publish_many("pub", "jobs", ["b1", "b2"], idempotency_key="batch") == batch
+    with pytest.raises(ik.Conflict):
+        hub.mail.publish("pub", "jobs", "s", "b1", idempotency_key="batch")
+    with pytest.raises(ik.Conflict):
+        hub.mail.send("pub", ["a"], "s", "b1", idempotency_key="batch")
+    assert [m.log_offset for m in hub.topics.read("jobs")] == [1, 2]
+
+
 def test_queue_publish_makes_no_inbox_copies(hub: ik.Store) -> None:
     """A queue topic's mail is claimed, not delivered to inboxes."""
     job = hub.mail.publish("pub", "jobs", "job", "x")

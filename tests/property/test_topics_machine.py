@@ -426,6 +426,15 @@ class TopicsMachine(RuleBasedStateMachine):
         if kept and not change:
             assert {n: t.last_offset for n, t in self.model.topics.items()} == last
 
+    @precondition(lambda self: self.keyed)
+    @rule(data=st.data())
+    def publish_many_with_a_single_publish_s_key(self, data: st.DataObject) -> None:
+        """A batch with the key of a single publish (while that mail is retained) is a
+        Conflict: one key space per sender."""
+        sender, args = self.pick(data, self.keyed, "request")
+        kwargs = {"idempotency_key": args["idempotency_key"], "subject": args["subject"]}
+        self.do_publish_many(sender, args["topic"], [args["body"]], kwargs)
+
     @rule(data=st.data())
     def send_direct(self, data: st.DataObject) -> None:
         """Direct mail shows in poll's inbox and is never touched by retention."""
