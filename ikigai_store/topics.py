@@ -456,9 +456,9 @@ def publish_many(
             "published_batch", sender=sender_name, idempotency_key=key, thread_ids=thread_ids
         )
         if not found:
-            # The key may hold a single send or publish (its thread is not the batch's):
-            # by_key tells, Conflict; no mail holds it: why nothing was written.
-            yield from by_key(sender_name, key, "")
+            # The key may hold a single send or publish (not on the batch's threads): by_key
+            # raises Conflict for it; no mail holds the key: why nothing was written.
+            yield from by_key(sender_name, key, hashed)
             raise (yield from _refusal(sender_name, t))
         if found[0]["batch_hash"] != hashed:
             raise Conflict(

@@ -371,10 +371,25 @@ def _in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
     return thread, outcome
 
 
+#: A statement waiting for a lock other than the gate's (a resource's lease lock, a row).
+WAITING_BESIDE_THE_GATE = """
+SELECT count(*) FROM pg_locks
+WHERE NOT granted AND NOT (locktype = 'advisory' AND classid = 0 AND objid = 3939)
+"""
+
+
 def _held_at_gate(gate: psycopg.Connection[Any], thread: threading.Thread) -> None:
     while thread.is_alive() and not gate.execute(HELD_AT_SESSION_GATE).fetchone()[0]:
         time.sleep(0.005)
     assert thread.is_alive(), "the grant should be held at the gate"
+
+
+def _done_or_waiting(gate: psycopg.Connection[Any], thread: threading.Thread) -> None:
+    """Until ``thread``'s call returned or waits for a lock (behind the held grant)."""
+    deadline = time.monotonic() + 30
+    while thread.is_alive() and not gate.execute(WAITING_BESIDE_THE_GATE).fetchone()[0]:
+        assert time.monotonic() < deadline, "the call neither returned nor waits for a lock"
+        time.sleep(0.005)
 
 
 @pytest.mark.parametrize("path", ["fast", "sweeping"])
@@ -400,7 +415,7 @@ def test_a_renewal_committed_while_a_grant_is_on_its_way_never_overlaps_it(
         asking, asked = _in_thread(lambda: at12.leases.acquire("r1", "slow/r", ttl=10))
         _held_at_gate(gate, asking)
         renewing, renewed = _in_thread(lambda: at9.leases.renew(first, 10))
-        renewing.join(1.0)  # it may wait for r1's grant to end
+        _done_or_waiting(gate, renewing)  # it may wait for r1's grant to end
         released_at = None
         if not renewing.is_alive() and isinstance(renewed[0], ik.Lease):
             assert at13.leases.release(first) is True
@@ -441,7 +456,7 @@ def test_a_lease_granted_and_released_while_a_grant_is_on_its_way_never_overlaps
         asking, asked = _in_thread(lambda: at12.leases.acquire("r1", "slow/r", ttl=60))
         _held_at_gate(gate, asking)
         other, others = _in_thread(lambda: at11.leases.acquire("r2", "slow/r", ttl=60))
-        other.join(1.0)  # it may wait for r1's grant to end
+        _done_or_waiting(gate, other)  # it may wait for r1's grant to end
         r2_end = None
         if not other.is_alive() and isinstance(others[0], ik.Lease):
             assert at12_5.leases.release(others[0]) is True
