@@ -253,18 +253,19 @@ def test_rollback_really_undoes(ikigai_empty_db_url: str) -> None:
 
 
 def test_post_mail_rollback(ikigai_empty_db_url: str) -> None:
-    """Rolling back every migration down to 0016 drops post_mail() (both: one mail, and
-    0039's batch) and sets version 15; applying them again restores them."""
+    """Rolling back every migration down to 0016 drops post_mail() (all three: one mail,
+    0039's batch and 0051's keyed batch) and sets version 15; applying them again restores
+    them."""
     url = ikigai_empty_db_url
     exists = "SELECT count(*) FROM pg_proc WHERE proname = 'post_mail'"
     migrate.apply(url)
-    assert _q(url, exists)[0][0] == 2
+    assert _q(url, exists)[0][0] == 3
     n = _since("0016-post-mail")
     assert migrate.rollback(url, count=n) == ALL[: -n - 1 : -1]
     assert _q(url, exists)[0][0] == 0
     assert _version(url) == 15
     assert migrate.apply(url) == ALL[-n:]
-    assert _q(url, exists)[0][0] == 2
+    assert _q(url, exists)[0][0] == 3
     assert _version(url) == LATEST
 
 
@@ -564,7 +565,9 @@ def test_adopts_c_era_agents(ikigai_empty_db_url: str) -> None:
 
 
 def _hang_a_migrator(url: str, tmp_path: Path) -> subprocess.Popen[bytes]:
-    """Start a migrator that takes the lock for a slow migration, then SIGSTOP it there."""
+    """Start a migrator that takes the lock for a slow migration, then SIGSTOP it there.
+    Only this database's sessions count: another test's hung migrator (pytest -n) sleeps in
+    its own."""
     (tmp_path / "0997-hangs.sql").write_text(
         "-- depends: 0004-messages-agent-uuid\nSELECT pg_sleep(30);\n"
     )
@@ -574,7 +577,7 @@ def _hang_a_migrator(url: str, tmp_path: Path) -> subprocess.Popen[bytes]:
         sleeping = _q(
             url,
             "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%%pg_sleep(30)%%' "
-            "AND pid <> pg_backend_pid()",
+            "AND pid <> pg_backend_pid() AND datname = current_database()",
         )[0][0]
         if sleeping:
             break
@@ -632,7 +635,8 @@ def test_migration_lock_wait_ends_naming_the_holder(
     _q(
         url,
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-        "WHERE query LIKE '%%pg_sleep(30)%%' AND pid <> pg_backend_pid()",
+        "WHERE query LIKE '%%pg_sleep(30)%%' AND pid <> pg_backend_pid()"
+        " AND datname = current_database()",
     )
     (tmp_path / "0997-hangs.sql").write_text("-- depends: 0004-messages-agent-uuid\nSELECT 1;\n")
     assert migrate.apply(url, extra_sources=[tmp_path], lock_timeout=30) == ["0997-hangs"]
@@ -845,8 +849,8 @@ def test_mail_hand_off_rollback(ikigai_empty_db_url: str) -> None:
     assert _q(url, "SELECT pronargs FROM pg_proc WHERE proname = 'post_mail'") == [(18,)]
     assert migrate.apply(url) == ALL[-n:]
     assert "mail_waiters" in _tables(url) and _version(url) == LATEST
-    one_mail = "SELECT pronargs FROM pg_proc WHERE proname = 'post_mail' AND pronargs > 11"
-    assert _q(url, one_mail) == [(19,)]  # 0039's batch overload takes 11
+    one_mail = "SELECT pronargs FROM pg_proc WHERE proname = 'post_mail' AND pronargs > 12"
+    assert _q(url, one_mail) == [(19,)]  # 0039's and 0051's batch overloads take 11 and 12
 
 
 def test_topic_sequencer_keeps_offsets_both_ways(ikigai_empty_db_url: str) -> None:
