@@ -451,7 +451,7 @@ def publish_many(
     if rows:
         mails = [Mail.from_row(r) for r in rows]
         topic_id = int(rows[0]["topic_id"])
-    elif key is not None:
+    elif key is not None and hashed is not None:
         found = yield many(
             "published_batch", sender=sender_name, idempotency_key=key, thread_ids=thread_ids
         )
