@@ -246,85 +246,6 @@ def test_every_lease_write_notifies_its_holders_on_commit(
         assert heard() == [str(ids["r1"])]
 
 
-#: A test-only hold on grants: a grant of "slow/r" waits, after its row is built and before
-#: the exclusion constraint checks it, while the gate's advisory lock is held.
-SLOW_GRANTS = """
-CREATE FUNCTION test_slow_grant() RETURNS trigger LANGUAGE plpgsql AS $fn$
-BEGIN
-    IF NEW.resource = 'slow/r' THEN
-        PERFORM pg_advisory_xact_lock_shared(3838);
-    END IF;
-    RETURN NEW;
-END
-$fn$;
-CREATE TRIGGER test_slow_grant BEFORE INSERT ON leases
-    FOR EACH ROW EXECUTE FUNCTION test_slow_grant();
-"""
-HELD_AT_GATE = """
-SELECT count(*) FROM pg_locks
-WHERE locktype = 'advisory' AND objid = 3838 AND NOT granted
-"""
-
-
-@pytest.mark.parametrize("path", ["fast", "sweeping"])
-@pytest.mark.parametrize("ender", ["swept", "released"])
-def test_a_slowed_grant_never_starts_before_the_lease_it_outwaited_ends(
-    url: str, monkeypatch: pytest.MonkeyPatch, ender: str, path: str
-) -> None:
-    """r1 asks for a resource while r0's lease on it is live; r1's statement is held (after
-    its row is built, before the exclusion check) until r0's lease has been swept once
-    expired, or released, and that committed: r1 is refused, or granted a period that starts
-    no earlier than r0's ended (exclusive holders' periods never overlap)."""
-    with (
-        ik.open(url, migrate=False, pool_size=4) as store,
-        psycopg.connect(url, autocommit=True) as gate,
-    ):
-        gate.execute(SLOW_GRANTS)
-        # Swept: it must expire during the test; released: it must still be live when released.
-        first = store.leases.acquire("r0", "slow/r", ttl=1.5 if ender == "swept" else 60)
-        gate.execute("SELECT pg_advisory_lock(3838)")
-        monkeypatch.setattr(lease_ops, "_turns", itertools.count(1 if path == "fast" else 0))
-        outcome: list[Any] = []
-
-        def second() -> None:
-            try:
-                outcome.append(store.leases.acquire("r1", "slow/r", ttl=60))
-            except ik.IkigaiStoreError as exc:
-                outcome.append(exc)
-
-        thread = threading.Thread(target=second)
-        thread.start()
-        while thread.is_alive() and not gate.execute(HELD_AT_GATE).fetchone()[0]:
-            time.sleep(0.005)
-        held_up = thread.is_alive()
-        if ender == "swept":
-            while gate.execute("SELECT clock_timestamp()").fetchone()[0] <= first.expires_at:
-                time.sleep(0.05)
-            monkeypatch.setattr(lease_ops, "_turns", itertools.count(0))  # the next one sweeps
-            store.leases.acquire("r2", "elsewhere", ttl=60)
-            gone = gate.execute("SELECT count(*) FROM leases WHERE token = %s", (first.token,))
-            assert gone.fetchone()[0] == 0, "r0's expired lease was swept"
-            ended = first.expires_at
-        else:
-            ended = gate.execute("SELECT clock_timestamp()").fetchone()[0]
-            assert store.leases.release(first) is True
-        assert store.leases.held("slow/r", holder="r0") == []
-        gate.execute("SELECT pg_advisory_unlock(3838)")
-        thread.join(30)
-    [got] = outcome
-    if isinstance(got, ik.Lease):
-        periods = [
-            (first.resource, first.holder, True, first.acquired_at, ended),
-            (got.resource, got.holder, True, got.acquired_at, got.expires_at),
-        ]
-        assert periods_overlap(periods) is None, (
-            f"r1's lease starts at {got.acquired_at}, before r0's ended at {ended} "
-            f"(held up at the exclusion check: {held_up})"
-        )
-    else:
-        assert isinstance(got, ik.Conflict), got
-
-
 #: A test-only hold on the grants of one session: an insert into leases made by a session
 #: whose ``test.gate`` is on waits, after its row is built and before the exclusion
 #: constraint checks it, while the gate's advisory lock (3939) is held.
@@ -344,6 +265,76 @@ HELD_AT_SESSION_GATE = """
 SELECT count(*) FROM pg_locks
 WHERE locktype = 'advisory' AND objid = 3939 AND NOT granted
 """
+
+
+def _gated(url: str, options: str = "") -> ik.Store:
+    """A store whose grants are held at the gate (``test.gate``) while its lock is held."""
+    return ik.open(
+        psycopg.conninfo.make_conninfo(url, options=f"{options} -c test.gate=on".strip()),
+        migrate=False,
+    )
+
+
+@pytest.mark.parametrize("path", ["fast", "sweeping"])
+@pytest.mark.parametrize("ender", ["swept", "released"])
+def test_a_slowed_grant_never_starts_before_the_lease_it_outwaited_ends(
+    url: str, monkeypatch: pytest.MonkeyPatch, ender: str, path: str
+) -> None:
+    """r1 asks for a resource while r0's lease on it is live; r1's statement is held (after
+    its row is built, before the exclusion check) until r0's lease has been swept once
+    expired, or released, and that committed: r1 is refused, or granted a period that starts
+    no earlier than r0's ended (exclusive holders' periods never overlap)."""
+    with (
+        ik.open(url, migrate=False, pool_size=4) as store,
+        _gated(url) as held_store,
+        psycopg.connect(url, autocommit=True) as gate,
+    ):
+        gate.execute(GATED_SESSION)
+        # Swept: it must expire during the test; released: it must still be live when released.
+        first = store.leases.acquire("r0", "slow/r", ttl=1.5 if ender == "swept" else 60)
+        gate.execute("SELECT pg_advisory_lock(3939)")
+        monkeypatch.setattr(lease_ops, "_turns", itertools.count(1 if path == "fast" else 0))
+        outcome: list[Any] = []
+
+        def second() -> None:
+            try:
+                outcome.append(held_store.leases.acquire("r1", "slow/r", ttl=60))
+            except ik.IkigaiStoreError as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        while thread.is_alive() and not gate.execute(HELD_AT_SESSION_GATE).fetchone()[0]:
+            time.sleep(0.005)
+        held_up = thread.is_alive()
+        if ender == "swept":
+            while gate.execute("SELECT clock_timestamp()").fetchone()[0] <= first.expires_at:
+                time.sleep(0.05)
+            monkeypatch.setattr(lease_ops, "_turns", itertools.count(0))  # the next one sweeps
+            store.leases.acquire("r2", "elsewhere", ttl=60)
+            gone = gate.execute("SELECT count(*) FROM leases WHERE token = %s", (first.token,))
+            assert gone.fetchone()[0] == 0, "r0's expired lease was swept"
+            ended = first.expires_at
+        else:
+            ended = gate.execute("SELECT clock_timestamp()").fetchone()[0]
+            assert store.leases.release(first) is True
+        assert store.leases.held("slow/r", holder="r0") == []
+        gate.execute("SELECT pg_advisory_unlock(3939)")
+        thread.join(30)
+    [got] = outcome
+    if isinstance(got, ik.Lease):
+        periods = [
+            (first.resource, first.holder, True, first.acquired_at, ended),
+            (got.resource, got.holder, True, got.acquired_at, got.expires_at),
+        ]
+        assert periods_overlap(periods) is None, (
+            f"r1's lease starts at {got.acquired_at}, before r0's ended at {ended} "
+            f"(held up at the exclusion check: {held_up})"
+        )
+    else:
+        assert isinstance(got, ik.Conflict), got
+
+
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
 
@@ -352,7 +343,7 @@ def _at(url: str, seconds: float, *, gated: bool = False) -> ik.Store:
     held at the session gate when ``gated``."""
     options = f"-c ikigai.now={(T0 + timedelta(seconds=seconds)).isoformat()}"
     if gated:
-        options += " -c test.gate=on"
+        return _gated(url, options)
     return ik.open(psycopg.conninfo.make_conninfo(url, options=options), migrate=False)
 
 
