@@ -341,11 +341,12 @@ def publish(
                 found = yield from _require_topic(t)
                 (existing,) = yield from _sequenced(found.id, [existing])
             return existing
-    raise (yield from _refusal(sender_name, t))
+    raise (yield from _refusal(sender_name, t, delay_s is not None))
 
 
-def _refusal(sender: str, topic: str) -> Op[IkigaiStoreError]:
-    """Why a publish to ``topic`` wrote nothing (a used key aside)."""
+def _refusal(sender: str, topic: str, delayed: bool) -> Op[IkigaiStoreError]:
+    """Why a publish to ``topic`` (``delayed``: with a delay) wrote nothing (a used key
+    aside)."""
     why = yield one("publish_refusal", sender=sender, topic=topic)
     if why["sender_state"] is None:
         return NotFound(f"identity {sender!r} does not exist")
@@ -353,8 +354,17 @@ def _refusal(sender: str, topic: str) -> Op[IkigaiStoreError]:
         return InvalidArgument(f"identity {sender!r} is retired: it cannot publish")
     if why["topic_kind"] is None:
         return NotFound(f"topic {topic!r} does not exist")
-    return InvalidArgument(
-        f"topic {topic!r} is a {why['topic_kind']} topic: only a queue's messages can be delayed"
+    if delayed and why["topic_kind"] != "queue":
+        return InvalidArgument(
+            f"topic {topic!r} is a {why['topic_kind']} topic: only a queue's messages can be "
+            "delayed"
+        )
+    # Nothing else refuses a publish; the mail holding its key was deleted meanwhile (retention)?
+    return Conflict(
+        f"the publish to topic {topic!r} wrote nothing and no reason was found (was the mail "
+        "holding its idempotency key deleted meanwhile?): try again",
+        constraint=None,
+        sqlstate=None,
     )
 
 
@@ -459,7 +469,7 @@ def publish_many(
             # The key may hold a single send or publish (not on the batch's threads): by_key
             # raises Conflict for it; no mail holds the key: why nothing was written.
             yield from by_key(sender_name, key, hashed)
-            raise (yield from _refusal(sender_name, t))
+            raise (yield from _refusal(sender_name, t, delay_s is not None))
         if found[0]["batch_hash"] != hashed:
             raise Conflict(
                 f"idempotency key {key!r} of {sender_name!r} was used for a different request "
@@ -470,7 +480,7 @@ def publish_many(
         mails = [Mail.from_row(r) for r in found]
         topic_id = (yield from _require_topic(t)).id
     else:
-        raise (yield from _refusal(sender_name, t))
+        raise (yield from _refusal(sender_name, t, delay_s is not None))
     if not wait_for_offset:
         return mails
     return (yield from _sequenced(topic_id, mails))

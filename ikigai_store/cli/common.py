@@ -12,6 +12,7 @@ command module uses. Invariants:
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ from typing import Any
 
 import click
 
-from ..errors import ConnectError, DatabaseUnavailable
+from ..errors import ConnectError, DatabaseUnavailable, IkigaiStoreError
 from ..models import Queued
 from ..outbox import Outbox, database_path, default_path
 from ..store import Store
@@ -114,7 +115,27 @@ def open_store(*, migrate: bool = True, drain: bool = True) -> Iterator[Store]:
                     f"{report.expired} expired, {report.pending} still queued",
                     err=True,
                 )
-        yield store
+        try:
+            yield store
+        except IkigaiStoreError as exc:
+            _as_typed(exc)
+            raise
+
+
+def _as_typed(exc: IkigaiStoreError) -> None:
+    """Name the running command's options in ``exc``'s message as they are typed: the library
+    names its parameters (``idempotency_key must be ...``), the user typed
+    ``--idempotency-key``. Only options whose Python name has an underscore (no word of a
+    sentence looks like one)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or not exc.args or not isinstance(exc.args[0], str):
+        return
+    message = exc.args[0]
+    for param in ctx.command.params:
+        if isinstance(param, click.Option) and param.name and "_" in param.name:
+            flag = max(param.opts, key=len)
+            message = re.sub(rf"(?<![\w-]){param.name}(?!\w)", flag, message)
+    exc.args = (message, *exc.args[1:])
 
 
 def deliver_or_queue(operation: str, payload: dict[str, Any], key: str | None) -> Any:

@@ -12,6 +12,7 @@ session, running agents, leases and active identities are unchanged.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import threading
 import time
@@ -20,6 +21,7 @@ from typing import Any
 
 import click
 
+from .._where import describe as describe_database
 from ..errors import Conflict, InvalidArgument
 from ..models import Agent, InboxItem, Mail, Message
 from ..store import Store
@@ -94,7 +96,9 @@ def _run_demo(store: Store, sid: int, title: str, registered: list[str]) -> tupl
         click.echo(f"   + #{msg.id:<6} {kind:<10} {content or ''}{extra}".rstrip())
         return msg
 
-    click.echo(f"Database: {store.url}")
+    data_dir = getattr(store, "embedded_data_dir", None)
+    where = describe_database(None, os.fspath(data_dir)) if data_dir else store.url
+    click.echo(f"Database: {where}")
     click.echo(f"Created session {sid} ({title}).")
 
     _heading("1. A conversation with a checkpoint, a detour and a rewind")

@@ -310,6 +310,10 @@ def test_mail_send_idempotency_key(ikigai_db_url: str) -> None:
     assert send(ikigai_db_url, a, b, *key, "-s", "s", "body") == first
     fails(ikigai_db_url, "mail", "send", "--from", a, "--to", b, *key, "-s", "s", "other body")
     assert len(ok_json(ikigai_db_url, "mail", "inbox", b)["items"]) == 1
+    # The library's parameter is named as the user typed it.
+    err = fails(ikigai_db_url, "mail", "send", "--from", a, "--to", b, "--idempotency-key", "", "x")
+    assert err.startswith("Error: --idempotency-key must be text"), err
+    assert "idempotency_key" not in err
 
 
 def test_mail_send_errors_write_nothing(ikigai_db_url: str) -> None:

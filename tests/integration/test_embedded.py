@@ -528,6 +528,17 @@ def test_cli_embedded_shows_paths_and_runs_bundled_clients(data_dir: Path) -> No
     assert failed.returncode != 0 and "division by zero" in failed.stderr
 
 
+def test_demo_names_the_embedded_data_dir_on_its_first_line(data_dir: Path) -> None:
+    """The quick start's demo, on the embedded default, says which data directory it wrote to
+    (the README promises it), not a socket URL."""
+    cli = [sys.executable, "-W", "error", "-m", "ikigai_store", "demo"]
+    ran = subprocess.run(cli, capture_output=True, text=True, env=_env(data_dir), timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    first = ran.stdout.splitlines()[0]
+    assert first.startswith(f"Database: the embedded PostgreSQL in {data_dir} ("), first
+    assert _wait_stopped(data_dir)
+
+
 def test_refusal_steps_carry_the_data_to_the_new_major(data_dir: Path, tmp_path: Path) -> None:
     """The upgrade commands the refusal names, run as written, move the data to the new major."""
     import re

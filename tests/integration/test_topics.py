@@ -11,6 +11,7 @@ import psycopg.sql
 import pytest
 
 import ikigai_store as ik
+from ikigai_store import topics
 from tests.mailtools import Clock, mail_rows, rows
 
 pytestmark = pytest.mark.db
@@ -629,6 +630,18 @@ def test_delays_are_refused_where_they_mean_nothing(hub: ik.Store) -> None:
     with pytest.raises(ik.InvalidArgument, match="delay"):
         hub.topics.release(taken, delay=-1)
     assert _queue_states(hub)[taken.mail.id] == ("claimed", 1)
+
+
+def test_a_refusal_names_a_delay_only_when_there_was_one(hub: ik.Store) -> None:
+    """Why a publish wrote nothing: a delay to a broadcast topic is named only when the
+    publish had one; a refusal with no known reason (the mail holding its key deleted by
+    retention between the insert and the lookup) is a Conflict asking to try again."""
+    why = hub._run(topics._refusal("pub", "news", True))
+    assert isinstance(why, ik.InvalidArgument) and "only a queue" in str(why)
+    for topic, delayed in (("news", False), ("jobs", False), ("jobs", True)):
+        why = hub._run(topics._refusal("pub", topic, delayed))
+        assert isinstance(why, ik.Conflict) and "try again" in str(why), (topic, why)
+    assert isinstance(hub._run(topics._refusal("nobody", "jobs", False)), ik.NotFound)
 
 
 def test_release_and_dead_letters(hub: ik.Store) -> None:
