@@ -661,7 +661,10 @@ def claim_state(identity: str, topic: str) -> Op[tuple[int, float | None]]:
     if row["kind"] != "queue":
         raise InvalidArgument(f"topic {topic!r} is a {row['kind']} topic, not a queue")
     if not row["subscribed"]:
-        raise InvalidArgument(f"identity {identity!r} is not subscribed to queue {topic!r}")
+        raise InvalidArgument(
+            f"identity {identity!r} is not subscribed to queue {topic!r}: a worker subscribes "
+            "to a queue before it claims (topics.subscribe; CLI: topic subscribe)"
+        )
     expiry = row["next_expiry"]
     return int(row["topic_id"]), None if expiry is None else max(0.0, float(expiry))
 

@@ -228,12 +228,20 @@ def check_duration(
         raise InvalidArgument(f"{what} must be a timedelta or a number of seconds, got {value!r}")
     if _NO_TIME <= length <= maximum and (zero or length != _NO_TIME):
         return length  # the common case: no message formatted
-    limit = f"{maximum.total_seconds():g} seconds"
+    limit, got = _seconds(maximum), _seconds(value) if isinstance(value, timedelta) else value
     if zero:
-        raise InvalidArgument(f"{what} must be from 0 to {limit}, got {value!r}")
-    raise InvalidArgument(
-        f"{what} must be at least 1 microsecond and at most {limit}, got {value!r}"
-    )
+        raise InvalidArgument(f"{what} must be from 0 to {limit}, got {got}")
+    raise InvalidArgument(f"{what} must be at least 1 microsecond and at most {limit}, got {got}")
+
+
+def _seconds(length: timedelta) -> str:
+    """``length`` in seconds, written out (no exponent), with whole days named."""
+    seconds = length.total_seconds()
+    text = f"{seconds:.6f}".rstrip("0").rstrip(".") + " seconds"
+    days, rest = divmod(seconds, 86400)
+    if days and not rest:
+        text += f" ({days:.0f} day{'s' if days != 1 else ''})"
+    return text
 
 
 def check_seconds(value: object, name: str) -> None:

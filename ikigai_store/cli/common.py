@@ -124,17 +124,23 @@ def open_store(*, migrate: bool = True, drain: bool = True) -> Iterator[Store]:
 
 def _as_typed(exc: IkigaiStoreError) -> None:
     """Name the running command's options in ``exc``'s message as they are typed: the library
-    names its parameters (``idempotency_key must be ...``), the user typed
-    ``--idempotency-key``. Only options whose Python name has an underscore (no word of a
-    sentence looks like one)."""
+    names its parameters (``idempotency_key must be ...``, ``ttl must be ...``), the user
+    typed ``--idempotency-key``, ``--ttl``. An option's name is replaced where it starts the
+    message, and anywhere when it has an underscore (no word of a sentence looks like one)."""
     ctx = click.get_current_context(silent=True)
     if ctx is None or not exc.args or not isinstance(exc.args[0], str):
         return
     message = exc.args[0]
     for param in ctx.command.params:
-        if isinstance(param, click.Option) and param.name and "_" in param.name:
-            flag = max(param.opts, key=len)
-            message = re.sub(rf"(?<![\w-]){param.name}(?!\w)", flag, message)
+        if not isinstance(param, click.Option) or not param.name:
+            continue
+        flags = [o for o in param.opts if o.startswith("--")]
+        if not flags:
+            continue
+        # Its Python name, and each flag's (``--ttl`` of an option kept as ``lease``).
+        for name in {param.name, *(f[2:].replace("-", "_") for f in flags)}:
+            where = r"(?<![\w-])" if "_" in name else "^"
+            message = re.sub(rf"{where}{name}(?![\w-])", flags[0], message)
     exc.args = (message, *exc.args[1:])
 
 

@@ -240,11 +240,13 @@ def topic_publish_many(
     idempotency_key: str | None,
     as_json: bool,
 ) -> None:
-    """Publish each line of standard input as one mail to topic NAME, in one statement (all or
-    nothing; not queued in the outbox when the database is down); print each mail's id and
-    offset. With --idempotency-key, running it again with the same input prints the same mails
-    and writes nothing."""
-    bodies = text_or_stdin("-").splitlines()
+    """Publish each line of standard input as one mail to topic NAME (blank lines are
+    skipped), in one statement (all or nothing; not queued in the outbox when the database is
+    down); print each mail's id and offset. With --idempotency-key, running it again with the
+    same input prints the same mails and writes nothing."""
+    bodies = [line for line in text_or_stdin("-").splitlines() if line.strip()]
+    if not bodies:
+        raise click.ClickException("standard input holds no lines to publish")
     with open_store() as store:
         mails = store.mail.publish_many(
             sender,

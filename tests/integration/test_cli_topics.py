@@ -44,18 +44,21 @@ def test_create_unsearchable(ikigai_db_url: str) -> None:
 
 
 def test_publish_many_publishes_one_mail_per_line(ikigai_db_url: str) -> None:
-    """publish-many: one mail per stdin line, printed as ID offset N in order; an empty input
-    is refused and writes nothing."""
+    """publish-many: one mail per stdin line (blank lines skipped), printed as ID offset N in
+    order; an input without lines is refused and writes nothing."""
     url, topic = ikigai_db_url, fresh("batch")
     pub = register(url)
     ok(url, "topic", "create", topic)
-    out = ok(url, "topic", "publish-many", topic, "--from", pub, "-s", "job", stdin="a\nb\nc\n")
+    stdin = "a\n\nb\n  \nc\n"
+    out = ok(url, "topic", "publish-many", topic, "--from", pub, "-s", "job", stdin=stdin)
     assert [line.split()[1:] for line in out.splitlines()] == [
         ["offset", str(k)] for k in (1, 2, 3)
     ]
     assert [m["body"] for m in ok_json(url, "topic", "read", topic)] == ["a", "b", "c"]
-    result = run(url, "topic", "publish-many", topic, "--from", pub, stdin="")
-    assert result.exit_code == 1 and "1 to 10000" in result.stderr
+    for empty in ("", "\n \n"):
+        result = run(url, "topic", "publish-many", topic, "--from", pub, stdin=empty)
+        assert result.exit_code == 1
+        assert result.stderr == "Error: standard input holds no lines to publish\n"
     assert len(ok_json(url, "topic", "read", topic)) == 3
 
 
@@ -129,3 +132,16 @@ def test_topic_errors_are_one_line(ikigai_db_url: str) -> None:
     fails(url, "topic", "claim", who, fresh("missing"))
     fails(url, "topic", "complete", "1", "not-a-token")
     assert "retention" in ok(url, "topic", "--help")
+    # The library's limits, named as the options were typed.
+    queue = fresh("q")
+    ok(url, "topic", "create", queue, "--queue")
+    ok(url, "topic", "subscribe", who, queue)
+    err = fails(url, "topic", "claim", who, queue, "--ttl", "-5")
+    assert err.startswith("Error: --ttl must be at least 1 microsecond and at most 86400 "), err
+    err = fails(url, "topic", "create", fresh("t"), "--retention", "0s")
+    assert err.startswith("Error: --retention must be at least 1 microsecond"), err
+    assert "got 0 seconds" in err
+    err = fails(url, "topic", "publish", queue, "--from", who, "--delay", "400d", "x")
+    assert err.startswith("Error: --delay must be from 0 to 31536000 seconds (365 days)"), err
+    err = fails(url, "topic", "claim", register(url), queue)
+    assert "subscribes to a queue before it claims" in err
