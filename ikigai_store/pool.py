@@ -38,6 +38,7 @@ from typing import Any, Generic, TypeVar
 import psycopg
 from psycopg import sql
 from psycopg.rows import DictRow, dict_row
+from psycopg.types.array import ListBinaryDumper
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
@@ -461,18 +462,30 @@ _WAKE_AFTER_COMMIT = queries.wake_after_commit.sql
 
 
 def _configure(conn: Conn) -> None:
-    """Every pooled connection decodes jsonb with ``decode_json`` (never fails on a row) and
-    keeps its wake-ups for after the commit (``wake_after_commit``), told by the server's
-    ``ops.WAKES_NOTICE`` (``ops.watch_wakes``)."""
+    """Every pooled connection decodes jsonb with ``decode_json`` (never fails on a row),
+    sends list parameters as binary arrays (``_binary_lists``) and keeps its wake-ups for
+    after the commit (``wake_after_commit``), told by the server's ``ops.WAKES_NOTICE``
+    (``ops.watch_wakes``)."""
     set_json_loads(decode_json, conn)
+    _binary_lists(conn)
     conn.execute(_WAKE_AFTER_COMMIT)
     watch_wakes(conn)
 
 
 async def _aconfigure(conn: AConn) -> None:
     set_json_loads(decode_json, conn)
+    _binary_lists(conn)
     await conn.execute(_WAKE_AFTER_COMMIT)
     watch_wakes(conn)
+
+
+def _binary_lists(conn: Conn | AConn) -> None:
+    """Send a ``list`` parameter as a binary array. psycopg's default for a list of strings
+    is the text form, which searches every element for characters to quote: 43 µs a message
+    of a batch of 1 KB bodies (``publish_many``, ``append_many``), against 0.3 µs in binary.
+    Every array parameter of ``queries/`` is cast to its type (or compared with a column), so
+    the values the server gets are the same."""
+    conn.adapters.register_dumper(list, ListBinaryDumper)
 
 
 def _close_in_background(pool: ConnectionPool[Conn]) -> None:

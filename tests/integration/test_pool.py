@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
 
 import pytest
+from psycopg.adapt import PyFormat
+from psycopg.types.array import ListBinaryDumper
 
 import ikigai_store as ik
 
@@ -144,3 +147,34 @@ def test_store_url_has_no_password(ikigai_db_url: str) -> None:
         assert isinstance(store.list_sessions(), list)  # the secret was used to connect
         assert secret not in store.url and secret not in repr(store)
         assert "password=***" in store.url
+
+
+TRICKY = ["NULL", "null", "", "{a,b}", '"q"', "back\\slash", "a,b", " pad ", "é ☃ 🜁", "x" * 5000]
+
+
+def test_pooled_connections_send_lists_as_binary_arrays(ikigai_db_url: str) -> None:
+    """Every pooled connection, sync and async, dumps a list parameter as a binary array (the
+    text form searched every element for characters to quote: most of a batch's client time);
+    batches of text that the text form would have to quote come back exactly."""
+    with ik.open(ikigai_db_url, migrate=False, pool_size=1) as store:
+        with store._pool.connection() as conn:
+            assert conn.adapters.get_dumper(list, PyFormat.AUTO) is ListBinaryDumper
+        who = store.identities.register(f"lists-{time.monotonic_ns()}").name
+        topic = f"lists-{time.monotonic_ns()}"
+        store.topics.create(topic)
+        mails = store.mail.publish_many(who, topic, TRICKY, subject="s")
+        assert [m.body for m in store.topics.read(topic)] == TRICKY == [m.body for m in mails]
+        sid = store.create_session("lists")
+        store.append_many(sid, [("user", body, {"k": body}) for body in TRICKY])
+        events = store.replay_session(sid).messages
+        assert [(e.content, e.data) for e in events] == [(b, {"k": b}) for b in TRICKY]
+
+    async def in_async() -> None:
+        store = await ik.AsyncStore.connect(ikigai_db_url, pool_size=1)
+        try:
+            async with store._pool.connection() as conn:
+                assert conn.adapters.get_dumper(list, PyFormat.AUTO) is ListBinaryDumper
+        finally:
+            await store.close()
+
+    asyncio.run(in_async())
