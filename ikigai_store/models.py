@@ -524,8 +524,9 @@ class Topic(FromRow):
 @dataclass(frozen=True, slots=True)
 class TopicInfo(FromRow):
     """A topic with its subscriber count, retained message count and last offset (0: none);
-    for a queue, its messages ``available`` to a claim, ``claimed`` (under a lease, or one
-    that expired and no claim took over yet) and ``dead`` letters (0 for a broadcast topic).
+    for a queue, its messages ``available`` to a claim (a delayed one too, before it is
+    due), ``claimed`` (under a lease, or one that expired and no claim took over yet) and
+    ``dead`` letters (0 for a broadcast topic).
     """
 
     topic: Topic

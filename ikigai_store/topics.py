@@ -769,7 +769,9 @@ def requeue(mail_id: int) -> Op[None]:
     row = yield one("requeue", mail_id=mail_id)
     if row is None:
         found = yield one("queue_item_state", mail_id=mail_id)
-        if found is None:
+        if not found["mail_exists"]:
+            raise NotFound(f"mail {mail_id} does not exist")
+        if found["state"] is None:
             raise NotFound(f"mail {mail_id} is not a queue message")
         raise InvalidArgument(f"mail {mail_id} is {found['state']}, not a dead letter")
 

@@ -530,8 +530,10 @@ WITH r AS (
 SELECT mail_id FROM r WHERE ikigai_notify('ikigai_queue', CAST(topic_id AS text)) IS NOT NULL;
 
 -- name: queue_item_state(mail_id)^
--- A queue row's state (rare path of requeue).
-SELECT state FROM queue_items WHERE mail_id = :mail_id;
+-- Why requeue found no dead letter (rare path): the queue row's state (NULL: the mail is not
+-- a queue message) and whether the mail exists.
+SELECT (SELECT state FROM queue_items WHERE mail_id = :mail_id) AS state,
+       EXISTS (SELECT 1 FROM mail WHERE id = :mail_id) AS mail_exists;
 
 -- name: apply_retention(older_than)
 -- Delete topic mail older than its topic's retention (or than :older_than when given), except unfinished queue work (available,

@@ -126,7 +126,8 @@ def _as_typed(exc: IkigaiStoreError) -> None:
     """Name the running command's options in ``exc``'s message as they are typed: the library
     names its parameters (``idempotency_key must be ...``, ``ttl must be ...``), the user
     typed ``--idempotency-key``, ``--ttl``. An option's name is replaced where it starts the
-    message, and anywhere when it has an underscore (no word of a sentence looks like one)."""
+    message as the subject of "must" (a validation's wording: not ``session 5 does not
+    exist``), and anywhere when it has an underscore (no word of a sentence looks like one)."""
     ctx = click.get_current_context(silent=True)
     if ctx is None or not exc.args or not isinstance(exc.args[0], str):
         return
@@ -139,8 +140,8 @@ def _as_typed(exc: IkigaiStoreError) -> None:
             continue
         # Its Python name, and each flag's (``--ttl`` of an option kept as ``lease``).
         for name in {param.name, *(f[2:].replace("-", "_") for f in flags)}:
-            where = r"(?<![\w-])" if "_" in name else "^"
-            message = re.sub(rf"{where}{name}(?![\w-])", flags[0], message)
+            pattern = rf"(?<![\w-]){name}(?![\w-])" if "_" in name else rf"^{name}(?= must )"
+            message = re.sub(pattern, flags[0], message)
     exc.args = (message, *exc.args[1:])
 
 

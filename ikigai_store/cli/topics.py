@@ -99,7 +99,8 @@ def topic_create(
 @topic.command("list", short_help="List topics: subscribers, messages, offsets, queue counts.")
 @JSON_OPTION
 def topic_list(as_json: bool) -> None:
-    """List every topic."""
+    """List every topic; for a queue, its available messages (delayed ones too, before they
+    are due), claimed ones and dead letters."""
     with open_store() as store:
         infos = store.topics.list()
     if as_json:

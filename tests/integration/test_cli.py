@@ -346,7 +346,8 @@ def test_agent_list_all_and_default(ikigai_db_url: str) -> None:
     s3 = new_session(ikigai_db_url)
     assert ok(ikigai_db_url, "agent", "list", "--session", str(s3)).strip() == "no running agents"
     assert "not both" in fails(ikigai_db_url, "agent", "list", "--all", "--session", str(s1))
-    assert "does not exist" in fails(ikigai_db_url, "agent", "list", "--session", "987654321")
+    err = fails(ikigai_db_url, "agent", "list", "--session", "987654321")
+    assert err == "Error: session 987654321 does not exist\n"  # not "--session 987654321 ..."
 
 
 def test_agent_kill_prints_killed_subtree(ikigai_db_url: str) -> None:

@@ -663,8 +663,11 @@ def test_release_and_dead_letters(hub: ik.Store) -> None:
     clock.advance(seconds=2)
     assert hub.topics.claim("w1", "jobs") is None  # the expired last attempt died
     assert [d.last_error for d in hub.topics.dead_letters("jobs")] == ["lease expired"]
-    with pytest.raises(ik.NotFound):
+    with pytest.raises(ik.NotFound, match="mail 999999 does not exist"):
         hub.topics.requeue(999999)
+    direct = hub.mail.send("pub", ["w1"], "s", "not queued")
+    with pytest.raises(ik.NotFound, match="is not a queue message"):
+        hub.topics.requeue(direct.id)
 
 
 def test_claim_settles_the_expired_last_attempts_its_walk_passes(hub: ik.Store) -> None:
